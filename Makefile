@@ -1,0 +1,56 @@
+# writ — build, test and demo targets. `make test` is what CI runs.
+GO        ?= go
+BIN       := bin
+PKGS      := ./...
+RACE      ?= -race
+TESTFLAGS ?= -timeout 20m
+export PATH := $(PATH):$(shell $(GO) env GOPATH)/bin
+
+.PHONY: all build demo test unit verify fmt vet staticcheck tidy-check gen gen-check bench soak clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+demo: build
+	$(GO) run ./cmd/writ table
+
+test: verify unit
+
+unit:
+	$(GO) test $(RACE) $(TESTFLAGS) $(PKGS)
+
+verify: fmt vet staticcheck tidy-check gen-check
+
+fmt:
+	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
+	if [ -n "$$out" ]; then echo "gofmt: these files need formatting (run gofmt -w):"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+staticcheck:
+	@command -v staticcheck >/dev/null || { echo "staticcheck not found: go install honnef.co/go/tools/cmd/staticcheck@v0.8.2"; exit 1; }
+	staticcheck $(PKGS)
+
+tidy-check:
+	@cp go.mod /tmp/writ-go.mod.bak; cp go.sum /tmp/writ-go.sum.bak; \
+	$(GO) mod tidy; \
+	if ! git diff --quiet -- go.mod go.sum; then echo "go.mod/go.sum are not tidy: run 'go mod tidy' and commit"; git --no-pager diff -- go.mod go.sum | head -40; cp /tmp/writ-go.mod.bak go.mod; cp /tmp/writ-go.sum.bak go.sum; exit 1; fi
+
+gen:
+	$(GO) run ./cmd/writ gen
+
+gen-check:
+	$(GO) run ./cmd/writ gen --check
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+soak:
+	$(GO) test $(RACE) -timeout 60m -tags soak $(PKGS)
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,53 @@
+// Package depcheck enforces the import rules of DESIGN.md's package table:
+// each boundary package keeps a test that lists what it must not import,
+// directly or indirectly, and calls Forbid.
+package depcheck
+
+import (
+	"bytes"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// Deps returns the transitive import closure of pkg (including test-only
+// imports when withTests is set) as reported by `go list -deps`.
+func Deps(pkg string, withTests bool) ([]string, error) {
+	args := []string{"list", "-deps"}
+	if withTests {
+		args = append(args, "-test")
+	}
+	args = append(args, pkg)
+	cmd := exec.Command("go", args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("depcheck: go list %s: %w: %s", pkg, err, errb.String())
+	}
+	return strings.Fields(out.String()), nil
+}
+
+// Forbid fails t if pkg imports, directly or indirectly, any package equal to
+// or below one of the forbidden prefixes. Test files are not counted: the
+// rules are about what the package drags into a binary.
+func Forbid(t testing.TB, pkg string, forbidden ...string) {
+	t.Helper()
+	deps, err := Deps(pkg, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deps) == 0 {
+		t.Fatalf("depcheck: go list returned no packages for %s", pkg)
+	}
+	for _, d := range deps {
+		if d == pkg {
+			continue
+		}
+		for _, f := range forbidden {
+			if d == f || strings.HasPrefix(d, f+"/") {
+				t.Errorf("%s must not import %s (found %s in its dependency closure)", pkg, f, d)
+			}
+		}
+	}
+}

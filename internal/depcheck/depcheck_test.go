@@ -1,0 +1,25 @@
+package depcheck
+
+import "testing"
+
+// TestForbidCatchesAViolation proves the check can fail: kv's closure
+// contains "fmt", so forbidding it must report an error.
+func TestForbidCatchesAViolation(t *testing.T) {
+	ft := &fakeTB{TB: t}
+	Forbid(ft, "github.com/writ-dev/writ/kv", "fmt")
+	if !ft.failed {
+		t.Fatal("Forbid did not report fmt in kv's closure")
+	}
+}
+
+func TestKVIsStdlibOnly(t *testing.T) {
+	Forbid(t, "github.com/writ-dev/writ/kv", "github.com/hashicorp", "github.com/spf13", "go.etcd.io", "google.golang.org", "cuelang.org")
+}
+
+type fakeTB struct {
+	testing.TB
+	failed bool
+}
+
+func (f *fakeTB) Errorf(string, ...any) { f.failed = true }
+func (f *fakeTB) Helper()               {}
