@@ -1,0 +1,29 @@
+// Package api owns writ's client gRPC service, writ.v1 (generated code in
+// package writv1), and the server adapter that exposes one node through it.
+//
+// The adapter depends only on the small interfaces defined in backend.go —
+// what the API needs from the node's write path (Writer), its applied state
+// (Store) and its cluster view (Info) — so it can be tested with the real
+// pipeline or, in tests whose name says so, with a fake.
+//
+// Behaviour every caller relies on:
+//
+//  1. Submit replies successfully only with COMMITTED. REJECTED, UNAVAILABLE
+//     and UNCERTAIN are gRPC errors (FailedPrecondition or InvalidArgument,
+//     Unavailable, DeadlineExceeded) whose status carries a
+//     writv1.OutcomeDetail with the outcome, the request ID and the reason;
+//     use OutcomeFromError to read it.
+//  2. Report acknowledges a fact only as received (fsync'd into this node's
+//     outbox); facts are never forwarded, so they are retained by the node
+//     the reporter talked to.
+//  3. Deliver acknowledges a receipt only as received; per-item outcomes
+//     arrive on Watch.
+//  4. Submit, Deliver and ConfigUpgrade received by a follower are forwarded
+//     to the leader's API address when it is known and reachable, at most
+//     one hop; otherwise the follower processes them itself and, when that
+//     is impossible, the error detail names the leader's API address.
+//  5. Payloads travel as JSON or as the schema's generated binary encoding;
+//     binary payloads are decoded and validated with the catalog and handed
+//     to the write path as JSON.
+//  6. Server reflection is registered, so grpcurl works against any node.
+package api

@@ -1,0 +1,500 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+
+	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/schema/ir"
+)
+
+// MaxPayload is the largest entry payload the API accepts.
+const MaxPayload = 1 << 20
+
+// forwardedKey marks a call that a follower already forwarded once.
+const forwardedKey = "writ-forwarded"
+
+// Config wires a Server to one node.
+type Config struct {
+	Writer Writer
+	Store  Store
+	Info   Info
+	// Catalog decodes binary payloads; nil refuses the binary encoding.
+	Catalog ir.Catalog
+	Logger  *slog.Logger
+	// ForwardTimeout bounds dialing the leader; 0 means 2s.
+	ForwardTimeout time.Duration
+	// NoForward disables forwarding to the leader (requests are processed
+	// locally).
+	NoForward bool
+}
+
+// Server implements writv1.WritServer over one node.
+type Server struct {
+	writv1.UnimplementedWritServer
+	cfg Config
+	log *slog.Logger
+
+	mu    sync.Mutex
+	conns map[string]*grpc.ClientConn
+}
+
+var _ writv1.WritServer = (*Server)(nil)
+
+// New checks cfg and returns a Server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Writer == nil || cfg.Store == nil || cfg.Info == nil {
+		return nil, errors.New("api: Config needs Writer, Store and Info")
+	}
+	if cfg.ForwardTimeout <= 0 {
+		cfg.ForwardTimeout = 2 * time.Second
+	}
+	l := cfg.Logger
+	if l == nil {
+		l = slog.New(slog.DiscardHandler)
+	}
+	return &Server{cfg: cfg, log: l, conns: map[string]*grpc.ClientConn{}}, nil
+}
+
+// Register adds the writ.v1 service and server reflection to g.
+func (s *Server) Register(g *grpc.Server) {
+	writv1.RegisterWritServer(g, s)
+	reflection.Register(g)
+}
+
+// Close releases connections to other nodes.
+func (s *Server) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for a, c := range s.conns {
+		_ = c.Close()
+		delete(s.conns, a)
+	}
+}
+
+// NewID returns a fresh random ID with the given prefix.
+func NewID(prefix string) string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// StatusError builds the gRPC status for a writ outcome, with an
+// OutcomeDetail attached.
+func StatusError(e *Error) error {
+	code := codes.Unknown
+	switch e.Outcome {
+	case Rejected:
+		code = codes.FailedPrecondition
+		if e.Field != "" {
+			code = codes.InvalidArgument
+		}
+	case Unavailable:
+		code = codes.Unavailable
+	case Uncertain:
+		code = codes.DeadlineExceeded
+	case Committed:
+		code = codes.OK
+	}
+	msg := e.Reason
+	if e.LeaderAPI != "" {
+		msg += " (leader API: " + e.LeaderAPI + ")"
+	}
+	st := status.New(code, msg)
+	d := &writv1.OutcomeDetail{Outcome: e.Outcome, RequestId: e.ID, Reason: e.Reason, Field: e.Field, LeaderApi: e.LeaderAPI}
+	if wd, err := st.WithDetails(d); err == nil {
+		st = wd
+	}
+	return st.Err()
+}
+
+// OutcomeFromError extracts the writ outcome detail from a gRPC error
+// returned by any writ.v1 call.
+func OutcomeFromError(err error) (*writv1.OutcomeDetail, bool) {
+	st, ok := status.FromError(err)
+	if !ok {
+		return nil, false
+	}
+	for _, d := range st.Details() {
+		if od, ok := d.(*writv1.OutcomeDetail); ok {
+			return od, true
+		}
+	}
+	return nil, false
+}
+
+// toStatus maps a backend error to a gRPC status.
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if e, ok := AsError(err); ok {
+		return StatusError(e)
+	}
+	if errors.Is(err, context.Canceled) {
+		return status.Error(codes.Canceled, err.Error())
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	return status.Error(codes.Internal, err.Error())
+}
+
+// entry validates the wire entry and decodes it to JSON.
+func (s *Server) entry(w *writv1.Entry, idPrefix string) (Entry, error) {
+	if w == nil {
+		return Entry{}, StatusError(&Error{Outcome: Rejected, Field: "entry", Reason: "entry is required: set entry.type and entry.payload"})
+	}
+	if w.GetType() == "" {
+		return Entry{}, StatusError(&Error{Outcome: Rejected, Field: "entry.type", Reason: "entry.type is required: name a declared entry type such as job.submit"})
+	}
+	if len(w.GetPayload()) > MaxPayload {
+		return Entry{}, StatusError(&Error{Outcome: Rejected, ID: w.GetId(), Field: "entry.payload",
+			Reason: fmt.Sprintf("payload is %d bytes, the limit is %d: send a smaller payload", len(w.GetPayload()), MaxPayload)})
+	}
+	e := Entry{Type: w.GetType(), ID: w.GetId(), Payload: w.GetPayload()}
+	if e.ID == "" {
+		e.ID = NewID(idPrefix)
+	}
+	if w.GetEncoding() == writv1.Encoding_BINARY {
+		if s.cfg.Catalog == nil {
+			return Entry{}, StatusError(&Error{Outcome: Rejected, ID: e.ID, Field: "entry.encoding", Reason: "this node has no schema catalog for the binary encoding: send JSON"})
+		}
+		td, ok := s.cfg.Catalog.Type(e.Type)
+		if !ok {
+			return Entry{}, StatusError(&Error{Outcome: Rejected, ID: e.ID, Field: "entry.type", Reason: fmt.Sprintf("unknown entry type %q: use a type declared in the schema", e.Type)})
+		}
+		p, err := td.ParseBinary(e.Payload)
+		if err != nil {
+			var fe *ir.FieldError
+			field := "entry.payload"
+			if errors.As(err, &fe) {
+				field = "entry.payload." + fe.Field
+			}
+			return Entry{}, StatusError(&Error{Outcome: Rejected, ID: e.ID, Field: field, Reason: err.Error()})
+		}
+		js, err := json.Marshal(p)
+		if err != nil {
+			return Entry{}, StatusError(&Error{Outcome: Rejected, ID: e.ID, Field: "entry.payload", Reason: "cannot re-encode binary payload as JSON: " + err.Error()})
+		}
+		e.Payload = js
+	}
+	return e, nil
+}
+
+// leaderConn returns a connection to the leader when this call should be
+// forwarded there.
+func (s *Server) leaderConn(ctx context.Context) (*grpc.ClientConn, string) {
+	if s.cfg.NoForward {
+		return nil, ""
+	}
+	if md, ok := metadata.FromIncomingContext(ctx); ok && len(md.Get(forwardedKey)) > 0 {
+		return nil, ""
+	}
+	st := s.cfg.Info.Status(ctx)
+	if st.Log.IsLeader || st.LeaderAPI == "" || st.LeaderAPI == st.APIAddr {
+		return nil, ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.conns[st.LeaderAPI]; ok {
+		return c, st.LeaderAPI
+	}
+	c, err := grpc.NewClient(st.LeaderAPI, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		s.log.Warn("api: cannot dial leader", "leader_api", st.LeaderAPI, "err", err)
+		return nil, ""
+	}
+	s.conns[st.LeaderAPI] = c
+	return c, st.LeaderAPI
+}
+
+func forwardCtx(ctx context.Context) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, forwardedKey, "1")
+}
+
+// reachedLeader reports whether a forwarded call got an answer from the
+// leader (as opposed to a transport failure before reaching it).
+func reachedLeader(err error) bool {
+	if err == nil {
+		return true
+	}
+	if _, ok := OutcomeFromError(err); ok {
+		return true
+	}
+	st, _ := status.FromError(err)
+	return st.Code() != codes.Unavailable
+}
+
+// Submit runs a request-class entry and replies only with its outcome.
+func (s *Server) Submit(ctx context.Context, r *writv1.SubmitRequest) (*writv1.SubmitResponse, error) {
+	e, err := s.entry(r.GetEntry(), "r-")
+	if err != nil {
+		return nil, err
+	}
+	if c, addr := s.leaderConn(ctx); c != nil {
+		fr := &writv1.SubmitRequest{Entry: &writv1.Entry{Type: e.Type, Id: e.ID, Payload: e.Payload}, TimeoutMs: r.GetTimeoutMs()}
+		resp, ferr := writv1.NewWritClient(c).Submit(forwardCtx(ctx), fr)
+		if reachedLeader(ferr) {
+			return resp, ferr
+		}
+		s.log.Info("api: leader unreachable, processing locally", "leader_api", addr, "err", ferr)
+	}
+	res := s.cfg.Writer.Submit(ctx, e, time.Duration(r.GetTimeoutMs())*time.Millisecond)
+	if res.ID == "" {
+		res.ID = e.ID
+	}
+	if res.Outcome != Committed {
+		le := &Error{Outcome: res.Outcome, ID: res.ID, Reason: res.Reason, Field: res.Field}
+		if res.Outcome == writv1.Outcome_OUTCOME_UNSPECIFIED {
+			le.Outcome = Uncertain
+		}
+		if le.Outcome == Unavailable {
+			le.LeaderAPI = s.cfg.Info.Status(ctx).LeaderAPI
+		}
+		return nil, StatusError(le)
+	}
+	st := s.cfg.Info.Status(ctx)
+	return &writv1.SubmitResponse{Outcome: Committed, RequestId: res.ID, Index: res.Index, Result: res.Result, Reason: res.Reason, ServedBy: st.Log.NodeID}, nil
+}
+
+// Report accepts a fact into this node's outbox (never forwarded: W3).
+func (s *Server) Report(ctx context.Context, r *writv1.ReportRequest) (*writv1.ReportResponse, error) {
+	e, err := s.entry(r.GetEntry(), "f-")
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.cfg.Writer.Report(ctx, e)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if res.ID == "" {
+		res.ID = e.ID
+	}
+	return &writv1.ReportResponse{Received: true, FactId: res.ID, NodeId: s.cfg.Info.Status(ctx).Log.NodeID, OutboxDepth: res.OutboxDepth}, nil
+}
+
+// Deliver accepts a receipt; item outcomes go to Watch (W4).
+func (s *Server) Deliver(ctx context.Context, r *writv1.DeliverRequest) (*writv1.DeliverResponse, error) {
+	e, err := s.entry(r.GetEntry(), "d-")
+	if err != nil {
+		return nil, err
+	}
+	if c, addr := s.leaderConn(ctx); c != nil {
+		fr := &writv1.DeliverRequest{Entry: &writv1.Entry{Type: e.Type, Id: e.ID, Payload: e.Payload}}
+		resp, ferr := writv1.NewWritClient(c).Deliver(forwardCtx(ctx), fr)
+		if reachedLeader(ferr) {
+			return resp, ferr
+		}
+		s.log.Info("api: leader unreachable, processing locally", "leader_api", addr, "err", ferr)
+	}
+	res, err := s.cfg.Writer.Deliver(ctx, e)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if res.ID == "" {
+		res.ID = e.ID
+	}
+	return &writv1.DeliverResponse{Received: true, RequestId: res.ID, Items: uint32(len(res.ItemIDs)), ItemIds: res.ItemIDs}, nil
+}
+
+// Watch streams committed outcomes.
+func (s *Server) Watch(r *writv1.WatchRequest, stream grpc.ServerStreamingServer[writv1.WatchEvent]) error {
+	f := WatchFilter{From: r.GetFromIndex(), Types: r.GetTypes(), Key: r.GetKey()}
+	err := s.cfg.Writer.Watch(stream.Context(), f, func(ev WatchEvent) error {
+		return stream.Send(&writv1.WatchEvent{Index: ev.Index, Type: ev.Type, Key: ev.Key, Id: ev.ID, Status: ev.Status, Reason: ev.Reason, Class: ev.Class})
+	})
+	if err != nil && stream.Context().Err() != nil {
+		return nil
+	}
+	return toStatus(err)
+}
+
+// Get reads one key, linearizable unless serializable is asked for.
+func (s *Server) Get(ctx context.Context, r *writv1.GetRequest) (*writv1.GetResponse, error) {
+	if r.GetKey() == "" {
+		return nil, status.Error(codes.InvalidArgument, "key is required: name a key such as job/<job_id>")
+	}
+	rec, ok, err := s.cfg.Store.Get(ctx, r.GetKey(), !r.GetSerializable())
+	if err != nil {
+		return nil, readStatus(err)
+	}
+	if !ok {
+		return &writv1.GetResponse{}, nil
+	}
+	return &writv1.GetResponse{Found: true, Record: &writv1.Record{Key: rec.Key, Value: rec.Value, Rev: rec.Rev}}, nil
+}
+
+// List reads every key under a prefix.
+func (s *Server) List(ctx context.Context, r *writv1.ListRequest) (*writv1.ListResponse, error) {
+	recs, err := s.cfg.Store.List(ctx, r.GetPrefix(), !r.GetSerializable())
+	if err != nil {
+		return nil, readStatus(err)
+	}
+	out := &writv1.ListResponse{Records: make([]*writv1.Record, 0, len(recs))}
+	for _, rec := range recs {
+		out.Records = append(out.Records, &writv1.Record{Key: rec.Key, Value: rec.Value, Rev: rec.Rev})
+	}
+	return out, nil
+}
+
+func readStatus(err error) error {
+	if _, ok := AsError(err); ok {
+		return toStatus(err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return toStatus(err)
+	}
+	return status.Error(codes.Unavailable, err.Error()+": retry, or read with serializable=true")
+}
+
+// Outcome returns the recorded outcome of a request or fact ID.
+func (s *Server) Outcome(ctx context.Context, r *writv1.OutcomeRequest) (*writv1.OutcomeResponse, error) {
+	if r.GetRequestId() == "" {
+		return nil, status.Error(codes.InvalidArgument, "request_id is required")
+	}
+	res, ok, err := s.cfg.Writer.Outcome(ctx, r.GetRequestId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if !ok {
+		return &writv1.OutcomeResponse{}, nil
+	}
+	return &writv1.OutcomeResponse{Known: true, Outcome: res.Outcome, Index: res.Index, Status: res.Status, Reason: res.Reason}, nil
+}
+
+// Conflicts lists open conflict cases.
+func (s *Server) Conflicts(ctx context.Context, _ *writv1.ConflictsRequest) (*writv1.ConflictsResponse, error) {
+	recs, err := s.cfg.Writer.Conflicts(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &writv1.ConflictsResponse{}
+	for _, rec := range recs {
+		out.Conflicts = append(out.Conflicts, &writv1.Conflict{Key: rec.Key, Rev: rec.Rev, Case: rec.Value})
+	}
+	return out, nil
+}
+
+// Outbox describes this node's fact outbox.
+func (s *Server) Outbox(ctx context.Context, _ *writv1.OutboxRequest) (*writv1.OutboxResponse, error) {
+	o, err := s.cfg.Writer.Outbox(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &writv1.OutboxResponse{NodeId: s.cfg.Info.Status(ctx).Log.NodeID, Depth: o.Depth, OldestAgeMs: o.OldestAge.Milliseconds()}
+	for _, f := range o.Facts {
+		out.Facts = append(out.Facts, &writv1.OutboxFact{Id: f.ID, Type: f.Type, AgeMs: f.Age.Milliseconds(), Attempts: f.Attempts})
+	}
+	return out, nil
+}
+
+// Status reports this node's state and readiness.
+func (s *Server) Status(ctx context.Context, _ *writv1.StatusRequest) (*writv1.StatusResponse, error) {
+	st := s.cfg.Info.Status(ctx)
+	return &writv1.StatusResponse{
+		NodeId: st.Log.NodeID, LeaderId: st.Log.LeaderID, IsLeader: st.Log.IsLeader, Term: st.Log.Term,
+		Commit: st.Log.Commit, Applied: st.Log.Applied, Ready: st.Ready, NotReadyReason: st.NotReadyReason,
+		Health: st.Health, ApiAddr: st.APIAddr, LeaderApi: st.LeaderAPI, RaftAddr: st.RaftAddr,
+		GossipAddr: st.GossipAddr, SchemaFingerprint: st.Fingerprint, ConfigTag: st.ConfigTag,
+		OutboxDepth: st.OutboxDepth, OpenConflicts: st.OpenConflicts, Version: st.Version,
+		RestartRequired: st.RestartRequired,
+	}, nil
+}
+
+// Members lists the nodes gossip and consensus know about.
+func (s *Server) Members(ctx context.Context, _ *writv1.MembersRequest) (*writv1.MembersResponse, error) {
+	out := &writv1.MembersResponse{}
+	for _, m := range s.cfg.Info.Members(ctx) {
+		out.Members = append(out.Members, &writv1.Member{Id: m.ID, RaftAddr: m.RaftAddr, ApiAddr: m.APIAddr, GossipAddr: m.GossipAddr,
+			Role: m.Role, Status: m.Status, Match: m.Match, Leader: m.Leader, SchemaFingerprint: m.Fingerprint})
+	}
+	return out, nil
+}
+
+// Plugins lists this node's handler plugins.
+func (s *Server) Plugins(ctx context.Context, _ *writv1.PluginsRequest) (*writv1.PluginsResponse, error) {
+	out := &writv1.PluginsResponse{}
+	for _, p := range s.cfg.Info.Plugins(ctx) {
+		out.Plugins = append(out.Plugins, &writv1.Plugin{Name: p.Name, Path: p.Path, State: p.State, Types: p.Types, Sha256: p.SHA256, Restarts: p.Restarts})
+	}
+	return out, nil
+}
+
+// ConfigShow returns the committed configuration.
+func (s *Server) ConfigShow(ctx context.Context, _ *writv1.ConfigShowRequest) (*writv1.ConfigShowResponse, error) {
+	c, err := s.cfg.Writer.ConfigShow(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &writv1.ConfigShowResponse{Tag: c.Tag, Document: c.Document, Index: c.Index}, nil
+}
+
+// ConfigUpgrade runs a configuration change through the config class and
+// streams its phases.
+func (s *Server) ConfigUpgrade(r *writv1.ConfigUpgradeRequest, stream grpc.ServerStreamingServer[writv1.ConfigProgress]) error {
+	ctx := stream.Context()
+	if len(r.GetDocument()) == 0 {
+		return StatusError(&Error{Outcome: Rejected, Field: "document", Reason: "document is empty: send the new configuration file"})
+	}
+	id := r.GetRequestId()
+	if id == "" {
+		id = NewID("c-")
+	}
+	if c, addr := s.leaderConn(ctx); c != nil {
+		fr := &writv1.ConfigUpgradeRequest{RequestId: id, Document: r.GetDocument(), Format: r.GetFormat(), TimeoutMs: r.GetTimeoutMs()}
+		fs, ferr := writv1.NewWritClient(c).ConfigUpgrade(forwardCtx(ctx), fr)
+		if ferr == nil {
+			first := true
+			for {
+				p, rerr := fs.Recv()
+				if rerr != nil {
+					if first && !reachedLeader(rerr) {
+						ferr = rerr
+						break
+					}
+					if errors.Is(rerr, io.EOF) {
+						return nil
+					}
+					return rerr
+				}
+				first = false
+				if err := stream.Send(p); err != nil {
+					return err
+				}
+			}
+		}
+		s.log.Info("api: leader unreachable, processing config upgrade locally", "leader_api", addr, "err", ferr)
+	}
+	send := func(p ConfigProgress) {
+		_ = stream.Send(progressToWire(p))
+	}
+	final, err := s.cfg.Writer.ConfigUpgrade(ctx, ConfigChange{ID: id, Document: r.GetDocument(), Format: r.GetFormat(), Timeout: time.Duration(r.GetTimeoutMs()) * time.Millisecond}, send)
+	if err != nil {
+		return toStatus(err)
+	}
+	return stream.Send(progressToWire(final))
+}
+
+func progressToWire(p ConfigProgress) *writv1.ConfigProgress {
+	return &writv1.ConfigProgress{Phase: p.Phase, Message: p.Message, Tag: p.Tag, CommittedBy: p.CommittedBy, Of: p.Of,
+		RestartRequired: p.RestartRequired, Outcome: p.Outcome, Index: p.Index}
+}

@@ -1,0 +1,773 @@
+package config
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cast"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// Kind is a key's value type.
+type Kind uint8
+
+// Value kinds.
+const (
+	String Kind = iota + 1
+	Duration
+	Int
+	Bool
+	List
+)
+
+// Key declares one configuration key.
+type Key struct {
+	Name    string
+	Kind    Kind
+	Default any
+	Help    string
+	// Cluster: the key may appear in a cluster configuration document.
+	Cluster bool
+	// Reload: a cluster key applied live after activation (else restart
+	// required).
+	Reload bool
+}
+
+// Flag is the key's command-line flag name.
+func (k Key) Flag() string { return strings.NewReplacer(".", "-", "_", "-").Replace(k.Name) }
+
+// Env is the key's environment variable name.
+func (k Key) Env() string {
+	return "WRIT_" + strings.ToUpper(strings.NewReplacer(".", "_").Replace(k.Name))
+}
+
+// Keys is every configuration key writd understands.
+var Keys = []Key{
+	{Name: "node.id", Kind: String, Default: "node1", Help: "unique node ID ([a-z0-9][a-z0-9_.-]{0,62})"},
+	{Name: "data_dir", Kind: String, Default: "", Help: "data directory (empty: a fresh temporary directory, dev mode)"},
+	{Name: "bootstrap", Kind: Bool, Default: false, Help: "start a new cluster with this node as its only voter (implied when join is empty)"},
+	{Name: "join", Kind: List, Default: []string{}, Help: "gossip addresses (host:port) of nodes to join"},
+	{Name: "api.addr", Kind: String, Default: "127.0.0.1:7070", Help: "client gRPC listen address (host:port; port 0 picks one)"},
+	{Name: "raft.addr", Kind: String, Default: "127.0.0.1:7071", Help: "raft peer transport address (host:port)"},
+	{Name: "gossip.addr", Kind: String, Default: "127.0.0.1:7072", Help: "serf gossip address (host:port)"},
+	{Name: "gossip.key", Kind: String, Default: "", Help: "base64 gossip encryption key of 16, 24 or 32 bytes (empty: no encryption)"},
+	{Name: "raft.tick", Kind: Duration, Default: "100ms", Help: "raft tick interval", Cluster: true},
+	{Name: "raft.election_ticks", Kind: Int, Default: 10, Help: "ticks without a leader before an election", Cluster: true},
+	{Name: "raft.heartbeat_ticks", Kind: Int, Default: 1, Help: "ticks between leader heartbeats", Cluster: true},
+	{Name: "raft.snapshot_entries", Kind: Int, Default: 10000, Help: "applied entries between snapshots", Cluster: true},
+	{Name: "pipeline.commit_timeout", Kind: Duration, Default: "5s", Help: "how long a request waits for commit before UNCERTAIN", Cluster: true, Reload: true},
+	{Name: "pipeline.max_batch", Kind: Int, Default: 256, Help: "most entries per proposal", Cluster: true, Reload: true},
+	{Name: "membership.failed_grace", Kind: Duration, Default: "30s", Help: "how long a failed node stays a voter before removal", Cluster: true, Reload: true},
+	{Name: "plugins.jobs", Kind: String, Default: "", Help: "path of the jobs handler plugin (empty: writ-jobs next to writd, then on PATH)"},
+	{Name: "plugins.paths", Kind: List, Default: []string{}, Help: "paths of further handler plugin binaries"},
+	{Name: "log.level", Kind: String, Default: "info", Help: "debug, info, warn or error", Cluster: true, Reload: true},
+	{Name: "log.format", Kind: String, Default: "text", Help: "text or json", Cluster: true},
+	{Name: "tag", Kind: String, Default: "", Help: "label of a cluster configuration document (cluster documents only)", Cluster: true, Reload: true},
+}
+
+func keyByName(name string) (Key, bool) {
+	for _, k := range Keys {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return Key{}, false
+}
+
+// Node is a validated node configuration.
+type Node struct {
+	NodeID string
+	// DataDir is empty in dev mode: writd creates a fresh temporary one.
+	DataDir         string
+	Bootstrap       bool
+	Join            []string
+	APIAddr         string
+	RaftAddr        string
+	GossipAddr      string
+	GossipKey       []byte
+	RaftTick        time.Duration
+	ElectionTicks   int
+	HeartbeatTicks  int
+	SnapshotEntries uint64
+	CommitTimeout   time.Duration
+	MaxBatch        int
+	FailedGrace     time.Duration
+	JobsPlugin      string
+	Plugins         []string
+	LogLevel        string
+	LogFormat       string
+	// File is the configuration file used, if any.
+	File string
+	// Dev is set when no file, variable or flag configured anything.
+	Dev bool
+}
+
+// Error is a configuration problem: one line naming the key, its source and
+// the fix.
+type Error struct {
+	Key    string
+	Source string
+	Msg    string
+	Fix    string
+}
+
+func (e *Error) Error() string {
+	s := "config: "
+	if e.Key != "" {
+		s += e.Key
+		if e.Source != "" {
+			s += " (" + e.Source + ")"
+		}
+		s += ": "
+	}
+	s += e.Msg
+	if e.Fix != "" {
+		s += ": " + e.Fix
+	}
+	return s
+}
+
+// AddFlags registers one flag per node key on fs (plus --config).
+func AddFlags(fs *pflag.FlagSet) {
+	fs.StringP("config", "c", "", "configuration file (YAML or TOML)")
+	for _, k := range Keys {
+		if k.Name == "tag" {
+			continue
+		}
+		switch k.Kind {
+		case Bool:
+			fs.Bool(k.Flag(), false, k.Help)
+		case List:
+			fs.StringSlice(k.Flag(), nil, k.Help)
+		default:
+			fs.String(k.Flag(), "", k.Help)
+		}
+	}
+}
+
+// Options says where Load reads from.
+type Options struct {
+	// File is a config file path ("" = none, unless --config is set).
+	File string
+	// Flags, if non-nil, is a flag set prepared with AddFlags and parsed.
+	Flags *pflag.FlagSet
+	// Env is the environment (os.Environ() form); nil reads none.
+	Env []string
+}
+
+type source struct {
+	v    *viper.Viper
+	from map[string]string // key -> description of where it came from
+}
+
+// Load reads, merges and validates a node configuration.
+func Load(o Options) (*Node, error) {
+	s := source{v: viper.New(), from: map[string]string{}}
+	for _, k := range Keys {
+		s.v.SetDefault(k.Name, k.Default)
+	}
+	file := o.File
+	if o.Flags != nil {
+		if f := o.Flags.Lookup("config"); f != nil && f.Changed {
+			file = f.Value.String()
+		}
+	}
+	configured := false
+	if file != "" {
+		fv, err := readFile(file)
+		if err != nil {
+			return nil, err
+		}
+		for _, key := range fv.AllKeys() {
+			k, ok := keyByName(key)
+			if !ok || k.Name == "tag" {
+				return nil, &Error{Key: key, Source: "file " + file, Msg: "unknown key", Fix: "remove it or use one of: " + knownList(false)}
+			}
+			s.v.Set(key, fv.Get(key))
+			s.from[key] = "file " + file
+		}
+		configured = true
+	}
+	for _, kvs := range o.Env {
+		name, val, _ := strings.Cut(kvs, "=")
+		if !strings.HasPrefix(name, "WRIT_") {
+			continue
+		}
+		k, ok := keyByEnv(name)
+		if !ok {
+			return nil, &Error{Key: name, Source: "environment", Msg: "unknown variable", Fix: "unset it or use one of the WRIT_* names in `writd --help`"}
+		}
+		if k.Kind == List {
+			s.v.Set(k.Name, splitList(val))
+		} else {
+			s.v.Set(k.Name, val)
+		}
+		s.from[k.Name] = "env " + name
+		configured = true
+	}
+	if o.Flags != nil {
+		var ferr error
+		o.Flags.Visit(func(f *pflag.Flag) {
+			if f.Name == "config" || ferr != nil {
+				return
+			}
+			k, ok := keyByFlag(f.Name)
+			if !ok {
+				return
+			}
+			switch k.Kind {
+			case List:
+				l, err := o.Flags.GetStringSlice(f.Name)
+				if err != nil {
+					ferr = err
+					return
+				}
+				s.v.Set(k.Name, l)
+			case Bool:
+				s.v.Set(k.Name, f.Value.String())
+			default:
+				s.v.Set(k.Name, f.Value.String())
+			}
+			s.from[k.Name] = "flag --" + f.Name
+			configured = true
+		})
+		if ferr != nil {
+			return nil, fmt.Errorf("config: %w", ferr)
+		}
+	}
+	n, err := s.node()
+	if err != nil {
+		return nil, err
+	}
+	n.File = file
+	n.Dev = !configured
+	return n, nil
+}
+
+func readFile(file string) (*viper.Viper, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, &Error{Key: "config", Source: "flag --config", Msg: fmt.Sprintf("cannot read %s: %v", file, unwrapPath(err)), Fix: "point --config at a readable YAML or TOML file"}
+	}
+	return parseDoc(b, formatOf(file), "file "+file)
+}
+
+func formatOf(file string) string {
+	switch strings.ToLower(filepath.Ext(file)) {
+	case ".toml":
+		return "toml"
+	case ".yml", ".yaml":
+		return "yaml"
+	}
+	return ""
+}
+
+func parseDoc(b []byte, format, where string) (*viper.Viper, error) {
+	if format == "" {
+		format = "yaml"
+		if looksTOML(b) {
+			format = "toml"
+		}
+	}
+	if format != "yaml" && format != "toml" {
+		return nil, &Error{Key: "config", Source: where, Msg: fmt.Sprintf("unsupported format %q", format), Fix: "use a .yaml, .yml or .toml file"}
+	}
+	fv := viper.New()
+	fv.SetConfigType(format)
+	if err := fv.ReadConfig(bytes.NewReader(b)); err != nil {
+		return nil, &Error{Key: "config", Source: where, Msg: "cannot parse " + format + ": " + oneLine(err.Error()), Fix: "fix the syntax"}
+	}
+	return fv, nil
+}
+
+var tomlSection = regexp.MustCompile(`(?m)^\s*\[[A-Za-z0-9_.]+\]\s*$|^\s*[A-Za-z0-9_.]+\s*=`)
+
+func looksTOML(b []byte) bool { return tomlSection.Match(b) }
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func unwrapPath(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+func keyByEnv(name string) (Key, bool) {
+	for _, k := range Keys {
+		if k.Env() == name && k.Name != "tag" {
+			return k, true
+		}
+	}
+	return Key{}, false
+}
+
+func keyByFlag(name string) (Key, bool) {
+	for _, k := range Keys {
+		if k.Flag() == name {
+			return k, true
+		}
+	}
+	return Key{}, false
+}
+
+func knownList(cluster bool) string {
+	var names []string
+	for _, k := range Keys {
+		if cluster && !k.Cluster || !cluster && k.Name == "tag" {
+			continue
+		}
+		names = append(names, k.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// value helpers: each names the key, its source and the fix.
+
+func (s source) where(key string) string {
+	if f, ok := s.from[key]; ok {
+		return f
+	}
+	return "default"
+}
+
+func (s source) fail(key, msg, fix string) error {
+	k, _ := keyByName(key)
+	if fix == "" {
+		fix = "set " + key
+	}
+	if k.Name != "" && k.Name != "tag" {
+		fix += fmt.Sprintf(" (flag --%s, env %s)", k.Flag(), k.Env())
+	}
+	return &Error{Key: key, Source: s.where(key), Msg: msg, Fix: fix}
+}
+
+func (s source) str(key string) (string, error) {
+	v, err := cast.ToStringE(s.v.Get(key))
+	if err != nil {
+		return "", s.fail(key, fmt.Sprintf("%v is not a string", s.v.Get(key)), "")
+	}
+	return strings.TrimSpace(v), nil
+}
+
+func (s source) dur(key string, min, max time.Duration) (time.Duration, error) {
+	raw := s.v.Get(key)
+	var d time.Duration
+	var err error
+	switch x := raw.(type) {
+	case string:
+		d, err = time.ParseDuration(strings.TrimSpace(x))
+	case time.Duration:
+		d = x
+	default:
+		err = fmt.Errorf("not a duration")
+	}
+	if err != nil {
+		return 0, s.fail(key, fmt.Sprintf("%q is not a duration", fmt.Sprint(raw)), fmt.Sprintf("write it like \"500ms\" or \"5s\", between %s and %s", min, max))
+	}
+	if d < min || d > max {
+		return 0, s.fail(key, fmt.Sprintf("%s is out of range", d), fmt.Sprintf("use a value between %s and %s", min, max))
+	}
+	return d, nil
+}
+
+func (s source) integer(key string, min, max int) (int, error) {
+	raw := s.v.Get(key)
+	var i int
+	var err error
+	if str, ok := raw.(string); ok {
+		i, err = strconv.Atoi(strings.TrimSpace(str))
+	} else {
+		i, err = cast.ToIntE(raw)
+	}
+	if err != nil {
+		return 0, s.fail(key, fmt.Sprintf("%q is not an integer", fmt.Sprint(raw)), fmt.Sprintf("use a whole number between %d and %d", min, max))
+	}
+	if i < min || i > max {
+		return 0, s.fail(key, fmt.Sprintf("%d is out of range", i), fmt.Sprintf("use a whole number between %d and %d", min, max))
+	}
+	return i, nil
+}
+
+func (s source) boolean(key string) (bool, error) {
+	b, err := cast.ToBoolE(s.v.Get(key))
+	if err != nil {
+		return false, s.fail(key, fmt.Sprintf("%q is not a boolean", fmt.Sprint(s.v.Get(key))), "use true or false")
+	}
+	return b, nil
+}
+
+func (s source) list(key string) ([]string, error) {
+	raw := s.v.Get(key)
+	if str, ok := raw.(string); ok {
+		return splitList(str), nil
+	}
+	l, err := cast.ToStringSliceE(raw)
+	if err != nil {
+		return nil, s.fail(key, fmt.Sprintf("%v is not a list of strings", raw), "write a list such as [\"127.0.0.1:7072\"]")
+	}
+	var out []string
+	for _, e := range l {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+var nodeIDRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
+
+// CheckAddr validates a host:port listen address. The host must be an IP
+// literal or "localhost"; allowZero permits port 0 (kernel-chosen).
+func CheckAddr(addr string, allowZero bool) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port", addr)
+	}
+	if host == "" {
+		return fmt.Errorf("%q has no host", addr)
+	}
+	if host != "localhost" && net.ParseIP(host) == nil {
+		return fmt.Errorf("host %q is not an IP address", host)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("port %q is not a number between 0 and 65535", port)
+	}
+	if p == 0 && !allowZero {
+		return fmt.Errorf("port 0 cannot be advertised to peers")
+	}
+	return nil
+}
+
+func (s source) addr(key string, allowZero bool) (string, error) {
+	a, err := s.str(key)
+	if err != nil {
+		return "", err
+	}
+	if err := CheckAddr(a, allowZero); err != nil {
+		fix := "use host:port with an IP address and a port between 1 and 65535"
+		if allowZero {
+			fix = "use host:port with an IP address and a port between 0 and 65535"
+		}
+		return "", s.fail(key, err.Error(), fix)
+	}
+	return a, nil
+}
+
+func (s source) node() (*Node, error) {
+	n := &Node{}
+	var err error
+	if n.NodeID, err = s.str("node.id"); err != nil {
+		return nil, err
+	}
+	if !nodeIDRe.MatchString(n.NodeID) {
+		return nil, s.fail("node.id", fmt.Sprintf("%q is not a valid node ID", n.NodeID), "use lower-case letters, digits, '-', '_' or '.', starting with a letter or digit, at most 63 characters")
+	}
+	if n.DataDir, err = s.str("data_dir"); err != nil {
+		return nil, err
+	}
+	if n.DataDir != "" {
+		if err := checkDir(n.DataDir); err != nil {
+			return nil, s.fail("data_dir", err.Error(), "point data_dir at a directory this user can write, or create it")
+		}
+		if n.DataDir, err = filepath.Abs(n.DataDir); err != nil {
+			return nil, s.fail("data_dir", err.Error(), "")
+		}
+	}
+	if n.Join, err = s.list("join"); err != nil {
+		return nil, err
+	}
+	for _, j := range n.Join {
+		if err := CheckAddr(j, false); err != nil {
+			return nil, s.fail("join", err.Error(), "list gossip addresses as host:port")
+		}
+	}
+	if n.Bootstrap, err = s.boolean("bootstrap"); err != nil {
+		return nil, err
+	}
+	if len(n.Join) == 0 {
+		n.Bootstrap = true
+	}
+	if n.APIAddr, err = s.addr("api.addr", true); err != nil {
+		return nil, err
+	}
+	if n.RaftAddr, err = s.addr("raft.addr", false); err != nil {
+		return nil, err
+	}
+	if n.GossipAddr, err = s.addr("gossip.addr", false); err != nil {
+		return nil, err
+	}
+	seen := map[string]string{}
+	for _, k := range []string{"api.addr", "raft.addr", "gossip.addr"} {
+		a, _ := s.str(k)
+		if other, dup := seen[a]; dup && !strings.HasSuffix(a, ":0") {
+			return nil, s.fail(k, fmt.Sprintf("%s is also used by %s", a, other), "give each listener its own port")
+		}
+		seen[a] = k
+	}
+	key, err := s.str("gossip.key")
+	if err != nil {
+		return nil, err
+	}
+	if key != "" {
+		b, err := base64.StdEncoding.DecodeString(key)
+		if err != nil || (len(b) != 16 && len(b) != 24 && len(b) != 32) {
+			return nil, s.fail("gossip.key", "not a base64 key of 16, 24 or 32 bytes", "generate one with `head -c 32 /dev/urandom | base64`")
+		}
+		n.GossipKey = b
+	}
+	if err := s.clusterInto(n); err != nil {
+		return nil, err
+	}
+	if n.JobsPlugin, err = s.str("plugins.jobs"); err != nil {
+		return nil, err
+	}
+	if n.JobsPlugin != "" {
+		if err := checkExec(n.JobsPlugin); err != nil {
+			return nil, s.fail("plugins.jobs", err.Error(), "point plugins.jobs at the built writ-jobs binary (make build puts it in bin/)")
+		}
+	}
+	if n.Plugins, err = s.list("plugins.paths"); err != nil {
+		return nil, err
+	}
+	for _, p := range n.Plugins {
+		if err := checkExec(p); err != nil {
+			return nil, s.fail("plugins.paths", err.Error(), "list executable plugin binaries")
+		}
+	}
+	return n, nil
+}
+
+// clusterInto reads and validates every cluster-wide key into n.
+func (s source) clusterInto(n *Node) error {
+	var err error
+	if n.RaftTick, err = s.dur("raft.tick", time.Millisecond, 10*time.Second); err != nil {
+		return err
+	}
+	if n.ElectionTicks, err = s.integer("raft.election_ticks", 2, 1000); err != nil {
+		return err
+	}
+	if n.HeartbeatTicks, err = s.integer("raft.heartbeat_ticks", 1, 1000); err != nil {
+		return err
+	}
+	if n.HeartbeatTicks >= n.ElectionTicks {
+		return s.fail("raft.heartbeat_ticks", fmt.Sprintf("%d is not below raft.election_ticks (%d)", n.HeartbeatTicks, n.ElectionTicks), "make heartbeat_ticks smaller than election_ticks")
+	}
+	se, err := s.integer("raft.snapshot_entries", 10, 10_000_000)
+	if err != nil {
+		return err
+	}
+	n.SnapshotEntries = uint64(se)
+	if n.CommitTimeout, err = s.dur("pipeline.commit_timeout", 10*time.Millisecond, 10*time.Minute); err != nil {
+		return err
+	}
+	if n.MaxBatch, err = s.integer("pipeline.max_batch", 1, 100_000); err != nil {
+		return err
+	}
+	if n.FailedGrace, err = s.dur("membership.failed_grace", 0, 24*time.Hour); err != nil {
+		return err
+	}
+	if n.LogLevel, err = s.str("log.level"); err != nil {
+		return err
+	}
+	switch n.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return s.fail("log.level", fmt.Sprintf("%q is not a level", n.LogLevel), "use debug, info, warn or error")
+	}
+	if n.LogFormat, err = s.str("log.format"); err != nil {
+		return err
+	}
+	if n.LogFormat != "text" && n.LogFormat != "json" {
+		return s.fail("log.format", fmt.Sprintf("%q is not a format", n.LogFormat), "use text or json")
+	}
+	return nil
+}
+
+func checkDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if os.IsNotExist(err) {
+		parent := filepath.Dir(filepath.Clean(dir))
+		pfi, perr := os.Stat(parent)
+		if perr != nil || !pfi.IsDir() {
+			return fmt.Errorf("%s does not exist and neither does its parent %s", dir, parent)
+		}
+		return probeWrite(parent, dir+" does not exist and its parent")
+	}
+	if err != nil {
+		return fmt.Errorf("cannot stat %s: %v", dir, unwrapPath(err))
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if f, err := os.Open(dir); err != nil {
+		return fmt.Errorf("%s is not readable: %v", dir, unwrapPath(err))
+	} else {
+		_, rerr := f.Readdirnames(1)
+		_ = f.Close()
+		if rerr != nil && rerr.Error() != "EOF" {
+			return fmt.Errorf("%s is not readable: %v", dir, rerr)
+		}
+	}
+	return probeWrite(dir, dir)
+}
+
+func probeWrite(dir, what string) error {
+	f, err := os.CreateTemp(dir, ".writ-probe-*")
+	if err != nil {
+		return fmt.Errorf("%s is not writable: %v", what, unwrapPath(err))
+	}
+	name := f.Name()
+	_ = f.Close()
+	return os.Remove(name)
+}
+
+func checkExec(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return fmt.Errorf("%s: %v", p, unwrapPath(err))
+	}
+	if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file", p)
+	}
+	return nil
+}
+
+// Cluster is a validated cluster-wide configuration document: the settings
+// a config upgrade may change.
+type Cluster struct {
+	Tag string
+	// Values maps each cluster key to its canonical string value (defaults
+	// filled in).
+	Values map[string]string
+	// Set lists the keys the document sets explicitly, sorted.
+	Set []string
+}
+
+// ParseCluster validates a cluster configuration document (YAML or TOML;
+// format "" guesses). Only cluster-wide keys are allowed.
+func ParseCluster(doc []byte, format string) (*Cluster, error) {
+	fv, err := parseDoc(doc, format, "document")
+	if err != nil {
+		return nil, err
+	}
+	s := source{v: viper.New(), from: map[string]string{}}
+	for _, k := range Keys {
+		s.v.SetDefault(k.Name, k.Default)
+	}
+	c := &Cluster{Values: map[string]string{}}
+	for _, key := range fv.AllKeys() {
+		k, ok := keyByName(key)
+		if !ok {
+			return nil, &Error{Key: key, Source: "document", Msg: "unknown key", Fix: "remove it or use one of: " + knownList(true)}
+		}
+		if !k.Cluster {
+			return nil, &Error{Key: key, Source: "document", Msg: "is node-local and cannot change through a config upgrade", Fix: "set it in that node's writd configuration instead"}
+		}
+		s.v.Set(key, fv.Get(key))
+		s.from[key] = "document"
+		c.Set = append(c.Set, key)
+	}
+	sort.Strings(c.Set)
+	n := &Node{}
+	if err := s.clusterInto(n); err != nil {
+		return nil, err
+	}
+	if c.Tag, err = s.str("tag"); err != nil {
+		return nil, err
+	}
+	c.Values = n.clusterValues()
+	c.Values["tag"] = c.Tag
+	return c, nil
+}
+
+func (n *Node) clusterValues() map[string]string {
+	return map[string]string{
+		"raft.tick":               n.RaftTick.String(),
+		"raft.election_ticks":     strconv.Itoa(n.ElectionTicks),
+		"raft.heartbeat_ticks":    strconv.Itoa(n.HeartbeatTicks),
+		"raft.snapshot_entries":   strconv.FormatUint(n.SnapshotEntries, 10),
+		"pipeline.commit_timeout": n.CommitTimeout.String(),
+		"pipeline.max_batch":      strconv.Itoa(n.MaxBatch),
+		"membership.failed_grace": n.FailedGrace.String(),
+		"log.level":               n.LogLevel,
+		"log.format":              n.LogFormat,
+	}
+}
+
+// ClusterOf returns the cluster-wide values of a node configuration.
+func ClusterOf(n *Node) *Cluster {
+	c := &Cluster{Values: n.clusterValues()}
+	c.Values["tag"] = ""
+	return c
+}
+
+// Change is one differing cluster key.
+type Change struct {
+	Key      string
+	Old, New string
+	Reload   bool
+}
+
+// Diff lists the keys whose values differ between old and new, in key order.
+func Diff(old, new *Cluster) []Change {
+	var out []Change
+	for _, k := range Keys {
+		if !k.Cluster {
+			continue
+		}
+		o, n := old.Values[k.Name], new.Values[k.Name]
+		if o != n {
+			out = append(out, Change{Key: k.Name, Old: o, New: n, Reload: k.Reload})
+		}
+	}
+	return out
+}
+
+// Apply returns a copy of n with c's reloadable values applied, and the
+// keys that differ but need a restart.
+func Apply(n *Node, c *Cluster) (*Node, []string) {
+	cp := *n
+	var restart []string
+	for _, ch := range Diff(ClusterOf(n), c) {
+		if ch.Key == "tag" {
+			continue
+		}
+		if !ch.Reload {
+			restart = append(restart, ch.Key)
+			continue
+		}
+		switch ch.Key {
+		case "pipeline.commit_timeout":
+			cp.CommitTimeout, _ = time.ParseDuration(ch.New)
+		case "pipeline.max_batch":
+			cp.MaxBatch, _ = strconv.Atoi(ch.New)
+		case "membership.failed_grace":
+			cp.FailedGrace, _ = time.ParseDuration(ch.New)
+		case "log.level":
+			cp.LogLevel = ch.New
+		}
+	}
+	return &cp, restart
+}

@@ -1,0 +1,162 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func write(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func flags(t *testing.T, args ...string) *pflag.FlagSet {
+	t.Helper()
+	fs := pflag.NewFlagSet("writd", pflag.ContinueOnError)
+	AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+func TestDefaultsAreDev(t *testing.T) {
+	n, err := Load(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !n.Dev || n.DataDir != "" || !n.Bootstrap || n.APIAddr != "127.0.0.1:7070" || n.CommitTimeout != 5*time.Second {
+		t.Fatalf("unexpected defaults: %+v", n)
+	}
+}
+
+func TestPrecedenceFileEnvFlag(t *testing.T) {
+	dir := t.TempDir()
+	f := write(t, "writ.yaml", "node:\n  id: from-file\napi:\n  addr: 127.0.3.1:7000\npipeline:\n  commit_timeout: 2s\ndata_dir: "+dir+"\n")
+	env := []string{"WRIT_API_ADDR=127.0.3.2:7000", "PATH=/bin", "WRIT_JOIN=127.0.3.5:7072, 127.0.3.6:7072"}
+	n, err := Load(Options{File: f, Env: env, Flags: flags(t, "--pipeline-commit-timeout", "3s")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.NodeID != "from-file" || n.APIAddr != "127.0.3.2:7000" || n.CommitTimeout != 3*time.Second || n.Dev {
+		t.Fatalf("precedence wrong: %+v", n)
+	}
+	if len(n.Join) != 2 || n.Join[1] != "127.0.3.6:7072" || n.Bootstrap {
+		t.Fatalf("join/bootstrap wrong: %+v", n)
+	}
+}
+
+func TestTOML(t *testing.T) {
+	f := write(t, "writ.toml", "[node]\nid = \"t1\"\n[raft]\nelection_ticks = 20\n")
+	n, err := Load(Options{File: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.NodeID != "t1" || n.ElectionTicks != 20 {
+		t.Fatalf("toml not read: %+v", n)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	unreadable := filepath.Join(t.TempDir(), "locked")
+	if err := os.Mkdir(unreadable, 0o000); err != nil {
+		t.Fatal(err)
+	}
+	notDir := write(t, "file", "x")
+	cases := []struct {
+		name string
+		o    func() Options
+		want []string // substrings of the single-line error
+	}{
+		{"unknown file key", func() Options { return Options{File: write(t, "a.yaml", "api:\n  adress: 1.2.3.4:5\n")} }, []string{"api.adress", "unknown key", "remove it"}},
+		{"unknown top key toml", func() Options { return Options{File: write(t, "a.toml", "colour = \"red\"\n")} }, []string{"colour", "unknown key"}},
+		{"tag not a node key", func() Options { return Options{File: write(t, "a.yaml", "tag: v2\n")} }, []string{"tag", "unknown key"}},
+		{"bad port", func() Options { return Options{Env: []string{"WRIT_API_ADDR=127.0.0.1:99999"}} }, []string{"api.addr", "env WRIT_API_ADDR", "port", "65535", "--api-addr"}},
+		{"port zero raft", func() Options { return Options{Flags: flags(t, "--raft-addr", "127.0.0.1:0")} }, []string{"raft.addr", "flag --raft-addr", "port 0"}},
+		{"hostname not ip", func() Options { return Options{Flags: flags(t, "--gossip-addr", "example.com:80")} }, []string{"gossip.addr", "not an IP"}},
+		{"same port twice", func() Options { return Options{Flags: flags(t, "--raft-addr", "127.0.0.1:7070")} }, []string{"raft.addr", "also used by api.addr"}},
+		{"bad duration", func() Options { return Options{File: write(t, "d.yaml", "pipeline:\n  commit_timeout: fast\n")} }, []string{"pipeline.commit_timeout", "not a duration", "5s"}},
+		{"duration range", func() Options { return Options{Env: []string{"WRIT_PIPELINE_COMMIT_TIMEOUT=1ns"}} }, []string{"pipeline.commit_timeout", "out of range"}},
+		{"bad int", func() Options { return Options{Env: []string{"WRIT_RAFT_ELECTION_TICKS=ten"}} }, []string{"raft.election_ticks", "not an integer"}},
+		{"heartbeat >= election", func() Options { return Options{Env: []string{"WRIT_RAFT_HEARTBEAT_TICKS=10"}} }, []string{"raft.heartbeat_ticks", "election_ticks"}},
+		{"unreadable dir", func() Options { return Options{Env: []string{"WRIT_DATA_DIR=" + unreadable}} }, []string{"data_dir", "not readable", "directory this user can write"}},
+		{"data dir is file", func() Options { return Options{Env: []string{"WRIT_DATA_DIR=" + notDir}} }, []string{"data_dir", "not a directory"}},
+		{"missing parent", func() Options { return Options{Env: []string{"WRIT_DATA_DIR=/nonexistent/a/b"}} }, []string{"data_dir", "does not exist"}},
+		{"unknown env", func() Options { return Options{Env: []string{"WRIT_API_ADRESS=x"}} }, []string{"WRIT_API_ADRESS", "unknown variable"}},
+		{"bad node id", func() Options { return Options{Env: []string{"WRIT_NODE_ID=Node One"}} }, []string{"node.id", "not a valid node ID"}},
+		{"bad level", func() Options { return Options{Env: []string{"WRIT_LOG_LEVEL=loud"}} }, []string{"log.level", "debug, info, warn or error"}},
+		{"bad key", func() Options { return Options{Env: []string{"WRIT_GOSSIP_KEY=abc"}} }, []string{"gossip.key", "base64"}},
+		{"bad join", func() Options { return Options{Env: []string{"WRIT_JOIN=nohost"}} }, []string{"join", "host:port"}},
+		{"missing config file", func() Options { return Options{File: "/nonexistent/writ.yaml"} }, []string{"cannot read", "no such file"}},
+		{"bad yaml", func() Options { return Options{File: write(t, "b.yaml", "api: [\n")} }, []string{"cannot parse yaml"}},
+		{"plugin not executable", func() Options { return Options{Env: []string{"WRIT_PLUGINS_JOBS=" + notDir}} }, []string{"plugins.jobs", "not an executable"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.name == "unreadable dir" && os.Geteuid() == 0 {
+				t.Skip("root can read a mode-000 directory")
+			}
+			_, err := Load(c.o())
+			if err == nil {
+				t.Fatal("accepted bad input")
+			}
+			msg := err.Error()
+			if strings.Contains(msg, "\n") {
+				t.Errorf("error is not one line: %q", msg)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not mention %q", msg, w)
+				}
+			}
+		})
+	}
+}
+
+func TestClusterDocument(t *testing.T) {
+	c, err := ParseCluster([]byte("tag: v2\npipeline:\n  commit_timeout: 2s\nraft:\n  snapshot_entries: 500\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Tag != "v2" || c.Values["pipeline.commit_timeout"] != "2s" {
+		t.Fatalf("bad cluster doc: %+v", c)
+	}
+	base, err := Load(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Diff(ClusterOf(base), c)
+	var keys []string
+	for _, ch := range d {
+		keys = append(keys, ch.Key)
+	}
+	if strings.Join(keys, ",") != "raft.snapshot_entries,pipeline.commit_timeout,tag" {
+		t.Fatalf("diff keys = %v", keys)
+	}
+	n2, restart := Apply(base, c)
+	if n2.CommitTimeout != 2*time.Second || len(restart) != 1 || restart[0] != "raft.snapshot_entries" {
+		t.Fatalf("apply: timeout %s restart %v", n2.CommitTimeout, restart)
+	}
+	if base.CommitTimeout != 5*time.Second {
+		t.Fatal("Apply modified its input")
+	}
+	for doc, want := range map[string]string{
+		"api:\n  addr: 1.2.3.4:5\n":            "node-local",
+		"bogus: 1\n":                           "unknown key",
+		"pipeline:\n  max_batch: 0\n":          "pipeline.max_batch",
+		"membership:\n  failed_grace: soon\n": "not a duration",
+	} {
+		if _, err := ParseCluster([]byte(doc), "yaml"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseCluster(%q) = %v, want error containing %q", doc, err, want)
+		}
+	}
+}
