@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -36,11 +35,6 @@ type Key struct {
 	Kind    Kind
 	Default any
 	Help    string
-	// Cluster: the key may appear in a cluster configuration document.
-	Cluster bool
-	// Reload: a cluster key applied live after activation (else restart
-	// required).
-	Reload bool
 }
 
 // Flag is the key's command-line flag name.
@@ -61,18 +55,17 @@ var Keys = []Key{
 	{Name: "raft.addr", Kind: String, Default: "127.0.0.1:7071", Help: "raft peer transport address (host:port)"},
 	{Name: "gossip.addr", Kind: String, Default: "127.0.0.1:7072", Help: "serf gossip address (host:port)"},
 	{Name: "gossip.key", Kind: String, Default: "", Help: "base64 gossip encryption key of 16, 24 or 32 bytes (empty: no encryption)"},
-	{Name: "raft.tick", Kind: Duration, Default: "100ms", Help: "raft tick interval", Cluster: true},
-	{Name: "raft.election_ticks", Kind: Int, Default: 10, Help: "ticks without a leader before an election", Cluster: true},
-	{Name: "raft.heartbeat_ticks", Kind: Int, Default: 1, Help: "ticks between leader heartbeats", Cluster: true},
-	{Name: "raft.snapshot_entries", Kind: Int, Default: 10000, Help: "applied entries between snapshots", Cluster: true},
-	{Name: "pipeline.commit_timeout", Kind: Duration, Default: "5s", Help: "how long a request waits for commit before UNCERTAIN", Cluster: true, Reload: true},
-	{Name: "pipeline.max_batch", Kind: Int, Default: 256, Help: "most entries per proposal", Cluster: true, Reload: true},
-	{Name: "membership.failed_grace", Kind: Duration, Default: "30s", Help: "how long a failed node stays a voter before removal", Cluster: true, Reload: true},
+	{Name: "raft.tick", Kind: Duration, Default: "100ms", Help: "raft tick interval"},
+	{Name: "raft.election_ticks", Kind: Int, Default: 10, Help: "ticks without a leader before an election"},
+	{Name: "raft.heartbeat_ticks", Kind: Int, Default: 1, Help: "ticks between leader heartbeats"},
+	{Name: "raft.snapshot_entries", Kind: Int, Default: 10000, Help: "applied entries between snapshots"},
+	{Name: "pipeline.commit_timeout", Kind: Duration, Default: "5s", Help: "how long a request waits for commit before UNCERTAIN"},
+	{Name: "pipeline.max_batch", Kind: Int, Default: 256, Help: "most entries per proposal"},
+	{Name: "membership.failed_grace", Kind: Duration, Default: "30s", Help: "how long a failed node stays a voter before removal"},
 	{Name: "plugins.jobs", Kind: String, Default: "", Help: "path of the jobs handler plugin (empty: writ-jobs next to writd, then on PATH)"},
 	{Name: "plugins.paths", Kind: List, Default: []string{}, Help: "paths of further handler plugin binaries"},
-	{Name: "log.level", Kind: String, Default: "info", Help: "debug, info, warn or error", Cluster: true, Reload: true},
-	{Name: "log.format", Kind: String, Default: "text", Help: "text or json", Cluster: true},
-	{Name: "tag", Kind: String, Default: "", Help: "label of a cluster configuration document (cluster documents only)", Cluster: true, Reload: true},
+	{Name: "log.level", Kind: String, Default: "info", Help: "debug, info, warn or error"},
+	{Name: "log.format", Kind: String, Default: "text", Help: "text or json"},
 }
 
 func keyByName(name string) (Key, bool) {
@@ -141,9 +134,6 @@ func (e *Error) Error() string {
 func AddFlags(fs *pflag.FlagSet) {
 	fs.StringP("config", "c", "", "configuration file (YAML or TOML)")
 	for _, k := range Keys {
-		if k.Name == "tag" {
-			continue
-		}
 		switch k.Kind {
 		case Bool:
 			fs.Bool(k.Flag(), false, k.Help)
@@ -189,9 +179,9 @@ func Load(o Options) (*Node, error) {
 			return nil, err
 		}
 		for _, key := range fv.AllKeys() {
-			k, ok := keyByName(key)
-			if !ok || k.Name == "tag" {
-				return nil, &Error{Key: key, Source: "file " + file, Msg: "unknown key", Fix: "remove it or use one of: " + knownList(false)}
+			_, ok := keyByName(key)
+			if !ok {
+				return nil, &Error{Key: key, Source: "file " + file, Msg: "unknown key", Fix: "remove it or use one of: " + knownList()}
 			}
 			s.v.Set(key, fv.Get(key))
 			s.from[key] = "file " + file
@@ -305,7 +295,7 @@ func unwrapPath(err error) error {
 
 func keyByEnv(name string) (Key, bool) {
 	for _, k := range Keys {
-		if k.Env() == name && k.Name != "tag" {
+		if k.Env() == name {
 			return k, true
 		}
 	}
@@ -321,12 +311,9 @@ func keyByFlag(name string) (Key, bool) {
 	return Key{}, false
 }
 
-func knownList(cluster bool) string {
+func knownList() string {
 	var names []string
 	for _, k := range Keys {
-		if cluster && !k.Cluster || !cluster && k.Name == "tag" {
-			continue
-		}
 		names = append(names, k.Name)
 	}
 	return strings.Join(names, ", ")
@@ -356,7 +343,7 @@ func (s source) fail(key, msg, fix string) error {
 	if fix == "" {
 		fix = "set " + key
 	}
-	if k.Name != "" && k.Name != "tag" {
+	if k.Name != "" {
 		fix += fmt.Sprintf(" (flag --%s, env %s)", k.Flag(), k.Env())
 	}
 	return &Error{Key: key, Source: s.where(key), Msg: msg, Fix: fix}
@@ -537,7 +524,7 @@ func (s source) node() (*Node, error) {
 		}
 		n.GossipKey = b
 	}
-	if err := s.clusterInto(n); err != nil {
+	if err := s.tuning(n); err != nil {
 		return nil, err
 	}
 	if n.JobsPlugin, err = s.str("plugins.jobs"); err != nil {
@@ -559,8 +546,8 @@ func (s source) node() (*Node, error) {
 	return n, nil
 }
 
-// clusterInto reads and validates every cluster-wide key into n.
-func (s source) clusterInto(n *Node) error {
+// tuning reads and validates the raft, pipeline, membership and log keys.
+func (s source) tuning(n *Node) error {
 	var err error
 	if n.RaftTick, err = s.dur("raft.tick", time.Millisecond, 10*time.Second); err != nil {
 		return err
@@ -652,122 +639,4 @@ func checkExec(p string) error {
 		return fmt.Errorf("%s is not an executable file", p)
 	}
 	return nil
-}
-
-// Cluster is a validated cluster-wide configuration document: the settings
-// a config upgrade may change.
-type Cluster struct {
-	Tag string
-	// Values maps each cluster key to its canonical string value (defaults
-	// filled in).
-	Values map[string]string
-	// Set lists the keys the document sets explicitly, sorted.
-	Set []string
-}
-
-// ParseCluster validates a cluster configuration document (YAML or TOML;
-// format "" guesses). Only cluster-wide keys are allowed.
-func ParseCluster(doc []byte, format string) (*Cluster, error) {
-	fv, err := parseDoc(doc, format, "document")
-	if err != nil {
-		return nil, err
-	}
-	s := source{v: viper.New(), from: map[string]string{}}
-	for _, k := range Keys {
-		s.v.SetDefault(k.Name, k.Default)
-	}
-	c := &Cluster{Values: map[string]string{}}
-	for _, key := range fv.AllKeys() {
-		k, ok := keyByName(key)
-		if !ok {
-			return nil, &Error{Key: key, Source: "document", Msg: "unknown key", Fix: "remove it or use one of: " + knownList(true)}
-		}
-		if !k.Cluster {
-			return nil, &Error{Key: key, Source: "document", Msg: "is node-local and cannot change through a config upgrade", Fix: "set it in that node's writd configuration instead"}
-		}
-		s.v.Set(key, fv.Get(key))
-		s.from[key] = "document"
-		c.Set = append(c.Set, key)
-	}
-	sort.Strings(c.Set)
-	n := &Node{}
-	if err := s.clusterInto(n); err != nil {
-		return nil, err
-	}
-	if c.Tag, err = s.str("tag"); err != nil {
-		return nil, err
-	}
-	c.Values = n.clusterValues()
-	c.Values["tag"] = c.Tag
-	return c, nil
-}
-
-func (n *Node) clusterValues() map[string]string {
-	return map[string]string{
-		"raft.tick":               n.RaftTick.String(),
-		"raft.election_ticks":     strconv.Itoa(n.ElectionTicks),
-		"raft.heartbeat_ticks":    strconv.Itoa(n.HeartbeatTicks),
-		"raft.snapshot_entries":   strconv.FormatUint(n.SnapshotEntries, 10),
-		"pipeline.commit_timeout": n.CommitTimeout.String(),
-		"pipeline.max_batch":      strconv.Itoa(n.MaxBatch),
-		"membership.failed_grace": n.FailedGrace.String(),
-		"log.level":               n.LogLevel,
-		"log.format":              n.LogFormat,
-	}
-}
-
-// ClusterOf returns the cluster-wide values of a node configuration.
-func ClusterOf(n *Node) *Cluster {
-	c := &Cluster{Values: n.clusterValues()}
-	c.Values["tag"] = ""
-	return c
-}
-
-// Change is one differing cluster key.
-type Change struct {
-	Key      string
-	Old, New string
-	Reload   bool
-}
-
-// Diff lists the keys whose values differ between old and new, in key order.
-func Diff(old, new *Cluster) []Change {
-	var out []Change
-	for _, k := range Keys {
-		if !k.Cluster {
-			continue
-		}
-		o, n := old.Values[k.Name], new.Values[k.Name]
-		if o != n {
-			out = append(out, Change{Key: k.Name, Old: o, New: n, Reload: k.Reload})
-		}
-	}
-	return out
-}
-
-// Apply returns a copy of n with c's reloadable values applied, and the
-// keys that differ but need a restart.
-func Apply(n *Node, c *Cluster) (*Node, []string) {
-	cp := *n
-	var restart []string
-	for _, ch := range Diff(ClusterOf(n), c) {
-		if ch.Key == "tag" {
-			continue
-		}
-		if !ch.Reload {
-			restart = append(restart, ch.Key)
-			continue
-		}
-		switch ch.Key {
-		case "pipeline.commit_timeout":
-			cp.CommitTimeout, _ = time.ParseDuration(ch.New)
-		case "pipeline.max_batch":
-			cp.MaxBatch, _ = strconv.Atoi(ch.New)
-		case "membership.failed_grace":
-			cp.FailedGrace, _ = time.ParseDuration(ch.New)
-		case "log.level":
-			cp.LogLevel = ch.New
-		}
-	}
-	return &cp, restart
 }

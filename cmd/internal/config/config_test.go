@@ -123,37 +123,54 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestClusterDocument(t *testing.T) {
-	c, err := ParseCluster([]byte("tag: v2\npipeline:\n  commit_timeout: 2s\nraft:\n  snapshot_entries: 500\n"), "")
+	c, err := ParseCluster([]byte("version: \"2\"\nsettings:\n  commit_timeout: 2s\n  max_batch: 64\n  log_level: debug\n  heartbeat: 200ms\n"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Tag != "v2" || c.Values["pipeline.commit_timeout"] != "2s" {
+	if c.Version != "2" || c.Settings["commit_timeout"] != "2s" || c.Settings["max_batch"] != "64" {
 		t.Fatalf("bad cluster doc: %+v", c)
+	}
+	if got := string(c.Payload()); got != `{"settings":{"commit_timeout":"2s","heartbeat":"200ms","log_level":"debug","max_batch":64},"version":"2"}` {
+		t.Fatalf("payload %s", got)
+	}
+	back, err := ParseCluster(c.Payload(), "")
+	if err != nil || len(Diff(c, back)) != 0 {
+		t.Fatalf("payload does not round-trip: %v %v", err, Diff(c, back))
 	}
 	base, err := Load(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := Diff(ClusterOf(base), c)
 	var keys []string
-	for _, ch := range d {
+	for _, ch := range Diff(ClusterOf(base), c) {
 		keys = append(keys, ch.Key)
 	}
-	if strings.Join(keys, ",") != "raft.snapshot_entries,pipeline.commit_timeout,tag" {
+	if strings.Join(keys, ",") != "version,settings.commit_timeout,settings.heartbeat,settings.max_batch,settings.log_level" {
 		t.Fatalf("diff keys = %v", keys)
 	}
 	n2, restart := Apply(base, c)
-	if n2.CommitTimeout != 2*time.Second || len(restart) != 1 || restart[0] != "raft.snapshot_entries" {
-		t.Fatalf("apply: timeout %s restart %v", n2.CommitTimeout, restart)
+	if n2.CommitTimeout != 2*time.Second || n2.MaxBatch != 64 || n2.LogLevel != "debug" || len(restart) != 1 || restart[0] != "settings.heartbeat" {
+		t.Fatalf("apply: %+v restart %v", n2, restart)
 	}
 	if base.CommitTimeout != 5*time.Second {
 		t.Fatal("Apply modified its input")
 	}
+	ok := "version: \"3\"\nsettings:\n  commit_timeout: 1s\n  max_batch: 8\n  log_level: info\n"
+	if _, err := ParseCluster([]byte(ok), "yaml"); err != nil {
+		t.Fatal(err)
+	}
+	toml := "version = \"3\"\n[settings]\ncommit_timeout = \"1s\"\nmax_batch = 8\nlog_level = \"warn\"\n"
+	if c, err := ParseCluster([]byte(toml), ""); err != nil || c.Settings["log_level"] != "warn" {
+		t.Fatalf("toml: %v %v", c, err)
+	}
 	for doc, want := range map[string]string{
-		"api:\n  addr: 1.2.3.4:5\n":            "node-local",
-		"bogus: 1\n":                           "unknown key",
-		"pipeline:\n  max_batch: 0\n":          "pipeline.max_batch",
-		"membership:\n  failed_grace: soon\n": "not a duration",
+		"api:\n  addr: 1.2.3.4:5\n" + ok:                                      "node-local",
+		"bogus: 1\n" + ok:                                                     "unknown key",
+		strings.Replace(ok, "max_batch: 8", "max_batch: 0", 1):                "settings.max_batch",
+		strings.Replace(ok, "commit_timeout: 1s", "commit_timeout: 1m30s", 1): "settings.commit_timeout",
+		strings.Replace(ok, "log_level: info", "log_level: loud", 1):          "settings.log_level",
+		strings.Replace(ok, "version: \"3\"", "version: v3", 1):               "not a version",
+		strings.Replace(ok, "  max_batch: 8\n", "", 1):                        "settings.max_batch",
 	} {
 		if _, err := ParseCluster([]byte(doc), "yaml"); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseCluster(%q) = %v, want error containing %q", doc, err, want)

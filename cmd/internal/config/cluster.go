@@ -1,0 +1,282 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/viper"
+)
+
+// Setting is one key of a cluster configuration document (the payload of
+// the cluster.config entry: `version` plus `settings.<name>`).
+type Setting struct {
+	Name     string
+	Kind     Kind
+	Required bool
+	// Reload: applied live on every node after activation; otherwise the
+	// change is reported as "restart required".
+	Reload bool
+	// NodeKey is the writd key the setting overrides, if any.
+	NodeKey  string
+	Min, Max int
+	Help     string
+}
+
+// Settings is every cluster-wide setting a config upgrade may change.
+var Settings = []Setting{
+	{Name: "commit_timeout", Kind: Duration, Required: true, Reload: true, NodeKey: "pipeline.commit_timeout", Help: "request commit timeout"},
+	{Name: "heartbeat", Kind: Duration, Help: "raft heartbeat interval (restart required)"},
+	{Name: "max_batch", Kind: Int, Required: true, Reload: true, NodeKey: "pipeline.max_batch", Min: 1, Max: 4096, Help: "most entries per proposal"},
+	{Name: "max_inflight", Kind: Int, Reload: true, Min: 1, Max: 1_000_000, Help: "most requests in flight per node"},
+	{Name: "log_level", Kind: String, Required: true, Reload: true, NodeKey: "log.level", Help: "debug, info, warn or error"},
+	{Name: "fact_retry", Kind: Duration, Reload: true, Help: "pause between fact re-proposals"},
+	{Name: "dead_worker_grace", Kind: Duration, Reload: true, Help: "how long a dead worker's jobs wait before requeueing"},
+}
+
+var (
+	versionRe  = regexp.MustCompile(`^[0-9]{1,9}(\.[0-9]{1,9}){0,2}$`)
+	durationRe = regexp.MustCompile(`^[0-9]{1,6}(ms|s|m|h)$`)
+)
+
+// Cluster is a validated cluster configuration document.
+type Cluster struct {
+	Version string
+	// Settings holds the canonical value of every setting present.
+	Settings map[string]string
+}
+
+// ParseCluster validates a cluster configuration document: YAML, TOML or
+// JSON (format "" guesses) of the form
+//
+//	version: "2"
+//	settings:
+//	  commit_timeout: 3s
+//	  max_batch: 256
+//	  log_level: info
+//
+// Unknown keys, node-local keys and bad values are errors naming the key.
+func ParseCluster(doc []byte, format string) (*Cluster, error) {
+	if format == "" && bytes.HasPrefix(bytes.TrimSpace(doc), []byte("{")) {
+		format = "json"
+	}
+	var fv *viper.Viper
+	if format == "json" {
+		fv = viper.New()
+		fv.SetConfigType("json")
+		if err := fv.ReadConfig(bytes.NewReader(doc)); err != nil {
+			return nil, &Error{Key: "document", Msg: "cannot parse json: " + oneLine(err.Error()), Fix: "fix the syntax"}
+		}
+	} else {
+		var err error
+		if fv, err = parseDoc(doc, format, "document"); err != nil {
+			return nil, err
+		}
+	}
+	c := &Cluster{Settings: map[string]string{}}
+	for _, key := range fv.AllKeys() {
+		if key == "version" {
+			continue
+		}
+		name, ok := strings.CutPrefix(key, "settings.")
+		if _, known := settingByName(name); !ok || !known {
+			if _, nodeKey := keyByName(key); nodeKey {
+				return nil, &Error{Key: key, Source: "document", Msg: "is a node-local writd key and cannot change through a config upgrade", Fix: "set it in that node's writd configuration instead"}
+			}
+			return nil, &Error{Key: key, Source: "document", Msg: "unknown key", Fix: "use version and settings." + strings.Join(settingNames(), ", settings.")}
+		}
+	}
+	v, err := scalar(fv.Get("version"))
+	if err != nil || v == "" {
+		return nil, &Error{Key: "version", Source: "document", Msg: "is required", Fix: `set version to a number such as "2" or "1.4.0" (quote it in YAML)`}
+	}
+	if !versionRe.MatchString(v) {
+		return nil, &Error{Key: "version", Source: "document", Msg: fmt.Sprintf("%q is not a version", v), Fix: `use up to three dot-separated numbers such as "2" or "1.4.0"`}
+	}
+	c.Version = v
+	for _, st := range Settings {
+		key := "settings." + st.Name
+		raw := fv.Get(key)
+		if raw == nil {
+			if st.Required {
+				return nil, &Error{Key: key, Source: "document", Msg: "is required", Fix: "set " + key + " (" + st.Help + ")"}
+			}
+			continue
+		}
+		val, err := canonical(st, raw)
+		if err != nil {
+			return nil, &Error{Key: key, Source: "document", Msg: err.Error(), Fix: fixFor(st)}
+		}
+		c.Settings[st.Name] = val
+	}
+	return c, nil
+}
+
+func settingByName(n string) (Setting, bool) {
+	for _, s := range Settings {
+		if s.Name == n {
+			return s, true
+		}
+	}
+	return Setting{}, false
+}
+
+func settingNames() []string {
+	var out []string
+	for _, s := range Settings {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+func scalar(v any) (string, error) {
+	switch x := v.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return strings.TrimSpace(x), nil
+	case int, int64, int32, uint64, float64, bool:
+		return fmt.Sprint(x), nil
+	}
+	return "", fmt.Errorf("%v is not a scalar", v)
+}
+
+func fixFor(st Setting) string {
+	switch st.Kind {
+	case Duration:
+		return "write a whole number and one unit, such as 250ms, 5s, 2m or 1h"
+	case Int:
+		return fmt.Sprintf("use a whole number between %d and %d", st.Min, st.Max)
+	}
+	if st.Name == "log_level" {
+		return "use debug, info, warn or error"
+	}
+	return st.Help
+}
+
+func canonical(st Setting, raw any) (string, error) {
+	s, err := scalar(raw)
+	if err != nil {
+		return "", err
+	}
+	switch st.Kind {
+	case Duration:
+		if !durationRe.MatchString(s) {
+			return "", fmt.Errorf("%q is not a duration of the form <number><ms|s|m|h>", s)
+		}
+		if _, err := time.ParseDuration(s); err != nil {
+			return "", fmt.Errorf("%q: %v", s, err)
+		}
+		return s, nil
+	case Int:
+		i, err := strconv.Atoi(s)
+		if err != nil {
+			return "", fmt.Errorf("%q is not an integer", s)
+		}
+		if i < st.Min || i > st.Max {
+			return "", fmt.Errorf("%d is out of range", i)
+		}
+		return strconv.Itoa(i), nil
+	}
+	if st.Name == "log_level" {
+		switch s {
+		case "debug", "info", "warn", "error":
+		default:
+			return "", fmt.Errorf("%q is not a level", s)
+		}
+	}
+	return s, nil
+}
+
+// FormatDuration renders d in the document's duration form (largest exact
+// unit among h, m, s, ms).
+func FormatDuration(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0 && d != 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0 && d != 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	case d%time.Second == 0:
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	return fmt.Sprintf("%dms", d/time.Millisecond)
+}
+
+// ClusterOf returns the settings a node runs with before any upgrade
+// activated (version "0").
+func ClusterOf(n *Node) *Cluster {
+	return &Cluster{Version: "0", Settings: map[string]string{
+		"commit_timeout": FormatDuration(n.CommitTimeout),
+		"max_batch":      strconv.Itoa(min(n.MaxBatch, 4096)),
+		"log_level":      n.LogLevel,
+	}}
+}
+
+// Payload is the JSON payload of the cluster.config entry.
+func (c *Cluster) Payload() []byte {
+	settings := map[string]any{}
+	for k, v := range c.Settings {
+		if st, _ := settingByName(k); st.Kind == Int {
+			i, _ := strconv.Atoi(v)
+			settings[k] = i
+		} else {
+			settings[k] = v
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"version": c.Version, "settings": settings})
+	return b
+}
+
+// Change is one differing setting.
+type Change struct {
+	Key      string
+	Old, New string
+	Reload   bool
+}
+
+// Diff lists what differs between old and new, version first, then settings
+// in declaration order. A missing value shows as "".
+func Diff(old, new *Cluster) []Change {
+	var out []Change
+	if old.Version != new.Version {
+		out = append(out, Change{Key: "version", Old: old.Version, New: new.Version, Reload: true})
+	}
+	for _, st := range Settings {
+		o, n := old.Settings[st.Name], new.Settings[st.Name]
+		if o != n {
+			out = append(out, Change{Key: "settings." + st.Name, Old: o, New: n, Reload: st.Reload})
+		}
+	}
+	return out
+}
+
+// Apply returns a copy of n with c's reloadable settings applied, and the
+// settings that differ but only take effect after a restart.
+func Apply(n *Node, c *Cluster) (*Node, []string) {
+	cp := *n
+	var restart []string
+	for _, ch := range Diff(ClusterOf(n), c) {
+		if ch.Key == "version" || ch.New == "" {
+			continue
+		}
+		if !ch.Reload {
+			restart = append(restart, ch.Key)
+			continue
+		}
+		switch ch.Key {
+		case "settings.commit_timeout":
+			cp.CommitTimeout, _ = time.ParseDuration(ch.New)
+		case "settings.max_batch":
+			cp.MaxBatch, _ = strconv.Atoi(ch.New)
+		case "settings.log_level":
+			cp.LogLevel = ch.New
+		}
+	}
+	sort.Strings(restart)
+	return &cp, restart
+}

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/writ-dev/writ/api"
+	"github.com/writ-dev/writ/api/writv1"
+)
+
+// factTypes are the reference domain's fact-class types: bench reports
+// them instead of submitting them.
+var factTypes = map[string]bool{"job.state_report": true, "worker.usage": true, "job.pending_reason": true, "worker.death": true}
+
+// BenchResult is what `writctl bench -o json` prints.
+type BenchResult struct {
+	Type      string         `json:"type"`
+	Kind      string         `json:"kind"`
+	Clients   int            `json:"clients"`
+	Ops       int            `json:"ops"`
+	Size      int            `json:"payload_size"`
+	Seconds   float64        `json:"seconds"`
+	OpsPerSec float64        `json:"ops_per_sec"`
+	P50       float64        `json:"p50_ms"`
+	P90       float64        `json:"p90_ms"`
+	P99       float64        `json:"p99_ms"`
+	Max       float64        `json:"max_ms"`
+	Outcomes  map[string]int `json:"outcomes"`
+}
+
+func (a *app) benchCmd() *cobra.Command {
+	var clients, ops, size int
+	var typ, run string
+	var prepare bool
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Load-generate over the API: N clients, M operations; prints ops/s, latency percentiles and outcome counts",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if clients < 1 || ops < 1 {
+				return fail(exitUsage, "--clients and --ops must be at least 1")
+			}
+			if size < 0 || size > 1024 {
+				return fail(exitUsage, "--size %d: use 0 to 1024 bytes of padding", size)
+			}
+			if typ != "job.submit" && typ != "job.state_report" {
+				return fail(exitUsage, "--type %q: bench generates job.submit (request) or job.state_report (fact)", typ)
+			}
+			if run == "" {
+				run = fmt.Sprintf("b%x", time.Now().UnixNano()&0xffffffff)
+			}
+			c, err := a.dial()
+			if err != nil {
+				return err
+			}
+			if err := a.benchSetup(c, typ, run, ops, clients, prepare); err != nil {
+				return err
+			}
+			pad := strings.Repeat("x", size)
+			fact := factTypes[typ]
+			gen := func(i int) *writv1.Entry {
+				job := fmt.Sprintf("%s-%d", run, i)
+				if typ == "job.submit" {
+					cmd := "run"
+					if size > 0 {
+						cmd = pad
+					}
+					return &writv1.Entry{Type: typ, Id: "r-" + job, Payload: fmt.Appendf(nil, `{"job_id":%q,"queue":%q,"priority":1,"command":%q}`, job, run, cmd)}
+				}
+				return &writv1.Entry{Type: typ, Payload: fmt.Appendf(nil, `{"report_id":%q,"job_id":%q,"state":"RUNNING","seq":1,"worker_id":%q,"message":%q}`, "rep-"+job, job, run+"-w", pad)}
+			}
+			lat := make([]time.Duration, ops)
+			var mu sync.Mutex
+			counts := map[string]int{}
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			start := time.Now()
+			for w := 0; w < clients; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						i := int(next.Add(1)) - 1
+						if i >= ops {
+							return
+						}
+						e := gen(i)
+						ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+						t0 := time.Now()
+						var err error
+						if fact {
+							_, err = c.Report(ctx, &writv1.ReportRequest{Entry: e})
+						} else {
+							_, err = c.Submit(ctx, &writv1.SubmitRequest{Entry: e})
+						}
+						lat[i] = time.Since(t0)
+						cancel()
+						k := "COMMITTED"
+						if fact {
+							k = "RECEIVED"
+						}
+						if err != nil {
+							if d, ok := api.OutcomeFromError(err); ok {
+								k = d.Outcome.String()
+							} else {
+								k = "ERROR"
+							}
+						}
+						mu.Lock()
+						counts[k]++
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			el := time.Since(start)
+			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+			pct := func(p float64) float64 {
+				idx := int(p*float64(len(lat))+0.5) - 1
+				idx = max(0, min(idx, len(lat)-1))
+				return float64(lat[idx].Microseconds()) / 1000
+			}
+			kind := "request"
+			if fact {
+				kind = "fact"
+			}
+			res := BenchResult{Type: typ, Kind: kind, Clients: clients, Ops: ops, Size: size, Seconds: el.Seconds(),
+				OpsPerSec: float64(ops) / el.Seconds(), P50: pct(0.50), P90: pct(0.90), P99: pct(0.99), Max: pct(1), Outcomes: counts}
+			if a.output == "json" {
+				b, _ := json.Marshal(res)
+				fmt.Fprintln(a.out, string(b))
+			} else {
+				fmt.Fprintf(a.out, "%s (%s): %d ops, %d clients, %d-byte padding in %.2fs\n", typ, kind, ops, clients, size, res.Seconds)
+				fmt.Fprintf(a.out, "  throughput  %.0f ops/s\n", res.OpsPerSec)
+				fmt.Fprintf(a.out, "  latency     p50 %.2fms  p90 %.2fms  p99 %.2fms  max %.2fms\n", res.P50, res.P90, res.P99, res.Max)
+				var ks []string
+				for k := range counts {
+					ks = append(ks, k)
+				}
+				sort.Strings(ks)
+				for _, k := range ks {
+					fmt.Fprintf(a.out, "  %-12s %d\n", k, counts[k])
+				}
+			}
+			want := "COMMITTED"
+			if fact {
+				want = "RECEIVED"
+			}
+			if counts[want] != ops {
+				return fail(exitError, "%d of %d operations were not %s", ops-counts[want], ops, want)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVarP(&clients, "clients", "c", 1, "concurrent clients")
+	f.IntVarP(&ops, "ops", "n", 1000, "total operations")
+	f.StringVarP(&typ, "type", "t", "job.submit", "entry type: job.submit (request) or job.state_report (fact)")
+	f.IntVarP(&size, "size", "s", 0, "bytes of padding in the payload (command or message field)")
+	f.StringVar(&run, "run", "", "run name used in generated IDs (default: time-based)")
+	f.BoolVar(&prepare, "prepare", true, "for job.state_report: first submit and dispatch the jobs the reports are about (untimed)")
+	return cmd
+}
+
+// benchSetup creates what the generated operations refer to, untimed.
+func (a *app) benchSetup(c writv1.WritClient, typ, run string, ops, clients int, prepare bool) error {
+	sub := func(t, p string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+		defer cancel()
+		_, err := c.Submit(ctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: t, Id: "setup-" + run + "-" + t, Payload: []byte(p)}})
+		if d, ok := api.OutcomeFromError(err); ok && d.Outcome == writv1.Outcome_REJECTED {
+			return nil // already there
+		}
+		if err != nil {
+			return a.rpcErr(err)
+		}
+		return nil
+	}
+	if err := sub("queue.control", fmt.Sprintf(`{"queue":%q,"action":"create"}`, run)); err != nil {
+		return err
+	}
+	if typ != "job.state_report" || !prepare {
+		return nil
+	}
+	if err := sub("worker.join", fmt.Sprintf(`{"worker_id":%q,"capacity":4096}`, run+"-w")); err != nil {
+		return err
+	}
+	// submit the jobs
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errc := make(chan error, clients)
+	for w := 0; w < clients; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= ops {
+					return
+				}
+				job := fmt.Sprintf("%s-%d", run, i)
+				ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+				_, err := c.Submit(ctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: "job.submit", Id: "r-" + job,
+					Payload: fmt.Appendf(nil, `{"job_id":%q,"queue":%q,"priority":1,"command":"run"}`, job, run)}})
+				cancel()
+				if err != nil {
+					errc <- a.rpcErr(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("bench: preparing jobs: %w", err)
+	default:
+	}
+	// dispatch them in receipts of up to 512 items
+	for lo := 0; lo < ops; lo += 512 {
+		hi := min(lo+512, ops)
+		var items []string
+		for i := lo; i < hi; i++ {
+			items = append(items, fmt.Sprintf(`{"job_id":"%s-%d","worker_id":%q}`, run, i, run+"-w"))
+		}
+		p := fmt.Sprintf(`{"dispatch_id":"%s-d%d","scheduler":"bench","items":[%s]}`, run, lo, strings.Join(items, ","))
+		ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+		_, err := c.Deliver(ctx, &writv1.DeliverRequest{Entry: &writv1.Entry{Type: "job.dispatch", Payload: []byte(p)}})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("bench: dispatching jobs: %w", a.rpcErr(err))
+		}
+	}
+	// wait until the last job of every receipt is DISPATCHED
+	deadline := time.Now().Add(a.timeout * 3)
+	for lo := 0; lo < ops; lo += 512 {
+		key := fmt.Sprintf("_m/job/%s-%d", run, min(lo+511, ops-1))
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+			r, err := c.Get(ctx, &writv1.GetRequest{Key: key})
+			cancel()
+			if err == nil && r.Found && strings.Contains(string(r.Record.Value), "DISPATCHED") {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fail(exitError, "bench: %s did not reach DISPATCHED: is the dispatch handler running?", key)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/writ-dev/writ/api"
+	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/cmd/internal/config"
+)
+
+func (a *app) configCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "config", Short: "Show or upgrade the cluster configuration"}
+	cmd.AddCommand(a.configShowCmd(), a.configUpgradeCmd())
+	return cmd
+}
+
+func (a *app) configShowCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show",
+		Short: "Show the committed (activated) configuration and its tag",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			c, err := a.dial()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx()
+			defer cancel()
+			r, err := c.ConfigShow(ctx, &writv1.ConfigShowRequest{})
+			if err != nil {
+				return a.rpcErr(err)
+			}
+			if a.output == "json" {
+				return a.printAny(map[string]any{"tag": r.Tag, "index": r.Index, "document": rawOrString(r.Document)})
+			}
+			if len(r.Document) == 0 {
+				fmt.Fprintf(a.out, "tag %q: no configuration upgrade has activated; nodes run their own settings\n", r.Tag)
+				return nil
+			}
+			fmt.Fprintf(a.out, "tag %q (activated at index %d)\n%s\n", r.Tag, r.Index, r.Document)
+			return nil
+		},
+	}
+}
+
+func (a *app) configUpgradeCmd() *cobra.Command {
+	var file string
+	var timeout time.Duration
+	var dry bool
+	cmd := &cobra.Command{
+		Use:   "upgrade --file F",
+		Short: "Validate, diff and submit a configuration change; exit 0 only when it activated on a majority",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if file == "" {
+				return fail(exitUsage, "config upgrade needs --file F (a YAML, TOML or JSON document with version and settings)")
+			}
+			doc, err := os.ReadFile(file)
+			if err != nil {
+				return fail(exitUsage, "cannot read --file %s: %v", file, err)
+			}
+			format := ""
+			switch {
+			case hasExt(file, ".toml"):
+				format = "toml"
+			case hasExt(file, ".json"):
+				format = "json"
+			case hasExt(file, ".yaml", ".yml"):
+				format = "yaml"
+			}
+			want, err := config.ParseCluster(doc, format)
+			if err != nil {
+				return fail(exitUsage, "%s: %v", file, err)
+			}
+			c, err := a.dial()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx()
+			cur, err := c.ConfigShow(ctx, &writv1.ConfigShowRequest{})
+			cancel()
+			if err != nil {
+				return a.rpcErr(err)
+			}
+			have := &config.Cluster{Version: cur.Tag, Settings: map[string]string{}}
+			if len(cur.Document) > 0 {
+				if h, err := config.ParseCluster(cur.Document, ""); err == nil {
+					have = h
+				}
+			}
+			changes := config.Diff(have, want)
+			a.say("committed tag %q → proposed %q", cur.Tag, want.Version)
+			for _, ch := range changes {
+				kind := "live reload"
+				if !ch.Reload {
+					kind = "restart required"
+				}
+				a.say("  %-28s %q → %q (%s)", ch.Key, ch.Old, ch.New, kind)
+			}
+			if len(changes) == 0 {
+				a.say("nothing to change: %q is already the committed configuration", want.Version)
+				return nil
+			}
+			if dry {
+				return nil
+			}
+			sctx, scancel := context.WithTimeout(context.Background(), a.timeout+timeout)
+			defer scancel()
+			stream, err := c.ConfigUpgrade(sctx, &writv1.ConfigUpgradeRequest{Document: want.Payload(), Format: "json", TimeoutMs: uint32(timeout.Milliseconds())})
+			if err != nil {
+				return a.rpcErr(err)
+			}
+			var last *writv1.ConfigProgress
+			for {
+				p, err := stream.Recv()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					if d, ok := api.OutcomeFromError(err); ok && d.Outcome != writv1.Outcome_UNCERTAIN {
+						a.emit(&writv1.ConfigProgress{Phase: writv1.ConfigProgress_FAILED, Message: d.Reason, Outcome: d.Outcome})
+						return fail(exitUncertain, "configuration %q did NOT activate and will not activate later: %s", want.Version, d.Reason)
+					}
+					return fail(exitUncertain, "lost the upgrade stream before a definite answer (%v): check `writctl config show` on a majority", err)
+				}
+				last = p
+				a.emit(p)
+			}
+			if last == nil {
+				return fail(exitUncertain, "the node closed the upgrade stream without an answer: check `writctl config show`")
+			}
+			switch last.Phase {
+			case writv1.ConfigProgress_ACTIVATED, writv1.ConfigProgress_RELOADED:
+				if last.Outcome != writv1.Outcome_COMMITTED && last.Outcome != writv1.Outcome_OUTCOME_UNSPECIFIED {
+					return fail(exitUncertain, "activation reported outcome %s", last.Outcome)
+				}
+				return nil
+			case writv1.ConfigProgress_FAILED:
+				return fail(exitUncertain, "configuration %q did NOT activate and will not activate later: %s", want.Version, last.Message)
+			}
+			return fail(exitUncertain, "upgrade stream ended in phase %s without activation: check `writctl config show`", last.Phase)
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "the new configuration document")
+	cmd.Flags().DurationVar(&timeout, "stage-timeout", 0, "how long staging may take before the change is aborted (0: the node's commit timeout)")
+	cmd.Flags().BoolVar(&dry, "dry-run", false, "validate and show the diff only")
+	return cmd
+}
+
+func hasExt(f string, exts ...string) bool {
+	for _, e := range exts {
+		if len(f) > len(e) && f[len(f)-len(e):] == e {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *app) say(format string, args ...any) {
+	if a.output == "json" {
+		return
+	}
+	fmt.Fprintf(a.out, format+"\n", args...)
+}
+
+func (a *app) emit(p *writv1.ConfigProgress) {
+	if a.output == "json" {
+		_ = a.printJSON(p)
+		return
+	}
+	line := p.Phase.String()
+	if p.Of > 0 {
+		line += fmt.Sprintf(" (committed by %d of %d)", p.CommittedBy, p.Of)
+	}
+	if p.Tag != "" {
+		line += " tag " + p.Tag
+	}
+	if p.Message != "" {
+		line += ": " + p.Message
+	}
+	fmt.Fprintln(a.out, line)
+	for _, r := range p.RestartRequired {
+		fmt.Fprintln(a.out, "  restart required: "+r)
+	}
+}

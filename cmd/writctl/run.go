@@ -1,0 +1,676 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/writ-dev/writ/api"
+	"github.com/writ-dev/writ/api/writv1"
+)
+
+// Exit codes.
+const (
+	exitOK          = 0
+	exitError       = 1
+	exitUsage       = 2
+	exitRejected    = 3
+	exitUnavailable = 4
+	exitUncertain   = 5
+)
+
+// DefaultAddr is the API address writctl talks to when neither --addr nor
+// WRITCTL_ADDR is set (writd's default api.addr).
+const DefaultAddr = "127.0.0.1:7070"
+
+type exitErr struct {
+	code int
+	msg  string
+}
+
+func (e *exitErr) Error() string { return e.msg }
+
+func fail(code int, format string, a ...any) error {
+	return &exitErr{code: code, msg: fmt.Sprintf(format, a...)}
+}
+
+type app struct {
+	addr    string
+	output  string
+	timeout time.Duration
+
+	stdin     io.Reader
+	out, errw io.Writer
+	env       func(string) string
+
+	conn   *grpc.ClientConn
+	client writv1.WritClient
+	code   int
+}
+
+// Run executes writctl with args and returns the process exit code.
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, out: stdout, errw: stderr, env: os.Getenv}
+	root := a.root()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if a.conn != nil {
+		_ = a.conn.Close()
+	}
+	if err != nil {
+		var ee *exitErr
+		if errors.As(err, &ee) {
+			if ee.msg != "" {
+				fmt.Fprintln(stderr, "writctl: "+ee.msg)
+			}
+			return ee.code
+		}
+		fmt.Fprintf(stderr, "writctl: %v (see writctl --help)\n", err)
+		return exitUsage
+	}
+	return a.code
+}
+
+func (a *app) root() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "writctl",
+		Short:         "Operate a writ cluster over its gRPC API",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if a.output != "text" && a.output != "json" {
+				return fail(exitUsage, "-o %q: use -o text or -o json", a.output)
+			}
+			if !cmd.Flags().Changed("addr") {
+				if env := a.env("WRITCTL_ADDR"); env != "" {
+					a.addr = env
+				}
+			}
+			return nil
+		},
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.addr, "addr", DefaultAddr, "writd API address host:port (env WRITCTL_ADDR)")
+	pf.StringVarP(&a.output, "output", "o", "text", "output format: text or json")
+	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "deadline for each call")
+	root.AddCommand(a.statusCmd(), a.membersCmd(), a.submitCmd(), a.reportCmd(), a.deliverCmd(), a.watchCmd(),
+		a.getCmd(), a.listCmd(), a.outcomeCmd(), a.factsCmd(), a.conflictsCmd(), a.pluginsCmd(), a.configCmd(), a.benchCmd())
+	return root
+}
+
+func (a *app) dial() (writv1.WritClient, error) {
+	if a.client != nil {
+		return a.client, nil
+	}
+	c, err := grpc.NewClient(a.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fail(exitUsage, "--addr %q: %v: pass host:port of a writd API", a.addr, err)
+	}
+	a.conn = c
+	a.client = writv1.NewWritClient(c)
+	return a.client, nil
+}
+
+func (a *app) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), a.timeout)
+}
+
+// rpcErr turns a call error into one clear line and an exit code.
+func (a *app) rpcErr(err error) error {
+	if d, ok := api.OutcomeFromError(err); ok {
+		return outcomeErr(d)
+	}
+	st, _ := status.FromError(err)
+	switch st.Code() {
+	case codes.Unavailable:
+		return fail(exitUnavailable, "cannot reach writd at %s: %s: start writd there or pass --addr (env WRITCTL_ADDR)", a.addr, st.Message())
+	case codes.DeadlineExceeded:
+		return fail(exitUnavailable, "no answer from writd at %s within %s: retry or raise --timeout", a.addr, a.timeout)
+	case codes.InvalidArgument, codes.FailedPrecondition:
+		return fail(exitUsage, "%s", st.Message())
+	}
+	return fail(exitError, "%s: %s", st.Code(), st.Message())
+}
+
+func outcomeErr(d *writv1.OutcomeDetail) error {
+	code := exitError
+	switch d.Outcome {
+	case writv1.Outcome_REJECTED:
+		code = exitRejected
+	case writv1.Outcome_UNAVAILABLE:
+		code = exitUnavailable
+	case writv1.Outcome_UNCERTAIN:
+		code = exitUncertain
+	}
+	msg := d.Outcome.String()
+	if d.RequestId != "" {
+		msg += " " + d.RequestId
+	}
+	if d.Reason != "" {
+		msg += ": " + d.Reason
+	}
+	if d.LeaderApi != "" {
+		msg += " (leader API " + d.LeaderApi + ")"
+	}
+	switch d.Outcome {
+	case writv1.Outcome_UNCERTAIN:
+		msg += "; it may still commit: check `writctl outcome " + d.RequestId + "` or retry with --id " + d.RequestId
+	case writv1.Outcome_UNAVAILABLE:
+		msg += "; nothing was appended: retry when the cluster has a leader"
+	}
+	return fail(code, "%s", msg)
+}
+
+func (a *app) printJSON(m proto.Message) error {
+	b, err := protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}.Marshal(m)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(a.out, string(b))
+	return err
+}
+
+func (a *app) printAny(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(a.out, string(b))
+	return err
+}
+
+func (a *app) table() *tabwriter.Writer { return tabwriter.NewWriter(a.out, 2, 4, 2, ' ', 0) }
+
+// readPayload resolves a payload argument: inline JSON, @file or - (stdin).
+func (a *app) readPayload(arg string) ([]byte, error) {
+	var b []byte
+	var err error
+	switch {
+	case arg == "-":
+		b, err = io.ReadAll(a.stdin)
+	case strings.HasPrefix(arg, "@"):
+		b, err = os.ReadFile(arg[1:])
+	default:
+		b = []byte(arg)
+	}
+	if err != nil {
+		return nil, fail(exitUsage, "cannot read payload %s: %v", arg, err)
+	}
+	if !json.Valid(b) {
+		return nil, fail(exitUsage, "payload is not valid JSON: pass a JSON object such as '{\"job_id\":\"j1\"}', @file or - for stdin")
+	}
+	return b, nil
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func (a *app) statusCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show the node's role, readiness, health and progress",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			c, err := a.dial()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx()
+			defer cancel()
+			s, err := c.Status(ctx, &writv1.StatusRequest{})
+			if err != nil {
+				return a.rpcErr(err)
+			}
+			if a.output == "json" {
+				return a.printJSON(s)
+			}
+			role := "follower"
+			if s.IsLeader {
+				role = "leader"
+			}
+			w := a.table()
+			fmt.Fprintf(w, "node\t%s (%s, term %d)\n", s.NodeId, role, s.Term)
+			ready := yesNo(s.Ready)
+			if !s.Ready && s.NotReadyReason != "" {
+				ready += " (" + s.NotReadyReason + ")"
+			}
+			fmt.Fprintf(w, "ready\t%s\n", ready)
+			fmt.Fprintf(w, "health\t%s\n", s.Health)
+			leader := s.LeaderId
+			if leader == "" {
+				leader = "(none)"
+			}
+			fmt.Fprintf(w, "leader\t%s\tapi %s\n", leader, s.LeaderApi)
+			fmt.Fprintf(w, "addresses\tapi %s\traft %s\tgossip %s\n", s.ApiAddr, s.RaftAddr, s.GossipAddr)
+			fmt.Fprintf(w, "log\tcommit %d\tapplied %d\n", s.Commit, s.Applied)
+			fmt.Fprintf(w, "config\ttag %q\n", s.ConfigTag)
+			if len(s.RestartRequired) > 0 {
+				fmt.Fprintf(w, "restart required\t%s\n", strings.Join(s.RestartRequired, ", "))
+			}
+			fmt.Fprintf(w, "outbox\t%d facts\n", s.OutboxDepth)
+			fmt.Fprintf(w, "conflicts\t%d open\n", s.OpenConflicts)
+			fmt.Fprintf(w, "schema\t%s\n", s.SchemaFingerprint)
+			return w.Flush()
+		},
+	}
+}
+
+func (a *app) membersCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "members",
+		Short: "List cluster members as gossip and consensus see them",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			c, err := a.dial()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx()
+			defer cancel()
+			m, err := c.Members(ctx, &writv1.MembersRequest{})
+			if err != nil {
+				return a.rpcErr(err)
+			}
+			if a.output == "json" {
+				return a.printJSON(m)
+			}
+			w := a.table()
+			fmt.Fprintln(w, "ID\tSTATUS\tROLE\tLEADER\tAPI\tRAFT\tGOSSIP\tMATCH")
+			for _, x := range m.Members {
+				l := ""
+				if x.Leader {
+					l = "*"
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", x.Id, x.Status, x.Role, l, x.ApiAddr, x.RaftAddr, x.GossipAddr, x.Match)
+			}
+			return w.Flush()
+		},
+	}
+}
+
+func (a *app) submitCmd() *cobra.Command {
+	var id string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "submit <type> <json|@file|->",
+		Short: "Submit a request and wait for its outcome (exit 0 only when COMMITTED)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(_ *cobra.Command, args []string) error {
+			p, err := a.readPayload(args[1])
+			if err != nil {
+				return err
+			}
+			c, err := a.dial()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), a.timeout+timeout)
+			defer cancel()
+			r, err := c.Submit(ctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: args[0], Id: id, Payload: p}, TimeoutMs: uint32(timeout.Milliseconds())})
+			if err != nil {
+				if d, ok := api.OutcomeFromError(err); ok && a.output == "json" {
+					_ = a.printJSON(d)
+				}
+				return a.rpcErr(err)
+			}
+			if a.output == "json" {
+				return a.printJSON(r)
+			}
+			fmt.Fprintf(a.out, "COMMITTED %s at index %d (served by %s)\n", r.RequestId, r.Index, r.ServedBy)
+			if len(r.Result) > 0 {
+				fmt.Fprintf(a.out, "result: %s\n", r.Result)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&id, "id", "", "request ID (retrying with the same ID is safe); empty: generated")
+	cmd.Flags().DurationVar(&timeout, "commit-timeout", 0, "commit timeout (0: the node's default)")
+	return cmd
+}
+
+func (a *app) reportCmd() *cobra.Command {
+	var id string
+	cmd := &cobra.Command{
+		Use:   "report <type> <json|@file|->",
+		Short: "Report a fact; acknowledged once it is durable in the node's outbox",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(_ *cobra.Command, args []string) error {
+			p, err := a.readPayload(args[1])
+			if err != nil {
+				return err
+			}
+			c, err := a.dial()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx()
+			defer cancel()
+			r, err := c.Report(ctx, &writv1.ReportRequest{Entry: &writv1.Entry{Type: args[0], Id: id, Payload: p}})
+			if err != nil {
+				return a.rpcErr(err)
+			}
+			if a.output == "json" {
+				return a.printJSON(r)
+			}
+			fmt.Fprintf(a.out, "RECEIVED fact %s by %s (outbox depth %d); it will be committed without resending\n", r.FactId, r.NodeId, r.OutboxDepth)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&id, "id", "", "fact ID (default: the payload's id field, else generated)")
+	return cmd
+}
+
+func (a *app) deliverCmd() *cobra.Command {
+	var id string
+	cmd := &cobra.Command{
+		Use:   "deliver <type> <json|@file|->",
+		Short: "Deliver a receipt (e.g. a job.dispatch batch); item outcomes arrive on watch",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(_ *cobra.Command, args []string) error {
+			p, err := a.readPayload(args[1])
+			if err != nil {
+				return err
+			}
+			c, err := a.dial()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx()
+			defer cancel()
+			r, err := c.Deliver(ctx, &writv1.DeliverRequest{Entry: &writv1.Entry{Type: args[0], Id: id, Payload: p}})
+			if err != nil {
+				return a.rpcErr(err)
+			}
+			if a.output == "json" {
+				return a.printJSON(r)
+			}
+			fmt.Fprintf(a.out, "RECEIVED %s with %d items %s; per-item outcomes: writctl watch\n", r.RequestId, r.Items, strings.Join(r.ItemIds, " "))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&id, "id", "", "receipt ID (empty: generated)")
+	return cmd
+}
+
+func (a *app) watchCmd() *cobra.Command {
+	var from uint64
+	var types []string
+	var key string
+	var count int
+	var dur time.Duration
+	cmd := &cobra.Command{
+		Use:   "watch",
+		Short: "Stream committed outcomes (resumable with --from)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			c, err := a.dial()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			if dur > 0 {
+				ctx, cancel = context.WithTimeout(context.Background(), dur)
+			}
+			defer cancel()
+			s, err := c.Watch(ctx, &writv1.WatchRequest{FromIndex: from, Types: types, Key: key})
+			if err != nil {
+				return a.rpcErr(err)
+			}
+			n := 0
+			for count == 0 || n < count {
+				ev, err := s.Recv()
+				if err != nil {
+					if errors.Is(err, io.EOF) || (dur > 0 && ctx.Err() != nil) {
+						return nil
+					}
+					return a.rpcErr(err)
+				}
+				n++
+				if a.output == "json" {
+					if err := a.printJSON(ev); err != nil {
+						return err
+					}
+					continue
+				}
+				line := fmt.Sprintf("%d\t%s\t%s\t%s\t%s", ev.Index, ev.Type, ev.Key, ev.Status, ev.Id)
+				if ev.Reason != "" {
+					line += "\t" + ev.Reason
+				}
+				fmt.Fprintln(a.out, line)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().Uint64Var(&from, "from", 0, "first log index to stream")
+	cmd.Flags().StringSliceVar(&types, "type", nil, "only these entry types")
+	cmd.Flags().StringVar(&key, "key", "", "only this instance key")
+	cmd.Flags().IntVar(&count, "count", 0, "stop after this many events (0: never)")
+	cmd.Flags().DurationVar(&dur, "for", 0, "stop after this long (0: never)")
+	return cmd
+}
+
+func rawOrString(b []byte) any {
+	if json.Valid(b) {
+		return json.RawMessage(b)
+	}
+	return string(b)
+}
+
+func (a *app) getCmd() *cobra.Command {
+	var serial bool
+	cmd := &cobra.Command{
+		Use:   "get <key>",
+		Short: "Read one key (linearizable unless --serializable)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			c, err := a.dial()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx()
+			defer cancel()
+			r, err := c.Get(ctx, &writv1.GetRequest{Key: args[0], Serializable: serial})
+			if err != nil {
+				return a.rpcErr(err)
+			}
+			if !r.Found {
+				if a.output == "json" {
+					_ = a.printAny(map[string]any{"key": args[0], "found": false})
+				}
+				return fail(exitError, "%s: not found", args[0])
+			}
+			if a.output == "json" {
+				return a.printAny(map[string]any{"key": r.Record.Key, "found": true, "rev": r.Record.Rev, "value": rawOrString(r.Record.Value)})
+			}
+			fmt.Fprintf(a.out, "%s (rev %d)\n%s\n", r.Record.Key, r.Record.Rev, r.Record.Value)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&serial, "serializable", false, "read this node's applied state without a quorum round")
+	return cmd
+}
+
+func (a *app) listCmd() *cobra.Command {
+	var serial bool
+	cmd := &cobra.Command{
+		Use:   "list [prefix]",
+		Short: "List keys under a prefix (e.g. job/, queue/, _m/job/)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			prefix := ""
+			if len(args) == 1 {
+				prefix = args[0]
+			}
+			c, err := a.dial()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx()
+			defer cancel()
+			r, err := c.List(ctx, &writv1.ListRequest{Prefix: prefix, Serializable: serial})
+			if err != nil {
+				return a.rpcErr(err)
+			}
+			if a.output == "json" {
+				out := []any{}
+				for _, rec := range r.Records {
+					out = append(out, map[string]any{"key": rec.Key, "rev": rec.Rev, "value": rawOrString(rec.Value)})
+				}
+				return a.printAny(out)
+			}
+			w := a.table()
+			for _, rec := range r.Records {
+				fmt.Fprintf(w, "%s\t%d\t%s\n", rec.Key, rec.Rev, rec.Value)
+			}
+			return w.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&serial, "serializable", false, "read this node's applied state without a quorum round")
+	return cmd
+}
+
+func (a *app) outcomeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "outcome <request-id>",
+		Short: "Show the recorded outcome of a request or fact ID",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			c, err := a.dial()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx()
+			defer cancel()
+			r, err := c.Outcome(ctx, &writv1.OutcomeRequest{RequestId: args[0]})
+			if err != nil {
+				return a.rpcErr(err)
+			}
+			if a.output == "json" {
+				if err := a.printJSON(r); err != nil {
+					return err
+				}
+			} else if r.Known {
+				line := fmt.Sprintf("%s %s at index %d (%s)", args[0], r.Outcome, r.Index, r.Status)
+				if r.Reason != "" {
+					line += ": " + r.Reason
+				}
+				fmt.Fprintln(a.out, line)
+			}
+			if !r.Known {
+				return fail(exitError, "%s: no recorded outcome on this node (not committed, or no longer retained)", args[0])
+			}
+			return nil
+		},
+	}
+}
+
+func (a *app) factsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "facts",
+		Short: "Show this node's fact outbox (received, not yet known committed)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			c, err := a.dial()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx()
+			defer cancel()
+			r, err := c.Outbox(ctx, &writv1.OutboxRequest{})
+			if err != nil {
+				return a.rpcErr(err)
+			}
+			if a.output == "json" {
+				return a.printJSON(r)
+			}
+			fmt.Fprintf(a.out, "outbox of %s: %d facts, oldest %s\n", r.NodeId, r.Depth, time.Duration(r.OldestAgeMs)*time.Millisecond)
+			w := a.table()
+			for _, f := range r.Facts {
+				fmt.Fprintf(w, "%s\t%s\tage %s\tattempts %d\n", f.Id, f.Type, time.Duration(f.AgeMs)*time.Millisecond, f.Attempts)
+			}
+			return w.Flush()
+		},
+	}
+}
+
+func (a *app) conflictsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "conflicts",
+		Short: "List open conflict cases (facts that contradicted state)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			c, err := a.dial()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx()
+			defer cancel()
+			r, err := c.Conflicts(ctx, &writv1.ConflictsRequest{})
+			if err != nil {
+				return a.rpcErr(err)
+			}
+			if a.output == "json" {
+				out := []any{}
+				for _, x := range r.Conflicts {
+					out = append(out, map[string]any{"key": x.Key, "rev": x.Rev, "case": rawOrString(x.Case)})
+				}
+				return a.printAny(out)
+			}
+			fmt.Fprintf(a.out, "%d open conflict cases\n", len(r.Conflicts))
+			for _, x := range r.Conflicts {
+				fmt.Fprintf(a.out, "%s (rev %d): %s\n", x.Key, x.Rev, x.Case)
+			}
+			return nil
+		},
+	}
+}
+
+func (a *app) pluginsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "plugins",
+		Short: "List this node's handler plugins",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			c, err := a.dial()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx()
+			defer cancel()
+			r, err := c.Plugins(ctx, &writv1.PluginsRequest{})
+			if err != nil {
+				return a.rpcErr(err)
+			}
+			if a.output == "json" {
+				return a.printJSON(r)
+			}
+			w := a.table()
+			fmt.Fprintln(w, "NAME\tSTATE\tRESTARTS\tTYPES\tPATH")
+			for _, p := range r.Plugins {
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", p.Name, p.State, p.Restarts, strings.Join(p.Types, ","), p.Path)
+			}
+			return w.Flush()
+		},
+	}
+}

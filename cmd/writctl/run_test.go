@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/writ-dev/writ/internal/depcheck"
+)
+
+func run(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestUsageErrors(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("version: \"2\"\nsettings:\n  commit_timeout: soon\n  max_batch: 1\n  log_level: info\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"frobnicate"}, exitUsage, "unknown command"},
+		{[]string{"status", "--bogus"}, exitUsage, "unknown flag"},
+		{[]string{"submit", "job.submit"}, exitUsage, "accepts 2 arg"},
+		{[]string{"submit", "job.submit", "{not json"}, exitUsage, "not valid JSON"},
+		{[]string{"-o", "yaml", "status"}, exitUsage, "-o text or -o json"},
+		{[]string{"config", "upgrade"}, exitUsage, "needs --file"},
+		{[]string{"config", "upgrade", "--file", bad}, exitUsage, "settings.commit_timeout"},
+		{[]string{"bench", "--type", "job.control"}, exitUsage, "--type"},
+		{[]string{"--addr", "127.0.3.40:1", "--timeout", "2s", "status"}, exitUnavailable, "cannot reach writd at 127.0.3.40:1"},
+	} {
+		code, _, errs := run(t, "", c.args...)
+		if code != c.code || !strings.Contains(errs, c.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Errorf("%v: code %d stderr %q, want code %d and one line containing %q", c.args, code, errs, c.code, c.want)
+		}
+	}
+}
+
+func TestHelpAndCompletion(t *testing.T) {
+	code, out, _ := run(t, "", "--help")
+	for _, cmd := range []string{"status", "members", "submit", "report", "deliver", "watch", "get", "list", "outcome", "facts", "conflicts", "plugins", "config", "bench", "completion"} {
+		if !strings.Contains(out, "  "+cmd) {
+			t.Errorf("help does not list %s", cmd)
+		}
+	}
+	if code != 0 {
+		t.Fatalf("help exit %d", code)
+	}
+	if code, out, _ := run(t, "", "completion", "bash"); code != 0 || !strings.Contains(out, "writctl") {
+		t.Fatalf("completion: %d", code)
+	}
+}
+
+func TestImportRules(t *testing.T) {
+	depcheck.Forbid(t, "github.com/writ-dev/writ/cmd/writctl",
+		"github.com/writ-dev/writ/raftstore", "github.com/writ-dev/writ/membership",
+		"github.com/writ-dev/writ/pipeline", "github.com/writ-dev/writ/plugins/host", "go.etcd.io", "github.com/hashicorp/serf")
+}
