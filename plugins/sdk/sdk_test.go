@@ -64,9 +64,9 @@ func testPlugin() *sdk.Plugin {
 				return errors.New("disk on fire")
 			}),
 			"panic": sdk.HandlerFunc(func(ctx context.Context, c *sdk.Call) error {
-				var m map[string]int
-				m["boom"] = 1 // nil map write panics
-				return nil
+				var xs []int
+				i := len(c.ID) + 3
+				return sdk.Rule("unreachable %d", xs[i]) // index out of range panics
 			}),
 			"reserved": sdk.HandlerFunc(func(ctx context.Context, c *sdk.Call) error {
 				c.Put("_m/job/x", []byte(`{"state":"RUNNING"}`))

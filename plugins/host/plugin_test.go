@@ -1,0 +1,203 @@
+package host_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	plugin "github.com/hashicorp/go-plugin"
+
+	"github.com/writ-dev/writ/plugins/sdk"
+	"github.com/writ-dev/writ/schema/ir"
+)
+
+// The test binary doubles as a handler plugin: started with
+// -writ-test-plugin=<mode> it serves the test handlers below over the real
+// go-plugin protocol instead of running tests.
+
+const pluginFlag = "-writ-test-plugin="
+
+const testFingerprint = "fp-host-test-1"
+
+func TestMain(m *testing.M) {
+	for _, a := range os.Args[1:] {
+		if mode, ok := strings.CutPrefix(a, pluginFlag); ok {
+			servePlugin(mode)
+			return
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// testCatalog is a small static schema for host tests.
+type testCatalog struct {
+	fp       string
+	types    []*ir.TypeDesc
+	machines []*ir.Machine
+}
+
+func newTestCatalog() *testCatalog {
+	tm := &ir.Machine{Name: "tm", Key: "k", States: []string{"A", "B"}, Initial: []string{"A"}, Transitions: map[string][]string{"A": {"B"}}}
+	mk := func(n uint32, name string, c ir.Class) *ir.TypeDesc {
+		return &ir.TypeDesc{Name: name, Number: n, Class: c, Entry: &ir.Entry{Name: name, Number: n, Class: c}}
+	}
+	batch := mk(5, "test.batch", ir.ClassReceipt)
+	batch.Entry.Item = "test.put"
+	return &testCatalog{
+		fp: testFingerprint,
+		types: []*ir.TypeDesc{
+			mk(1, "test.put", ir.ClassRequest),
+			mk(2, "test.slow", ir.ClassRequest),
+			mk(3, "test.panic", ir.ClassRequest),
+			mk(4, "test.fact", ir.ClassFact),
+			batch,
+			mk(6, "test.cfg", ir.ClassConfig),
+		},
+		machines: []*ir.Machine{tm},
+	}
+}
+
+func (c *testCatalog) Fingerprint() string { return c.fp }
+func (c *testCatalog) Schema() *ir.Schema {
+	s := &ir.Schema{Package: "hosttest", Machines: c.machines}
+	for _, t := range c.types {
+		s.Entries = append(s.Entries, t.Entry)
+	}
+	return s
+}
+func (c *testCatalog) Type(name string) (*ir.TypeDesc, bool) {
+	for _, t := range c.types {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return nil, false
+}
+func (c *testCatalog) TypeByNumber(n uint32) (*ir.TypeDesc, bool) {
+	for _, t := range c.types {
+		if t.Number == n {
+			return t, true
+		}
+	}
+	return nil, false
+}
+func (c *testCatalog) Types() []*ir.TypeDesc { return c.types }
+func (c *testCatalog) Machine(name string) (*ir.Machine, bool) {
+	for _, m := range c.machines {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return nil, false
+}
+
+var _ ir.Catalog = (*testCatalog)(nil)
+
+type putPayload struct {
+	Key    string `json:"key"`
+	Value  string `json:"value"`
+	Marker string `json:"marker,omitempty"`
+	To     string `json:"to,omitempty"`
+}
+
+func testHandlers() map[string]sdk.Handler {
+	return map[string]sdk.Handler{
+		"test.put": sdk.HandlerFunc(func(ctx context.Context, c *sdk.Call) error {
+			var p putPayload
+			if err := c.DecodePayload(&p); err != nil {
+				return err
+			}
+			if p.Key == "" {
+				return sdk.Invalid("key", "required")
+			}
+			if p.Value == "refuse" {
+				return sdk.Rule("value %q is refused", p.Value)
+			}
+			c.Put(p.Key, []byte(p.Value))
+			return c.SetResult(map[string]string{"put": p.Key})
+		}),
+		"test.slow": sdk.HandlerFunc(func(ctx context.Context, c *sdk.Call) error {
+			var p putPayload
+			if err := c.DecodePayload(&p); err != nil {
+				return err
+			}
+			if p.Marker != "" {
+				if err := os.WriteFile(p.Marker, []byte("started"), 0o644); err != nil {
+					return err
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(30 * time.Second):
+			}
+			return sdk.Internal("slow handler finished")
+		}),
+		"test.panic": sdk.HandlerFunc(func(ctx context.Context, c *sdk.Call) error {
+			var p *putPayload
+			_ = p.Key // nil dereference
+			return nil
+		}),
+		"test.fact": sdk.HandlerFunc(func(ctx context.Context, c *sdk.Call) error {
+			var p putPayload
+			if err := c.DecodePayload(&p); err != nil {
+				return err
+			}
+			c.Transition("tm", p.Key, p.To)
+			return nil
+		}),
+	}
+}
+
+func servePlugin(mode string) {
+	p := &sdk.Plugin{Name: "host-test", Version: "1.2.3", Fingerprint: testFingerprint, Handlers: testHandlers()}
+	versions := map[int]plugin.PluginSet{1: sdk.PluginSet(p)}
+	switch mode {
+	case "ok":
+	case "noise":
+		fmt.Println("hello from a chatty plugin")
+	case "badfp":
+		p.Fingerprint = "fp-something-else"
+	case "unknowntype":
+		p.Handlers["test.nope"] = p.Handlers["test.put"]
+	case "receipt":
+		p.Handlers["test.batch"] = p.Handlers["test.put"]
+	case "partial":
+		p.Handlers = map[string]sdk.Handler{"test.put": p.Handlers["test.put"]}
+	case "rest":
+		delete(p.Handlers, "test.put")
+		p.Name = "host-test-rest"
+	case "proto2":
+		versions = map[int]plugin.PluginSet{2: sdk.PluginSet(p)}
+	case "exit":
+		fmt.Fprintln(os.Stderr, "refusing to start: no configuration")
+		os.Exit(3)
+	default:
+		fmt.Fprintf(os.Stderr, "unknown test plugin mode %q\n", mode)
+		os.Exit(2)
+	}
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig:  sdk.Handshake,
+		VersionedPlugins: versions,
+		GRPCServer:       sdk.NewGRPCServer,
+	})
+}
+
+// selfPlugin returns the path and checksum of the test binary.
+func selfPlugin(t testing.TB) (string, string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	return exe, hex.EncodeToString(s[:])
+}
