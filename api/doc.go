@@ -23,7 +23,8 @@
 //     one hop; otherwise the follower processes them itself and, when that
 //     is impossible, the error detail names the leader's API address.
 //  5. Payloads travel as JSON or as the schema's generated binary encoding;
-//     binary payloads are decoded and validated with the catalog and handed
-//     to the write path as JSON.
+//     the write path decodes and validates either. A request without an ID
+//     gets a generated one (returned in the reply); a fact or receipt
+//     without one uses its payload's declared id field.
 //  6. Server reflection is registered, so grpcurl works against any node.
 package api

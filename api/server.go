@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,7 +19,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/writ-dev/writ/api/writv1"
-	"github.com/writ-dev/writ/schema/ir"
 )
 
 // MaxPayload is the largest entry payload the API accepts.
@@ -34,9 +32,7 @@ type Config struct {
 	Writer Writer
 	Store  Store
 	Info   Info
-	// Catalog decodes binary payloads; nil refuses the binary encoding.
-	Catalog ir.Catalog
-	Logger  *slog.Logger
+	Logger *slog.Logger
 	// ForwardTimeout bounds dialing the leader; 0 means 2s.
 	ForwardTimeout time.Duration
 	// NoForward disables forwarding to the leader (requests are processed
@@ -159,6 +155,8 @@ func toStatus(err error) error {
 }
 
 // entry validates the wire entry and decodes it to JSON.
+// An empty idPrefix leaves an empty ID empty: the write path then takes the
+// ID from the payload's declared id field (facts, receipts).
 func (s *Server) entry(w *writv1.Entry, idPrefix string) (Entry, error) {
 	if w == nil {
 		return Entry{}, StatusError(&Error{Outcome: Rejected, Field: "entry", Reason: "entry is required: set entry.type and entry.payload"})
@@ -170,32 +168,9 @@ func (s *Server) entry(w *writv1.Entry, idPrefix string) (Entry, error) {
 		return Entry{}, StatusError(&Error{Outcome: Rejected, ID: w.GetId(), Field: "entry.payload",
 			Reason: fmt.Sprintf("payload is %d bytes, the limit is %d: send a smaller payload", len(w.GetPayload()), MaxPayload)})
 	}
-	e := Entry{Type: w.GetType(), ID: w.GetId(), Payload: w.GetPayload()}
-	if e.ID == "" {
+	e := Entry{Type: w.GetType(), ID: w.GetId(), Payload: w.GetPayload(), Binary: w.GetEncoding() == writv1.Encoding_BINARY}
+	if e.ID == "" && idPrefix != "" {
 		e.ID = NewID(idPrefix)
-	}
-	if w.GetEncoding() == writv1.Encoding_BINARY {
-		if s.cfg.Catalog == nil {
-			return Entry{}, StatusError(&Error{Outcome: Rejected, ID: e.ID, Field: "entry.encoding", Reason: "this node has no schema catalog for the binary encoding: send JSON"})
-		}
-		td, ok := s.cfg.Catalog.Type(e.Type)
-		if !ok {
-			return Entry{}, StatusError(&Error{Outcome: Rejected, ID: e.ID, Field: "entry.type", Reason: fmt.Sprintf("unknown entry type %q: use a type declared in the schema", e.Type)})
-		}
-		p, err := td.ParseBinary(e.Payload)
-		if err != nil {
-			var fe *ir.FieldError
-			field := "entry.payload"
-			if errors.As(err, &fe) {
-				field = "entry.payload." + fe.Field
-			}
-			return Entry{}, StatusError(&Error{Outcome: Rejected, ID: e.ID, Field: field, Reason: err.Error()})
-		}
-		js, err := json.Marshal(p)
-		if err != nil {
-			return Entry{}, StatusError(&Error{Outcome: Rejected, ID: e.ID, Field: "entry.payload", Reason: "cannot re-encode binary payload as JSON: " + err.Error()})
-		}
-		e.Payload = js
 	}
 	return e, nil
 }
@@ -251,7 +226,7 @@ func (s *Server) Submit(ctx context.Context, r *writv1.SubmitRequest) (*writv1.S
 		return nil, err
 	}
 	if c, addr := s.leaderConn(ctx); c != nil {
-		fr := &writv1.SubmitRequest{Entry: &writv1.Entry{Type: e.Type, Id: e.ID, Payload: e.Payload}, TimeoutMs: r.GetTimeoutMs()}
+		fr := &writv1.SubmitRequest{Entry: &writv1.Entry{Type: e.Type, Id: e.ID, Payload: e.Payload, Encoding: r.GetEntry().GetEncoding()}, TimeoutMs: r.GetTimeoutMs()}
 		resp, ferr := writv1.NewWritClient(c).Submit(forwardCtx(ctx), fr)
 		if reachedLeader(ferr) {
 			return resp, ferr
@@ -278,7 +253,7 @@ func (s *Server) Submit(ctx context.Context, r *writv1.SubmitRequest) (*writv1.S
 
 // Report accepts a fact into this node's outbox (never forwarded: W3).
 func (s *Server) Report(ctx context.Context, r *writv1.ReportRequest) (*writv1.ReportResponse, error) {
-	e, err := s.entry(r.GetEntry(), "f-")
+	e, err := s.entry(r.GetEntry(), "")
 	if err != nil {
 		return nil, err
 	}
@@ -294,12 +269,12 @@ func (s *Server) Report(ctx context.Context, r *writv1.ReportRequest) (*writv1.R
 
 // Deliver accepts a receipt; item outcomes go to Watch (W4).
 func (s *Server) Deliver(ctx context.Context, r *writv1.DeliverRequest) (*writv1.DeliverResponse, error) {
-	e, err := s.entry(r.GetEntry(), "d-")
+	e, err := s.entry(r.GetEntry(), "")
 	if err != nil {
 		return nil, err
 	}
 	if c, addr := s.leaderConn(ctx); c != nil {
-		fr := &writv1.DeliverRequest{Entry: &writv1.Entry{Type: e.Type, Id: e.ID, Payload: e.Payload}}
+		fr := &writv1.DeliverRequest{Entry: &writv1.Entry{Type: e.Type, Id: e.ID, Payload: e.Payload, Encoding: r.GetEntry().GetEncoding()}}
 		resp, ferr := writv1.NewWritClient(c).Deliver(forwardCtx(ctx), fr)
 		if reachedLeader(ferr) {
 			return resp, ferr
