@@ -1,0 +1,21 @@
+package membership
+
+import (
+	"testing"
+
+	"github.com/writ-dev/writ/internal/depcheck"
+)
+
+func TestImportRules(t *testing.T) {
+	depcheck.Forbid(t, "github.com/writ-dev/writ/membership",
+		"github.com/writ-dev/writ/raftstore",
+		"github.com/writ-dev/writ/pipeline",
+		"github.com/writ-dev/writ/plugins",
+		"github.com/writ-dev/writ/api",
+		"github.com/writ-dev/writ/cmd",
+		"go.etcd.io",
+		"github.com/hashicorp/go-plugin",
+		"github.com/spf13/viper",
+		"cuelang.org",
+	)
+}

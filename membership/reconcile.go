@@ -1,0 +1,307 @@
+package membership
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/writ-dev/writ/kv"
+)
+
+// Voters is what the reconciler needs from the consensus layer. The raft
+// node satisfies it; the reconciler calls the mutating methods only while
+// IsLeader reports true, and never more than one at a time.
+type Voters interface {
+	// IsLeader reports whether this node is the raft leader.
+	IsLeader() bool
+	// Members is the current raft configuration; on the leader Match is the
+	// leader's view of each member's replicated index.
+	Members() []kv.Member
+	// AddLearner adds a non-voting member and returns once the change is
+	// committed and applied.
+	AddLearner(ctx context.Context, id, raftAddr string) error
+	// Promote turns a learner into a voter.
+	Promote(ctx context.Context, id string) error
+	// Remove takes a member out of the configuration.
+	Remove(ctx context.Context, id string) error
+}
+
+// CommitIndexer is optionally implemented by a Voters: the leader's commit
+// index, used to decide that a learner has caught up. Without it the
+// reconciler uses the highest Match among voters.
+type CommitIndexer interface {
+	CommitIndex() uint64
+}
+
+// Gossip statuses as shown in View.
+const (
+	GossipAlive   = "alive"
+	GossipLeaving = "leaving"
+	GossipLeft    = "left"
+	GossipFailed  = "failed"
+	GossipUnknown = "" // in the raft configuration but not known to gossip
+)
+
+// gossipMember is the reconciler's view of one serf member.
+type gossipMember struct {
+	Name   string
+	Addr   string
+	Status string
+	Tags   map[string]string
+}
+
+// Refusal is a node that gossips with the cluster but is not admitted to the
+// raft configuration.
+type Refusal struct {
+	ID          string    `json:"id"`
+	Addr        string    `json:"addr"`
+	RaftAddr    string    `json:"raft_addr,omitempty"`
+	Fingerprint string    `json:"fingerprint,omitempty"`
+	Reason      string    `json:"reason"`
+	Since       time.Time `json:"since"`
+}
+
+type actionKind int
+
+const (
+	actNone actionKind = iota
+	actAddLearner
+	actPromote
+	actRemove
+)
+
+func (k actionKind) String() string {
+	switch k {
+	case actAddLearner:
+		return "add-learner"
+	case actPromote:
+		return "promote"
+	case actRemove:
+		return "remove"
+	}
+	return "none"
+}
+
+type action struct {
+	kind     actionKind
+	id       string
+	raftAddr string
+	reason   string
+}
+
+func (a action) String() string {
+	return fmt.Sprintf("%s %s (%s)", a.kind, a.id, a.reason)
+}
+
+// policy is the part of Config the decision needs.
+type policy struct {
+	self        string
+	fingerprint string
+	compatible  func(local, remote string) error
+	grace       time.Duration
+	promoteLag  uint64
+	maxVoters   int
+}
+
+func quorum(n int) int { return n/2 + 1 }
+
+// refusals returns, for every live gossip member that is not in the raft
+// configuration, why it may not be admitted (members absent from the result
+// are admissible).
+func refusals(p policy, gossip []gossipMember, raft []kv.Member) map[string]string {
+	inRaft := make(map[string]kv.Member, len(raft))
+	raftAddrOwner := make(map[string]string, len(raft))
+	for _, m := range raft {
+		inRaft[m.ID] = m
+		raftAddrOwner[m.RaftAddr] = m.ID
+	}
+	out := make(map[string]string)
+	for _, g := range gossip {
+		if g.Status != GossipAlive {
+			continue
+		}
+		if _, ok := inRaft[g.Name]; ok {
+			continue
+		}
+		if id := g.Tags[TagID]; id != g.Name {
+			out[g.Name] = fmt.Sprintf("tag %q is %q but the gossip name is %q: not a writ node or misconfigured", TagID, id, g.Name)
+			continue
+		}
+		ra := g.Tags[TagRaftAddr]
+		if ra == "" {
+			out[g.Name] = fmt.Sprintf("tag %q (raft address) is missing", TagRaftAddr)
+			continue
+		}
+		if owner, ok := raftAddrOwner[ra]; ok {
+			out[g.Name] = fmt.Sprintf("raft address %s is already used by member %s", ra, owner)
+			continue
+		}
+		if role := g.Tags[TagRole]; role != RoleVoter && role != RoleLearner {
+			out[g.Name] = fmt.Sprintf("role %q is unknown (want %q or %q)", role, RoleVoter, RoleLearner)
+			continue
+		}
+		if err := p.compatible(p.fingerprint, g.Tags[TagFingerprint]); err != nil {
+			out[g.Name] = "incompatible schema: " + err.Error()
+			continue
+		}
+	}
+	return out
+}
+
+// decide picks the single next configuration change, or actNone. It is a
+// pure function of its inputs so that it can be tested exhaustively.
+// failedSince records when each raft member was first seen not alive.
+func decide(p policy, now time.Time, gossip []gossipMember, raft []kv.Member, commit uint64, failedSince map[string]time.Time, refused map[string]string) (action, string) {
+	byName := make(map[string]gossipMember, len(gossip))
+	for _, g := range gossip {
+		byName[g.Name] = g
+	}
+	status := func(id string) string {
+		if id == p.self {
+			return GossipAlive
+		}
+		if g, ok := byName[id]; ok {
+			return g.Status
+		}
+		return GossipUnknown
+	}
+	alive := func(id string) bool {
+		s := status(id)
+		return s == GossipAlive || s == GossipLeaving
+	}
+	voters, aliveVoters := 0, 0
+	for _, m := range raft {
+		if m.Voter {
+			voters++
+			if alive(m.ID) {
+				aliveVoters++
+			}
+		}
+	}
+	// Every change must be committed by a majority of the current voters;
+	// when the live voters cannot form one, nothing may be attempted. Since a
+	// removed member is never alive, this also guarantees the remaining
+	// voters form a majority of the new configuration.
+	canCommit := aliveVoters >= quorum(voters)
+	if !canCommit {
+		return action{}, fmt.Sprintf("waiting: only %d of %d voters are alive, a change needs %d", aliveVoters, voters, quorum(voters))
+	}
+
+	sorted := append([]kv.Member(nil), raft...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].ID < sorted[j].ID })
+
+	// 1. Members that left gracefully.
+	for _, m := range sorted {
+		if m.ID == p.self {
+			continue
+		}
+		if status(m.ID) == GossipLeft {
+			return action{kind: actRemove, id: m.ID, reason: "left the cluster"}, ""
+		}
+	}
+	// 2. Failed members past the grace period; learners first.
+	note := ""
+	for _, wantVoter := range []bool{false, true} {
+		for _, m := range sorted {
+			if m.ID == p.self || m.Voter != wantVoter || alive(m.ID) {
+				continue
+			}
+			since, ok := failedSince[m.ID]
+			if !ok {
+				continue
+			}
+			if wait := p.grace - now.Sub(since); wait > 0 {
+				note = fmt.Sprintf("waiting: %s is %s, removal in %s", m.ID, orUnknown(status(m.ID)), wait.Round(time.Millisecond))
+				continue
+			}
+			return action{kind: actRemove, id: m.ID, reason: fmt.Sprintf("%s for %s (grace %s)", orUnknown(status(m.ID)), now.Sub(since).Round(time.Millisecond), p.grace)}, ""
+		}
+	}
+	// 3. Promote a caught-up learner that wants to vote.
+	if p.maxVoters == 0 || voters < p.maxVoters {
+		for _, m := range sorted {
+			if m.Voter || status(m.ID) != GossipAlive {
+				continue
+			}
+			g := byName[m.ID]
+			if m.ID != p.self && g.Tags[TagRole] != RoleVoter {
+				continue
+			}
+			if m.Match == 0 || m.Match+p.promoteLag < commit {
+				note = fmt.Sprintf("waiting: learner %s at %d, commit %d", m.ID, m.Match, commit)
+				continue
+			}
+			return action{kind: actPromote, id: m.ID, reason: fmt.Sprintf("caught up (match %d, commit %d)", m.Match, commit)}, ""
+		}
+	}
+	// 4. Admit new compatible nodes as learners.
+	inRaft := make(map[string]bool, len(raft))
+	for _, m := range raft {
+		inRaft[m.ID] = true
+	}
+	names := make([]string, 0, len(byName))
+	for n := range byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		g := byName[n]
+		if g.Status != GossipAlive || inRaft[n] || n == p.self {
+			continue
+		}
+		if _, bad := refused[n]; bad {
+			continue
+		}
+		return action{kind: actAddLearner, id: n, raftAddr: g.Tags[TagRaftAddr], reason: "new alive member"}, ""
+	}
+	return action{}, note
+}
+
+func orUnknown(s string) string {
+	if s == GossipUnknown {
+		return "unknown to gossip"
+	}
+	return s
+}
+
+// commitIndex is the leader's commit index, or the highest voter Match.
+func commitIndex(v Voters, raft []kv.Member) uint64 {
+	if ci, ok := v.(CommitIndexer); ok {
+		return ci.CommitIndex()
+	}
+	var c uint64
+	for _, m := range raft {
+		if m.Voter && m.Match > c {
+			c = m.Match
+		}
+	}
+	return c
+}
+
+// updateFailedSince keeps, for every raft member that is not alive in
+// gossip, the time it was first seen so.
+func updateFailedSince(self string, now time.Time, gossip []gossipMember, raft []kv.Member, failedSince map[string]time.Time) {
+	byName := make(map[string]string, len(gossip))
+	for _, g := range gossip {
+		byName[g.Name] = g.Status
+	}
+	inRaft := make(map[string]bool, len(raft))
+	for _, m := range raft {
+		inRaft[m.ID] = true
+		st, known := byName[m.ID]
+		down := m.ID != self && (!known || st == GossipFailed || st == GossipLeft)
+		if !down {
+			delete(failedSince, m.ID)
+			continue
+		}
+		if _, ok := failedSince[m.ID]; !ok {
+			failedSince[m.ID] = now
+		}
+	}
+	for id := range failedSince {
+		if !inRaft[id] {
+			delete(failedSince, id)
+		}
+	}
+}
