@@ -1,0 +1,53 @@
+// Package pipeline owns writ's staged write path: classification dispatch,
+// validation, per-key latches, evaluation through the domain handlers, the
+// runtime guards, batching into the replicated log, the commit barrier, the
+// reply registry, the durable fact outbox, conflict cases, configuration
+// changes and the watch stream of committed outcomes.
+//
+// Every operation goes through the same stages:
+//
+//	validate → evaluate under key latches → guard → append → barrier → reply
+//
+// and its class (from the generated catalog) decides how each stage behaves:
+//
+//  1. request (Submit): the reply comes only after the entry is committed and
+//     applied on this node (W1). Outcomes: COMMITTED, REJECTED (validation or
+//     guard; definitely not appended), UNAVAILABLE (no leader, handler down;
+//     definitely not applied), UNCERTAIN (appended but not confirmed within
+//     the commit timeout; provisional effect rolled back, outcome queryable by
+//     request ID, retry with the same ID safe) (W2).
+//  2. fact (Report): acknowledged as received only after an fsync into the
+//     outbox; proposed and re-proposed with backoff and no timeout until
+//     committed, with or without a leader, across restarts (W3).
+//  3. receipt (Deliver): acknowledged as received; each item goes through its
+//     own class and its outcome appears on the watch stream only (W4).
+//  4. config (ConfigUpgrade): stage → activate, or abort on timeout; first in
+//     the log wins; COMMITTED only after activation applied; the reload hook
+//     runs only after activation (W5).
+//
+// A declared type without a class panics at ingress under the `strict` build
+// tag (or Config.Strict) and is otherwise logged and handled as a fact (W6).
+//
+// The caller's duties when wiring a node:
+//
+//  1. Build the Pipeline with New (catalog, evaluator, data dir for the
+//     outbox).
+//  2. Hand the log Pipeline.Checker() as its kv.Checker and the Pipeline
+//     itself as its kv.ApplyObserver, then SetLog (or pass Config.Log).
+//  3. Start the Pipeline; Stop it before closing the log.
+//
+// Deterministic rejection versus failure: the apply-time Checker (W8) re-runs
+// every guard carried in kv.Command.Guard against the replica's committed
+// state; a disagreement vetoes the command identically on every replica
+// (kv.StatusRejected). A failed revision precondition is a recorded no-op
+// (kv.StatusConflict) and the proposer re-evaluates (W7). Neither is a crash.
+// Only an outbox write or fsync error is fatal: it is never acknowledged and
+// the outbox refuses all further facts until the node restarts (W10).
+//
+// Machine records `_m/<machine>/<instance>` ({"state","order"}) are owned by
+// the pipeline: it hands them to handlers in EvalItem.State and writes them
+// itself with a CAS on their revision. Conflict cases live at
+// `_conflict/<machine>/<instance>`, configuration at `_config/`.
+//
+// The package imports only the standard library, kv and schema/ir.
+package pipeline

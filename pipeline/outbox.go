@@ -1,0 +1,327 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+)
+
+// The outbox is a node's durable queue of accepted facts not yet known to be
+// committed (W3). It is one append-only file, outbox.log, in the data
+// directory. Each record is
+//
+//	uint32 length | uint32 CRC-32C(body) | body
+//
+// with body = kind (1 add, 2 done) followed by the fields. A fact is
+// acknowledged only after its add record is fsync'd. A torn tail (a record
+// that was being written when the node crashed, and was therefore never
+// acknowledged) is truncated on open. When most records are done the file is
+// rewritten (temporary file, fsync, rename, directory fsync).
+
+const (
+	outboxFile      = "outbox.log"
+	recAdd     byte = 1
+	recDone    byte = 2
+	// maxOutboxRecord bounds one record; larger lengths mean corruption.
+	maxOutboxRecord = 64 << 20
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// OutboxItem is one retained fact.
+type OutboxItem struct {
+	// ID is the command ID (deduplicates application).
+	ID       string
+	Type     string
+	Payload  []byte // JSON
+	Received time.Time
+}
+
+// Outbox is the durable fact queue. It is safe for concurrent use.
+type Outbox struct {
+	mu     sync.Mutex
+	dir    string
+	f      *os.File
+	live   map[string]*OutboxItem
+	seq    map[string]uint64 // insertion order
+	next   uint64
+	done   int
+	failed error
+	// sync is the fsync used for every durability point (a test hook may
+	// replace it to inject failures).
+	sync func(*os.File) error
+}
+
+// OpenOutbox opens (creating if needed) the outbox in dir and returns the
+// items that were retained, in the order they were received.
+func OpenOutbox(dir string) (*Outbox, []OutboxItem, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("pipeline: outbox: %w", err)
+	}
+	o := &Outbox{dir: dir, live: map[string]*OutboxItem{}, seq: map[string]uint64{}, sync: (*os.File).Sync}
+	path := filepath.Join(dir, outboxFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pipeline: outbox: %w", err)
+	}
+	good, err := o.load(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("pipeline: outbox: %w", err)
+	}
+	if st.Size() != good {
+		// Torn tail: never acknowledged, drop it.
+		if err := f.Truncate(good); err != nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("pipeline: outbox: truncate torn tail: %w", err)
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("pipeline: outbox: fsync: %w", err)
+		}
+	}
+	if _, err := f.Seek(good, io.SeekStart); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("pipeline: outbox: %w", err)
+	}
+	o.f = f
+	return o, o.itemsLocked(), nil
+}
+
+func (o *Outbox) load(f *os.File) (int64, error) {
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return 0, fmt.Errorf("pipeline: outbox: read: %w", err)
+	}
+	var off int64
+	for {
+		body, n, ok := nextRecord(data[off:])
+		if !ok {
+			return off, nil
+		}
+		if err := o.replay(body); err != nil {
+			// A CRC-valid record that does not parse is corruption, not a
+			// torn write: refuse rather than drop acknowledged facts.
+			return 0, fmt.Errorf("pipeline: outbox: record at offset %d: %w", off, err)
+		}
+		off += int64(n)
+	}
+}
+
+// nextRecord returns the body of the first complete, checksummed record in
+// b and its total length; ok=false at a torn or corrupt tail.
+func nextRecord(b []byte) (body []byte, n int, ok bool) {
+	if len(b) < 8 {
+		return nil, 0, false
+	}
+	l := binary.LittleEndian.Uint32(b)
+	if l == 0 || l > maxOutboxRecord || uint64(len(b)-8) < uint64(l) {
+		return nil, 0, false
+	}
+	body = b[8 : 8+l]
+	if crc32.Checksum(body, crcTable) != binary.LittleEndian.Uint32(b[4:]) {
+		return nil, 0, false
+	}
+	return body, 8 + int(l), true
+}
+
+func (o *Outbox) replay(body []byte) error {
+	r := &guardReader{b: body[1:]}
+	switch body[0] {
+	case recAdd:
+		it := &OutboxItem{}
+		it.ID = r.str()
+		it.Type = r.str()
+		ns := r.uvarint()
+		it.Payload = []byte(r.str())
+		if r.err != nil {
+			return r.err
+		}
+		it.Received = time.Unix(0, int64(ns)).UTC()
+		if _, ok := o.live[it.ID]; !ok {
+			o.live[it.ID] = it
+			o.seq[it.ID] = o.next
+			o.next++
+		}
+	case recDone:
+		id := r.str()
+		if r.err != nil {
+			return r.err
+		}
+		if _, ok := o.live[id]; ok {
+			delete(o.live, id)
+			delete(o.seq, id)
+			o.done++
+		}
+	default:
+		return fmt.Errorf("unknown record kind %d", body[0])
+	}
+	return nil
+}
+
+func frame(body []byte) []byte {
+	rec := make([]byte, 8, 8+len(body))
+	binary.LittleEndian.PutUint32(rec, uint32(len(body)))
+	binary.LittleEndian.PutUint32(rec[4:], crc32.Checksum(body, crcTable))
+	return append(rec, body...)
+}
+
+func addBody(it *OutboxItem) []byte {
+	b := []byte{recAdd}
+	b = appendStr(b, it.ID)
+	b = appendStr(b, it.Type)
+	b = binary.AppendUvarint(b, uint64(it.Received.UnixNano()))
+	return appendStr(b, string(it.Payload))
+}
+
+// Add makes a fact durable: it returns nil only after the record is written
+// and fsync'd. Adding an ID that is already retained is a no-op. Any write
+// or fsync error is returned and fails the outbox permanently: the node must
+// stop and recover from disk, never acknowledge.
+func (o *Outbox) Add(it OutboxItem) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.failed != nil {
+		return o.failed
+	}
+	if _, ok := o.live[it.ID]; ok {
+		return nil
+	}
+	rec := frame(addBody(&it))
+	if _, err := o.f.Write(rec); err != nil {
+		o.failed = fmt.Errorf("%w: write: %v", ErrOutboxFailed, err)
+		return o.failed
+	}
+	if err := o.sync(o.f); err != nil {
+		o.failed = fmt.Errorf("%w: fsync: %v", ErrOutboxFailed, err)
+		return o.failed
+	}
+	cp := it
+	o.live[it.ID] = &cp
+	o.seq[it.ID] = o.next
+	o.next++
+	return nil
+}
+
+// Done records that a fact is committed. It is not fsync'd: losing a done
+// record only causes a re-proposal that deduplication absorbs.
+func (o *Outbox) Done(id string) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.failed != nil {
+		return o.failed
+	}
+	if _, ok := o.live[id]; !ok {
+		return nil
+	}
+	b := appendStr([]byte{recDone}, id)
+	if _, err := o.f.Write(frame(b)); err != nil {
+		o.failed = fmt.Errorf("%w: write: %v", ErrOutboxFailed, err)
+		return o.failed
+	}
+	delete(o.live, id)
+	delete(o.seq, id)
+	o.done++
+	if o.done > 1024 && o.done > 2*len(o.live) {
+		return o.compactLocked()
+	}
+	return nil
+}
+
+// compactLocked rewrites the file with only live items.
+func (o *Outbox) compactLocked() error {
+	tmp := filepath.Join(o.dir, outboxFile+".tmp")
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("pipeline: outbox: compact: %w", err)
+	}
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("pipeline: outbox: compact: %w", err)
+	}
+	for _, it := range o.itemsLocked() {
+		if _, err := f.Write(frame(addBody(&it))); err != nil {
+			return fail(err)
+		}
+	}
+	if err := o.sync(f); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(o.dir, outboxFile)); err != nil {
+		return fail(err)
+	}
+	if d, err := os.Open(o.dir); err == nil {
+		serr := o.sync(d)
+		d.Close()
+		if serr != nil {
+			o.failed = fmt.Errorf("%w: fsync dir: %v", ErrOutboxFailed, serr)
+			f.Close()
+			return o.failed
+		}
+	}
+	old := o.f
+	o.f = f
+	o.done = 0
+	return old.Close()
+}
+
+// Len is the number of retained facts.
+func (o *Outbox) Len() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.live)
+}
+
+// Items returns the retained facts in the order received.
+func (o *Outbox) Items() []OutboxItem {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.itemsLocked()
+}
+
+func (o *Outbox) itemsLocked() []OutboxItem {
+	out := make([]OutboxItem, 0, len(o.live))
+	for _, it := range o.live {
+		out = append(out, *it)
+	}
+	sort.Slice(out, func(i, j int) bool { return o.seq[out[i].ID] < o.seq[out[j].ID] })
+	return out
+}
+
+// Err reports the failure that stopped the outbox, if any.
+func (o *Outbox) Err() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.failed
+}
+
+// Close closes the file.
+func (o *Outbox) Close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.f == nil {
+		return nil
+	}
+	err := o.f.Close()
+	o.f = nil
+	if o.failed == nil {
+		o.failed = errors.New("pipeline: outbox closed")
+	}
+	if err != nil {
+		return fmt.Errorf("pipeline: outbox: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,1567 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/writ-dev/writ/kv"
+	"github.com/writ-dev/writ/schema/ir"
+)
+
+// Config configures a Pipeline.
+type Config struct {
+	// NodeID names this node in proposed commands (kv.Command.Origin).
+	NodeID string
+	// Catalog is the generated schema catalog (classification, machines,
+	// codecs). Required.
+	Catalog ir.Catalog
+	// Log is the replicated log. Required before Start (see SetLog).
+	Log Log
+	// Evaluator runs domain handlers. Required.
+	Evaluator Evaluator
+	// Clock defaults to SystemClock.
+	Clock Clock
+	// DataDir holds the fact outbox. Required unless Outbox is set.
+	DataDir string
+	// Outbox is an already opened outbox (optional).
+	Outbox *Outbox
+	// CommitTimeout bounds a request from ingress to reply (default 5s);
+	// it is also how long a fact proposal waits before it is re-proposed.
+	CommitTimeout time.Duration
+	// ConfigTimeout bounds a configuration change's stage+activate before
+	// it is aborted (default 10s).
+	ConfigTimeout time.Duration
+	// MaxPayload is the largest accepted payload in bytes (default 1 MiB).
+	MaxPayload int
+	// MaxBatch bounds entries per evaluation call and proposal (default 256).
+	MaxBatch int
+	// MaxConflicts bounds re-evaluations after failed preconditions before a
+	// request gives up with UNAVAILABLE (default 16).
+	MaxConflicts int
+	// RetryMin and RetryMax bound the fact re-proposal backoff (defaults
+	// 20ms and 2s).
+	RetryMin, RetryMax time.Duration
+	// TickInterval is how often the background loop checks timeouts
+	// (default 10ms).
+	TickInterval time.Duration
+	// WatchRing is the number of committed outcomes retained for Watch
+	// (default 8192); OutcomeCache the number of outcomes retained for
+	// OutcomeOf beyond what the log retains (default 65536).
+	WatchRing    int
+	OutcomeCache int
+	// Manual disables the background loop: the caller drives the pipeline
+	// with Flush and Tick (pipelinetest does this in a single goroutine).
+	Manual bool
+	// Strict makes an unclassified type at ingress panic, as the `strict`
+	// build tag does.
+	Strict bool
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Trace, if set, is called for every stage transition with the
+	// pipeline's lock held; it must not call back into the pipeline.
+	Trace func(TraceEvent)
+	// OnConfigActivated is the reload hook: called on every node, in log
+	// order, only after a configuration activation is applied (W5). It runs
+	// on the apply path and must not block.
+	OnConfigActivated func(ConfigActivation)
+}
+
+// TraceEvent is one stage transition, for instrumentation and scenario
+// tests.
+type TraceEvent struct {
+	Stage  string
+	ID     string
+	Type   string
+	Index  uint64
+	Detail string
+}
+
+// ConfigActivation is what the reload hook receives.
+type ConfigActivation struct {
+	ID         string
+	Type       string
+	Doc        []byte
+	Generation uint64
+	Index      uint64
+}
+
+type kind uint8
+
+const (
+	kindRequest kind = iota + 1
+	kindFact
+	kindConfig
+)
+
+type cfgPhase uint8
+
+const (
+	phaseStage cfgPhase = iota
+	phaseActivate
+	phaseAbort
+)
+
+// entry is one operation moving through the stages.
+type entry struct {
+	kind    kind
+	class   ir.Class
+	desc    *ir.TypeDesc
+	typ     string
+	cmdID   string
+	userID  string
+	payload ir.Payload
+	json    []byte
+	machine *ir.Machine
+	inst    string
+	keys    []string
+	rounds  int // NeedKeys rounds
+
+	deadline  time.Time // zero: none (facts)
+	notBefore time.Time
+	backoff   time.Duration
+
+	attempt     uint64
+	proposed    bool
+	proposedAt  time.Time
+	everApplied bool
+	conflicts   int
+	held        bool
+	queued      bool
+	finished    bool
+	replied     bool
+	receiptItem bool
+	recordOnly  string // receipt item rejection to record in the log
+
+	provisional *kv.Effect
+	result      []byte
+	verdict     Verdict
+
+	phase cfgPhase
+	done  chan struct{}
+	out   Outcome
+
+	// scratch for one flush
+	plan    plan
+	planOut Outcome
+	cmd     kv.Command
+	state   []kv.Record
+}
+
+type plan uint8
+
+const (
+	planNone plan = iota
+	planPropose
+	planFinish   // finish with planOut now
+	planRetry    // transient failure: back off (facts) / UNAVAILABLE (requests)
+	planRequeue  // evaluate again now (more keys, config phase change)
+	planIdentity // already applied: finish as duplicate
+)
+
+// Pipeline is the staged write path. Create it with New, start it with
+// Start (or drive it with Flush/Tick when Config.Manual is set).
+type Pipeline struct {
+	cfg     Config
+	cat     ir.Catalog
+	log     Log
+	eval    Evaluator
+	clock   Clock
+	lg      *slog.Logger
+	outbox  *Outbox
+	ownOut  bool
+	checker *Checker
+	strict  bool
+
+	mu       sync.Mutex
+	queue    []*entry
+	live     map[string]*entry // by command ID: queued or proposed
+	latches  map[string]*entry
+	blocked  map[string]bool
+	uncert   map[string]uint64 // timed-out command ID → attempt
+	outcomes *outcomeCache
+	ring     watchRing
+	applied  uint64
+	attempts uint64
+	flushing bool
+	started  bool
+	stopped  bool
+
+	kick   chan struct{}
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+var _ kv.ApplyObserver = (*Pipeline)(nil)
+
+// New validates cfg, opens the outbox and reloads retained facts.
+func New(cfg Config) (*Pipeline, error) {
+	if cfg.Catalog == nil {
+		return nil, errors.New("pipeline: Config.Catalog is required (the generated Catalog())")
+	}
+	if cfg.Evaluator == nil {
+		return nil, errors.New("pipeline: Config.Evaluator is required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.CommitTimeout, 5*time.Second)
+	def(&cfg.ConfigTimeout, 10*time.Second)
+	def(&cfg.RetryMin, 20*time.Millisecond)
+	def(&cfg.RetryMax, 2*time.Second)
+	def(&cfg.TickInterval, 10*time.Millisecond)
+	defi := func(d *int, v int) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	defi(&cfg.MaxPayload, 1<<20)
+	defi(&cfg.MaxBatch, 256)
+	defi(&cfg.MaxConflicts, 16)
+	defi(&cfg.WatchRing, 8192)
+	defi(&cfg.OutcomeCache, 65536)
+	p := &Pipeline{
+		cfg: cfg, cat: cfg.Catalog, log: cfg.Log, eval: cfg.Evaluator, clock: cfg.Clock,
+		lg: cfg.Logger, checker: NewChecker(cfg.Catalog), strict: cfg.Strict || buildStrict,
+		live: map[string]*entry{}, latches: map[string]*entry{}, blocked: map[string]bool{},
+		uncert: map[string]uint64{}, outcomes: newOutcomeCache(cfg.OutcomeCache),
+		kick: make(chan struct{}, 1),
+	}
+	if !cfg.Manual {
+		// Attempt numbers match apply results to proposals; start from the
+		// clock so a restarted node never reuses a live number.
+		p.attempts = uint64(cfg.Clock.Now().UnixNano())
+	}
+	p.ring.cap = cfg.WatchRing
+	p.ring.notify = make(chan struct{})
+	var items []OutboxItem
+	switch {
+	case cfg.Outbox != nil:
+		p.outbox = cfg.Outbox
+		items = cfg.Outbox.Items()
+	case cfg.DataDir != "":
+		ob, its, err := OpenOutbox(cfg.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		p.outbox, p.ownOut, items = ob, true, its
+	default:
+		return nil, errors.New("pipeline: Config.DataDir is required (the fact outbox lives there)")
+	}
+	for _, it := range items {
+		e, err := p.factFromOutbox(it)
+		if err != nil {
+			p.lg.Error("pipeline: outbox item cannot be decoded; keeping it as an opaque fact", "id", it.ID, "type", it.Type, "err", err)
+		}
+		p.enqueueLocked(e, false)
+	}
+	return p, nil
+}
+
+// SetLog sets the log when it could not be passed to New (the log needs the
+// pipeline as its Checker and ApplyObserver). Call before Start.
+func (p *Pipeline) SetLog(l Log) {
+	p.mu.Lock()
+	p.log = l
+	p.mu.Unlock()
+}
+
+// Checker returns the apply-time guard to hand to the log.
+func (p *Pipeline) Checker() *Checker { return p.checker }
+
+// Start launches the background loop (unless Config.Manual): evaluation
+// batches, proposals, timeouts and the outbox drainer.
+func (p *Pipeline) Start(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.log == nil {
+		return errors.New("pipeline: no Log set (Config.Log or SetLog)")
+	}
+	if p.started {
+		return errors.New("pipeline: already started")
+	}
+	p.started = true
+	if p.ring.first == 0 {
+		p.ring.first = p.log.Status().Applied + 1
+	}
+	if p.cfg.Manual {
+		return nil
+	}
+	ctx, p.cancel = context.WithCancel(ctx)
+	p.wg.Add(1)
+	go p.run(ctx)
+	return nil
+}
+
+// Stop ends the background loop and closes the outbox it opened. Entries
+// still in flight are answered UNCERTAIN or UNAVAILABLE; retained facts stay
+// in the outbox.
+func (p *Pipeline) Stop() error {
+	p.mu.Lock()
+	if p.stopped {
+		p.mu.Unlock()
+		return nil
+	}
+	p.stopped = true
+	cancel := p.cancel
+	p.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	p.wg.Wait()
+	p.mu.Lock()
+	for _, e := range p.live {
+		if e.kind == kindFact {
+			continue
+		}
+		if e.proposed || e.everApplied {
+			p.finishLocked(e, Outcome{Status: StatusUncertain, Reason: "pipeline stopped while the entry was in flight; query the outcome by request ID"})
+		} else {
+			p.finishLocked(e, Outcome{Status: StatusUnavailable, Reason: "pipeline stopped"})
+		}
+	}
+	p.ring.wake()
+	p.mu.Unlock()
+	if p.ownOut {
+		return p.outbox.Close()
+	}
+	return nil
+}
+
+func (p *Pipeline) run(ctx context.Context) {
+	defer p.wg.Done()
+	for {
+		p.Flush(ctx)
+		p.Tick()
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.kick:
+		case <-p.clock.After(p.cfg.TickInterval):
+		}
+	}
+}
+
+func (p *Pipeline) wakeup() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (p *Pipeline) trace(stage string, e *entry, index uint64, detail string) {
+	if p.cfg.Trace == nil {
+		return
+	}
+	ev := TraceEvent{Stage: stage, Index: index, Detail: detail}
+	if e != nil {
+		ev.ID, ev.Type = e.cmdID, e.typ
+	}
+	p.cfg.Trace(ev)
+}
+
+// ---- ingress ----------------------------------------------------------
+
+// Class reports how the pipeline would classify a type (ok=false when the
+// catalog does not declare it).
+func (p *Pipeline) Class(typ string) (ir.Class, bool) {
+	d, ok := p.cat.Type(typ)
+	if !ok {
+		return ir.ClassUnknown, false
+	}
+	return d.Class, true
+}
+
+type parsed struct {
+	desc    *ir.TypeDesc
+	class   ir.Class
+	payload ir.Payload
+	json    []byte
+	id      string
+}
+
+func reject(typ, field, rule, msg string) Outcome {
+	return Outcome{Type: typ, Status: StatusRejected, Field: field, Rule: rule,
+		Reason: fmt.Sprintf("%s: field %q: %s (rule %s)", typ, field, msg, rule)}
+}
+
+// parse is the validate stage.
+func (p *Pipeline) parse(en Entry) (parsed, *Outcome) {
+	var ps parsed
+	if len(en.Payload) > p.cfg.MaxPayload {
+		o := reject(en.Type, "payload", "size <= "+strconv.Itoa(p.cfg.MaxPayload),
+			fmt.Sprintf("payload is %d bytes; split it or raise the node's max payload", len(en.Payload)))
+		return ps, &o
+	}
+	d, ok := p.cat.Type(en.Type)
+	if !ok {
+		o := reject(en.Type, "type", "declared", fmt.Sprintf("unknown entry type %q: use a type declared in the schema (fingerprint %s)", en.Type, p.cat.Fingerprint()))
+		return ps, &o
+	}
+	ps.desc, ps.class = d, d.Class
+	if !d.Class.Valid() {
+		if p.strict {
+			panic(fmt.Sprintf("pipeline: W6 violated: entry type %q reached the write path without a classification", en.Type))
+		}
+		p.lg.Error("pipeline: unclassified entry type at ingress; handling it as a fact (W6)", "type", en.Type)
+		ps.class = ir.ClassFact
+	}
+	var err error
+	switch en.Format {
+	case FormatJSON:
+		if d.ParseJSON == nil {
+			err = errors.New("no JSON decoder generated")
+		} else {
+			ps.payload, err = d.ParseJSON(en.Payload)
+		}
+		ps.json = en.Payload
+	case FormatBinary:
+		if d.ParseBinary == nil {
+			err = errors.New("no binary decoder generated")
+		} else {
+			ps.payload, err = d.ParseBinary(en.Payload)
+		}
+		if err == nil {
+			ps.json, err = json.Marshal(ps.payload)
+		}
+	default:
+		o := reject(en.Type, "format", "json|binary", fmt.Sprintf("unknown payload format %d", en.Format))
+		return ps, &o
+	}
+	if err != nil {
+		var fe *ir.FieldError
+		if errors.As(err, &fe) {
+			o := rejectField(fe)
+			if o.Type == "" {
+				o.Type = en.Type
+			}
+			return ps, &o
+		}
+		o := reject(en.Type, "payload", "decode", "payload does not decode: "+err.Error())
+		return ps, &o
+	}
+	if ps.payload == nil {
+		o := reject(en.Type, "payload", "decode", "payload decoded to nothing")
+		return ps, &o
+	}
+	ps.id = en.ID
+	if ps.id == "" {
+		ps.id = ps.payload.IdempotencyKey()
+	}
+	if ps.id == "" {
+		field := "id"
+		if d.Entry != nil && d.Entry.ID != "" {
+			field = d.Entry.ID
+		}
+		o := reject(en.Type, field, "required", "an ID is required: set the request/fact ID so retries are deduplicated")
+		return ps, &o
+	}
+	return ps, nil
+}
+
+func requestCmdID(id string) string    { return "req:" + id }
+func factCmdID(typ, id string) string  { return "fact:" + typ + ":" + id }
+func configCmdID(id, ph string) string { return "cfg:" + id + ":" + ph }
+
+func (p *Pipeline) newEntry(k kind, ps parsed, cmdID string) *entry {
+	e := &entry{kind: k, class: ps.class, desc: ps.desc, typ: ps.desc.Name, cmdID: cmdID, userID: ps.id,
+		payload: ps.payload, json: ps.json, done: make(chan struct{})}
+	keys := ps.payload.Keys()
+	n := len(keys)
+	if ps.desc.Machine != nil {
+		e.machine = ps.desc.Machine
+		e.inst = ps.payload.InstanceKey()
+		if e.inst != "" {
+			n += 2
+		}
+	}
+	e.keys = make([]string, 0, n)
+	e.keys = append(e.keys, keys...)
+	if e.machine != nil && e.inst != "" {
+		e.keys = append(e.keys, MachineKey(e.machine.Name, e.inst))
+		if e.class != ir.ClassRequest {
+			e.keys = append(e.keys, ConflictKey(e.machine.Name, e.inst))
+		}
+	}
+	return e
+}
+
+func (p *Pipeline) factFromOutbox(it OutboxItem) (*entry, error) {
+	e := &entry{kind: kindFact, class: ir.ClassFact, typ: it.Type, cmdID: it.ID, userID: it.ID, json: it.Payload, done: make(chan struct{})}
+	d, ok := p.cat.Type(it.Type)
+	if !ok || d.ParseJSON == nil {
+		return e, fmt.Errorf("pipeline: type %q is not declared by this schema", it.Type)
+	}
+	pl, err := d.ParseJSON(it.Payload)
+	if err != nil {
+		return e, fmt.Errorf("pipeline: %w", err)
+	}
+	ps := parsed{desc: d, class: ir.ClassFact, payload: pl, json: it.Payload, id: pl.IdempotencyKey()}
+	ne := p.newEntry(kindFact, ps, it.ID)
+	ne.userID = strings.TrimPrefix(it.ID, "fact:"+it.Type+":")
+	return ne, nil
+}
+
+// enqueueLocked adds e to the evaluation queue (front when urgent).
+func (p *Pipeline) enqueueLocked(e *entry, front bool) {
+	if e.queued || e.finished {
+		return
+	}
+	e.queued = true
+	p.live[e.cmdID] = e
+	if front {
+		p.queue = append(p.queue, nil)
+		copy(p.queue[1:], p.queue)
+		p.queue[0] = e
+	} else {
+		p.queue = append(p.queue, e)
+	}
+}
+
+// Handle is an in-flight request.
+type Handle struct {
+	e *entry
+	p *Pipeline
+}
+
+// Done is closed when the outcome is known.
+func (h *Handle) Done() <-chan struct{} { return h.e.done }
+
+// Outcome returns the outcome; valid after Done is closed.
+func (h *Handle) Outcome() Outcome {
+	h.p.mu.Lock()
+	defer h.p.mu.Unlock()
+	return h.e.out
+}
+
+func doneHandle(p *Pipeline, o Outcome) *Handle {
+	e := &entry{done: make(chan struct{}), out: o, finished: true, replied: true}
+	close(e.done)
+	return &Handle{e: e, p: p}
+}
+
+// Submit runs a request to its outcome (W1, W2): it returns COMMITTED only
+// after every entry the request produced is committed and applied here.
+func (p *Pipeline) Submit(ctx context.Context, en Entry) Outcome {
+	h := p.SubmitAsync(ctx, en)
+	return p.wait(ctx, h)
+}
+
+func (p *Pipeline) wait(ctx context.Context, h *Handle) Outcome {
+	select {
+	case <-h.e.done:
+	case <-ctx.Done():
+		p.mu.Lock()
+		if !h.e.replied {
+			p.timeoutLocked(h.e, "request context ended: "+ctx.Err().Error())
+		}
+		p.mu.Unlock()
+		<-h.e.done
+	}
+	return h.Outcome()
+}
+
+// SubmitAsync starts a request and returns its handle without waiting.
+func (p *Pipeline) SubmitAsync(ctx context.Context, en Entry) *Handle {
+	ps, bad := p.parse(en)
+	if bad != nil {
+		bad.ID = en.ID
+		p.traceReject(en, bad)
+		return doneHandle(p, *bad)
+	}
+	if ps.class != ir.ClassRequest {
+		o := reject(en.Type, "type", "class request", fmt.Sprintf("type is class %s: use %s", ps.class, verbFor(ps.class)))
+		o.ID = ps.id
+		return doneHandle(p, o)
+	}
+	return p.startRequest(ctx, ps, false)
+}
+
+func verbFor(c ir.Class) string {
+	switch c {
+	case ir.ClassFact:
+		return "Report"
+	case ir.ClassReceipt:
+		return "Deliver"
+	case ir.ClassConfig:
+		return "ConfigUpgrade"
+	}
+	return "Submit"
+}
+
+func (p *Pipeline) traceReject(en Entry, o *Outcome) {
+	if p.cfg.Trace == nil {
+		return
+	}
+	p.mu.Lock()
+	p.cfg.Trace(TraceEvent{Stage: "validate", ID: en.ID, Type: en.Type, Detail: "rejected " + o.Field + ": " + o.Rule})
+	p.mu.Unlock()
+}
+
+func (p *Pipeline) startRequest(ctx context.Context, ps parsed, receiptItem bool) *Handle {
+	cmdID := requestCmdID(ps.id)
+	now := p.clock.Now()
+	deadline := now.Add(p.cfg.CommitTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return doneHandle(p, Outcome{ID: ps.id, Type: ps.desc.Name, Status: StatusUnavailable, Reason: ErrStopped.Error()})
+	}
+	if cur := p.live[cmdID]; cur != nil && !cur.replied {
+		// Same request ID already in flight: share its outcome.
+		return &Handle{e: cur, p: p}
+	}
+	e := p.newEntry(kindRequest, ps, cmdID)
+	e.deadline = deadline
+	e.receiptItem = receiptItem
+	p.trace("validate", e, 0, "ok")
+	p.enqueueLocked(e, false)
+	p.wakeup()
+	return &Handle{e: e, p: p}
+}
+
+// Report accepts a fact (W3): the Ack says Received only after the fact is
+// fsync'd into this node's outbox; the pipeline then proposes it until it is
+// committed, with no timeout and with or without a leader.
+func (p *Pipeline) Report(ctx context.Context, en Entry) Ack {
+	ps, bad := p.parse(en)
+	if bad != nil {
+		p.traceReject(en, bad)
+		return Ack{ID: en.ID, Status: bad.Status, Reason: bad.Reason, Field: bad.Field, Rule: bad.Rule}
+	}
+	if ps.class != ir.ClassFact {
+		o := reject(en.Type, "type", "class fact", fmt.Sprintf("type is class %s: use %s", ps.class, verbFor(ps.class)))
+		return Ack{ID: ps.id, Status: o.Status, Reason: o.Reason, Field: o.Field, Rule: o.Rule}
+	}
+	if err := p.acceptFacts([]parsed{ps}); err != nil {
+		return Ack{ID: ps.id, Status: StatusUnavailable, Reason: err.Error()}
+	}
+	return Ack{Received: true, ID: ps.id}
+}
+
+// acceptFacts makes facts durable, then queues them.
+func (p *Pipeline) acceptFacts(facts []parsed) error {
+	now := p.clock.Now().UTC()
+	for _, ps := range facts {
+		id := factCmdID(ps.desc.Name, ps.id)
+		if err := p.outbox.Add(OutboxItem{ID: id, Type: ps.desc.Name, Payload: ps.json, Received: now}); err != nil {
+			return fmt.Errorf("pipeline: fact %s not accepted: %w", id, err)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, ps := range facts {
+		id := factCmdID(ps.desc.Name, ps.id)
+		if p.live[id] != nil {
+			continue
+		}
+		e := p.newEntry(kindFact, ps, id)
+		p.trace("outbox", e, 0, "fsync ok, received")
+		p.enqueueLocked(e, false)
+	}
+	p.wakeup()
+	return nil
+}
+
+// Deliver accepts a receipt (W4): the Ack confirms receipt only. Each item
+// goes through its own class — facts into the outbox before the Ack,
+// requests queued — and per-item outcomes appear on the watch stream, never
+// in the Ack.
+func (p *Pipeline) Deliver(ctx context.Context, en Entry) Ack {
+	ps, bad := p.parse(en)
+	if bad != nil {
+		p.traceReject(en, bad)
+		return Ack{ID: en.ID, Status: bad.Status, Reason: bad.Reason, Field: bad.Field, Rule: bad.Rule}
+	}
+	if ps.class != ir.ClassReceipt {
+		o := reject(en.Type, "type", "class receipt", fmt.Sprintf("type is class %s: use %s", ps.class, verbFor(ps.class)))
+		return Ack{ID: ps.id, Status: o.Status, Reason: o.Reason, Field: o.Field, Rule: o.Rule}
+	}
+	items := ps.payload.Items()
+	var facts, reqs []parsed
+	ack := Ack{Received: true, ID: ps.id}
+	for i, it := range items {
+		d, ok := p.cat.Type(it.EntryType())
+		if !ok {
+			o := reject(en.Type, fmt.Sprintf("items[%d]", i), "declared", fmt.Sprintf("item type %q is not declared", it.EntryType()))
+			return Ack{ID: ps.id, Status: o.Status, Reason: o.Reason, Field: o.Field, Rule: o.Rule}
+		}
+		ips := parsed{desc: d, class: d.Class, payload: it}
+		if !d.Class.Valid() {
+			if p.strict {
+				panic(fmt.Sprintf("pipeline: W6 violated: receipt item type %q is unclassified", d.Name))
+			}
+			p.lg.Error("pipeline: unclassified receipt item type; handling it as a fact (W6)", "type", d.Name)
+			ips.class = ir.ClassFact
+		}
+		if err := it.Validate(); err != nil {
+			var fe *ir.FieldError
+			field := fmt.Sprintf("items[%d]", i)
+			rule := "valid"
+			if errors.As(err, &fe) {
+				field += "." + fe.Field
+				rule = fe.Rule
+			}
+			return Ack{ID: ps.id, Status: StatusRejected, Reason: err.Error(), Field: field, Rule: rule}
+		}
+		js, err := json.Marshal(it)
+		if err != nil {
+			return Ack{ID: ps.id, Status: StatusRejected, Reason: "item does not encode: " + err.Error(), Field: fmt.Sprintf("items[%d]", i), Rule: "json"}
+		}
+		ips.json = js
+		ips.id = it.IdempotencyKey()
+		if ips.id == "" {
+			ips.id = ps.id + "/" + strconv.Itoa(i)
+		}
+		switch ips.class {
+		case ir.ClassFact:
+			facts = append(facts, ips)
+			ack.ItemIDs = append(ack.ItemIDs, factCmdID(d.Name, ips.id))
+		case ir.ClassRequest:
+			reqs = append(reqs, ips)
+			ack.ItemIDs = append(ack.ItemIDs, requestCmdID(ips.id))
+		default:
+			return Ack{ID: ps.id, Status: StatusRejected, Field: fmt.Sprintf("items[%d]", i), Rule: "class request|fact",
+				Reason: fmt.Sprintf("receipt item type %q is class %s; items must be requests or facts", d.Name, ips.class)}
+		}
+	}
+	if len(facts) > 0 {
+		if err := p.acceptFacts(facts); err != nil {
+			return Ack{ID: ps.id, Status: StatusUnavailable, Reason: err.Error()}
+		}
+	}
+	for _, r := range reqs {
+		p.startRequest(context.Background(), r, true)
+	}
+	p.mu.Lock()
+	p.cfg.Trace0("receipt", ps.id, ps.desc.Name, fmt.Sprintf("received %d items", len(items)))
+	p.mu.Unlock()
+	return ack
+}
+
+// Trace0 emits a trace event not tied to an entry.
+func (c *Config) Trace0(stage, id, typ, detail string) {
+	if c.Trace != nil {
+		c.Trace(TraceEvent{Stage: stage, ID: id, Type: typ, Detail: detail})
+	}
+}
+
+// ---- flush: evaluate → guard → append --------------------------------
+
+// Flush takes the queued entries whose key latches are free, evaluates them
+// in one Evaluator call, guards the results and proposes them as one batch.
+// The background loop calls it; in Manual mode the driver does.
+func (p *Pipeline) Flush(ctx context.Context) {
+	p.mu.Lock()
+	if p.flushing || p.log == nil || !p.started {
+		p.mu.Unlock()
+		return
+	}
+	p.flushing = true
+	now := p.clock.Now()
+	batch := make([]*entry, 0, min(len(p.queue), p.cfg.MaxBatch))
+	clear(p.blocked)
+	rest := p.queue[:0]
+	for _, e := range p.queue {
+		if e == nil || e.finished {
+			continue
+		}
+		if len(batch) >= p.cfg.MaxBatch || now.Before(e.notBefore) || !p.latchLocked(e) {
+			for _, k := range e.keys {
+				p.blocked[k] = true
+			}
+			rest = append(rest, e)
+			continue
+		}
+		e.queued = false
+		batch = append(batch, e)
+	}
+	clear(p.queue[len(rest):])
+	p.queue = rest
+	log := p.log
+	p.mu.Unlock()
+
+	if len(batch) > 0 {
+		p.process(ctx, log, batch)
+	}
+
+	p.mu.Lock()
+	p.flushing = false
+	more := len(p.queue) > 0
+	p.mu.Unlock()
+	_ = more
+}
+
+func (p *Pipeline) latchLocked(e *entry) bool {
+	for _, k := range e.keys {
+		if h := p.latches[k]; (h != nil && h != e) || p.blocked[k] {
+			return false
+		}
+	}
+	for _, k := range e.keys {
+		p.latches[k] = e
+	}
+	e.held = true
+	return true
+}
+
+func (p *Pipeline) unlatchLocked(e *entry) {
+	if !e.held {
+		return
+	}
+	for _, k := range e.keys {
+		if p.latches[k] == e {
+			delete(p.latches, k)
+		}
+	}
+	e.held = false
+	e.provisional = nil
+}
+
+func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
+	var items []EvalItem
+	var evalIdx []int
+	for i, e := range batch {
+		e.plan, e.planOut = planNone, Outcome{}
+		e.cmd = kv.Command{}
+		if e.kind == kindConfig {
+			p.planConfig(ctx, log, e)
+			continue
+		}
+		if e.recordOnly != "" {
+			e.cmd = p.baseCmd(e, VerdictReject, guardInfo{Reason: e.recordOnly})
+			e.plan = planPropose
+			continue
+		}
+		if r, ok := log.Outcome(e.cmdID); ok && (r.Status == kv.StatusApplied || r.Status == kv.StatusDuplicate) {
+			e.plan, e.planOut = planIdentity, Outcome{Status: StatusCommitted, Index: r.Index, Duplicate: true}
+			continue
+		}
+		if err := p.readState(ctx, log, e); err != nil {
+			e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: "reading state: " + err.Error()}
+			continue
+		}
+		if own, ok := p.ownTransition(e); ok {
+			e.verdict = own.Verdict
+			switch own.Verdict {
+			case VerdictApply:
+			case VerdictDuplicate, VerdictStale:
+				p.trace("guard", e, 0, own.Verdict.String())
+				e.cmd = p.baseCmd(e, own.Verdict, guardInfo{Transitions: []guardTransition{own}})
+				e.plan = planPropose
+				continue
+			case VerdictReject:
+				_, reason := p.decideOwn(e)
+				p.trace("guard", e, 0, "reject: "+reason)
+				p.rejectPlan(e, reason)
+				continue
+			case VerdictQuarantine:
+				_, reason := p.decideOwn(e)
+				p.trace("guard", e, 0, "quarantine: "+reason)
+				p.quarantinePlan(ctx, log, e, own, reason)
+				continue
+			}
+		}
+		evalIdx = append(evalIdx, i)
+		items = append(items, EvalItem{Type: e.typ, ID: e.userID, Payload: e.json, State: p.handlerState(e)})
+	}
+	if len(items) > 0 {
+		for _, i := range evalIdx {
+			p.traceLocked("evaluate", batch[i], 0, "")
+		}
+		results, err := p.eval.Evaluate(ctx, items)
+		if err == nil && len(results) != len(items) {
+			err = fmt.Errorf("evaluator returned %d results for %d items", len(results), len(items))
+		}
+		for j, i := range evalIdx {
+			e := batch[i]
+			if err != nil {
+				e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: "handler unavailable: " + err.Error()}
+				continue
+			}
+			p.applyResult(ctx, log, e, &results[j])
+		}
+	}
+	var cmds []kv.Command
+	for _, e := range batch {
+		if e.plan == planPropose {
+			p.attemptsInc(e)
+			cmds = append(cmds, e.cmd)
+		}
+	}
+	var prop kv.Proposal
+	var perr error
+	if len(cmds) > 0 {
+		prop, perr = log.Propose(ctx, cmds)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.clock.Now()
+	var proposed []*entry
+	for _, e := range batch {
+		switch e.plan {
+		case planPropose:
+			if perr != nil {
+				definite := errors.Is(perr, kv.ErrNoLeader) || errors.Is(perr, kv.ErrDropped)
+				p.trace("propose", e, 0, "error: "+perr.Error())
+				if definite || e.kind == kindFact || e.kind == kindConfig {
+					p.retryLocked(e, Outcome{Status: StatusUnavailable, Reason: "not appended: " + perr.Error()})
+				} else {
+					p.timeoutLocked(e, "propose failed with an unknown outcome: "+perr.Error())
+				}
+				continue
+			}
+			e.proposed, e.proposedAt = true, now
+			eff := e.cmd.Effect
+			e.provisional = &eff
+			p.live[e.cmdID] = e
+			p.trace("propose", e, 0, fmt.Sprintf("attempt=%d writes=%d verdict=%s", e.attempt, len(e.cmd.Effect.Writes), Verdict(e.cmd.Verdict)))
+			proposed = append(proposed, e)
+		case planFinish:
+			p.finishLocked(e, e.planOut)
+		case planIdentity:
+			if e.kind == kindFact {
+				p.factDoneLocked(e, e.planOut.Index, "already applied")
+				continue
+			}
+			p.finishLocked(e, e.planOut)
+		case planRetry:
+			p.retryLocked(e, e.planOut)
+		case planRequeue:
+			p.unlatchLocked(e)
+			p.enqueueLocked(e, true)
+			p.wakeup()
+		}
+		e.cmd = kv.Command{}
+		e.state = nil
+	}
+	if prop != nil && !p.cfg.Manual {
+		p.wg.Add(1)
+		go p.await(prop, proposed, cmds)
+	}
+}
+
+func (p *Pipeline) traceLocked(stage string, e *entry, idx uint64, d string) {
+	if p.cfg.Trace == nil {
+		return
+	}
+	p.mu.Lock()
+	p.trace(stage, e, idx, d)
+	p.mu.Unlock()
+}
+
+func (p *Pipeline) attemptsInc(e *entry) {
+	p.mu.Lock()
+	p.attempts++
+	e.attempt = p.attempts
+	p.mu.Unlock()
+	// stamp the attempt into the guard so results can be matched
+	g, _ := decodeGuard(e.cmd.Guard)
+	g.Attempt = e.attempt
+	e.cmd.Guard = g.appendTo(e.cmd.Guard[:0:0])
+}
+
+// await completes entries from the proposal's own wait (the observer does
+// the same; whichever comes first wins).
+func (p *Pipeline) await(prop kv.Proposal, entries []*entry, cmds []kv.Command) {
+	defer p.wg.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.CommitTimeout+p.cfg.ConfigTimeout)
+	defer cancel()
+	res, err := prop.Wait(ctx)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		if errors.Is(err, kv.ErrDropped) || errors.Is(err, kv.ErrNoLeader) {
+			for _, e := range entries {
+				if e.proposed && !e.finished {
+					e.proposed = false
+					p.retryLocked(e, Outcome{Status: StatusUnavailable, Reason: "not appended: " + err.Error()})
+				}
+			}
+		}
+		return
+	}
+	if len(res) != len(cmds) {
+		return
+	}
+	for i := range cmds {
+		if e := p.live[cmds[i].ID]; e != nil {
+			p.resolveLocked(e, &cmds[i], res[i])
+		}
+	}
+}
+
+func (p *Pipeline) readState(ctx context.Context, log Log, e *entry) error {
+	st := make([]kv.Record, len(e.keys))
+	for i, k := range e.keys {
+		rec, ok, err := log.Get(ctx, k, false)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			rec = kv.Record{Key: k}
+		}
+		st[i] = rec
+	}
+	e.state = st
+	return nil
+}
+
+func (e *entry) stateOf(key string) (kv.Record, bool) {
+	for _, r := range e.state {
+		if r.Key == key {
+			return r, true
+		}
+	}
+	return kv.Record{}, false
+}
+
+// handlerState is what the handler sees: every touched key except the
+// conflict record.
+func (p *Pipeline) handlerState(e *entry) []kv.Record {
+	n := 0
+	for _, r := range e.state {
+		if !strings.HasPrefix(r.Key, ConflictPrefix) {
+			n++
+		}
+	}
+	if n == len(e.state) {
+		return e.state
+	}
+	out := make([]kv.Record, 0, n)
+	for _, r := range e.state {
+		if !strings.HasPrefix(r.Key, ConflictPrefix) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (p *Pipeline) machineState(e *entry) (MachineRecord, bool, uint64, error) {
+	rec, _ := e.stateOf(MachineKey(e.machine.Name, e.inst))
+	if rec.Rev == 0 {
+		return MachineRecord{}, false, 0, nil
+	}
+	mr, err := ParseMachineRecord(rec.Value)
+	return mr, true, rec.Rev, err
+}
+
+// ownTransition guards the entry's own transition (the `to` field).
+func (p *Pipeline) ownTransition(e *entry) (guardTransition, bool) {
+	if e.machine == nil || e.inst == "" || e.payload.TargetState() == "" {
+		return guardTransition{}, false
+	}
+	v, _ := p.decideOwn(e)
+	cur, exists, rev, _ := p.machineState(e)
+	order, has := e.payload.Order()
+	t := guardTransition{Machine: e.machine.Name, Instance: e.inst, ExpectRev: rev, To: e.payload.TargetState(),
+		Order: order, HasOrder: has, Verdict: v}
+	if exists {
+		t.From, t.FromOrder, t.FromHas = cur.State, cur.Order, cur.HasOrder
+	}
+	return t, true
+}
+
+func (p *Pipeline) decideOwn(e *entry) (Verdict, string) {
+	cur, exists, _, err := p.machineState(e)
+	if err != nil {
+		return illegalVerdict(e.class), err.Error()
+	}
+	order, has := e.payload.Order()
+	return Decide(e.machine, cur, exists, e.payload.TargetState(), order, has, illegalVerdict(e.class))
+}
+
+func (p *Pipeline) baseCmd(e *entry, v Verdict, g guardInfo) kv.Command {
+	return kv.Command{ID: e.cmdID, Type: e.typ, Class: uint8(e.class), Key: e.inst, Verdict: uint8(v),
+		Guard: g.appendTo(nil), Payload: e.json, Origin: p.cfg.NodeID}
+}
+
+func (p *Pipeline) rejectPlan(e *entry, reason string) {
+	if e.receiptItem {
+		// Nobody waits for a receipt item: record the rejection in the log
+		// so the watch stream carries it (W4).
+		e.recordOnly = reason
+		e.cmd = p.baseCmd(e, VerdictReject, guardInfo{Reason: reason})
+		e.plan = planPropose
+		return
+	}
+	e.plan, e.planOut = planFinish, Outcome{Status: StatusRejected, Reason: reason, Verdict: VerdictReject}
+}
+
+// applyResult turns a handler result into a command (evaluate → guard).
+func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalResult) {
+	if r.Err != nil {
+		switch r.Err.Kind {
+		case EvalUnavailable:
+			e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: r.Err.Error()}
+		case EvalInternal:
+			if e.kind == kindFact {
+				e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: r.Err.Error()}
+			} else {
+				p.rejectPlan(e, "handler internal error: "+r.Err.Msg)
+			}
+		default:
+			if e.kind == kindFact {
+				// A fact happened; the log retains it even when the domain
+				// refuses it.
+				e.cmd = p.baseCmd(e, VerdictReject, guardInfo{Reason: r.Err.Msg})
+				e.plan = planPropose
+				p.traceLocked("evaluate", e, 0, "handler refused fact: "+r.Err.Msg)
+				return
+			}
+			p.rejectPlan(e, r.Err.Msg)
+		}
+		return
+	}
+	if len(r.NeedKeys) > 0 {
+		if e.rounds >= 4 {
+			p.rejectPlan(e, "handler kept asking for more keys")
+			return
+		}
+		e.rounds++
+		for _, k := range r.NeedKeys {
+			if _, ok := e.stateOf(k); !ok {
+				e.keys = append(e.keys, k)
+			}
+		}
+		e.plan = planRequeue
+		return
+	}
+	writes := make([]kv.Write, 0, len(r.Effect.Writes)+1+len(r.Transitions))
+	for _, w := range r.Effect.Writes {
+		if strings.HasPrefix(w.Key, "_") {
+			p.handlerBroke(e, fmt.Sprintf("handler wrote reserved key %q (keys starting with _ belong to writ)", w.Key))
+			return
+		}
+		w.Unconditional = false
+		if rec, ok := e.stateOf(w.Key); ok {
+			w.IfRev = rec.Rev
+		}
+		writes = append(writes, w)
+	}
+	g := guardInfo{}
+	verdict := VerdictNone
+	if own, ok := p.ownTransition(e); ok {
+		if own.Verdict != VerdictApply {
+			// state moved under us (cannot happen under latches); retry
+			e.plan = planRequeue
+			return
+		}
+		g.Transitions = append(g.Transitions, own)
+		writes = append(writes, machineWrite(own))
+		verdict = VerdictApply
+	}
+	for _, tr := range r.Transitions {
+		m, ok := p.cat.Machine(tr.Machine)
+		if !ok {
+			p.handlerBroke(e, fmt.Sprintf("handler transition names undeclared machine %q", tr.Machine))
+			return
+		}
+		key := MachineKey(tr.Machine, tr.Key)
+		rec, ok := e.stateOf(key)
+		if !ok {
+			var found bool
+			var err error
+			rec, found, err = log.Get(ctx, key, false)
+			if err != nil {
+				e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: "reading state: " + err.Error()}
+				return
+			}
+			if !found {
+				rec = kv.Record{Key: key}
+			}
+		}
+		var cur MachineRecord
+		exists := rec.Rev != 0
+		if exists {
+			var err error
+			if cur, err = ParseMachineRecord(rec.Value); err != nil {
+				p.handlerBroke(e, err.Error())
+				return
+			}
+		}
+		v, reason := Decide(m, cur, exists, tr.To, 0, false, illegalVerdict(e.class))
+		t := guardTransition{Machine: tr.Machine, Instance: tr.Key, ExpectRev: rec.Rev, To: tr.To, Verdict: v}
+		if exists {
+			t.From, t.FromOrder, t.FromHas = cur.State, cur.Order, cur.HasOrder
+		}
+		switch v {
+		case VerdictApply:
+			g.Transitions = append(g.Transitions, t)
+			writes = append(writes, machineWrite(t))
+			if verdict == VerdictNone {
+				verdict = VerdictApply
+			}
+		case VerdictDuplicate, VerdictStale:
+			g.Transitions = append(g.Transitions, t)
+		case VerdictReject:
+			p.traceLocked("guard", e, 0, "reject transition: "+reason)
+			p.rejectPlan(e, reason)
+			return
+		case VerdictQuarantine:
+			p.traceLocked("guard", e, 0, "quarantine transition: "+reason)
+			p.quarantinePlan(ctx, log, e, t, reason)
+			return
+		}
+	}
+	p.traceLocked("guard", e, 0, verdict.String())
+	e.cmd = p.baseCmd(e, verdict, g)
+	e.cmd.Effect.Writes = writes
+	e.result = r.Result
+	e.plan = planPropose
+}
+
+func (p *Pipeline) handlerBroke(e *entry, msg string) {
+	p.lg.Error("pipeline: handler returned a malformed result", "type", e.typ, "id", e.userID, "err", msg)
+	if e.kind == kindFact {
+		e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: msg}
+		return
+	}
+	p.rejectPlan(e, "handler internal error: "+msg)
+}
+
+func machineWrite(t guardTransition) kv.Write {
+	next := MachineRecord{State: t.To, Order: t.Order, HasOrder: t.HasOrder}
+	if !t.HasOrder && t.FromHas {
+		next.Order, next.HasOrder = t.FromOrder, true
+	}
+	return kv.Write{Key: MachineKey(t.Machine, t.Instance), Value: next.AppendJSON(nil), IfRev: t.ExpectRev}
+}
+
+// ---- completion ------------------------------------------------------
+
+// finishLocked delivers the outcome to the requester (the reply stage).
+func (p *Pipeline) finishLocked(e *entry, out Outcome) {
+	if e.replied {
+		return
+	}
+	if out.Status == StatusCommitted && out.Index > p.applied {
+		if st := p.log.Status(); out.Index > st.Applied {
+			panic(fmt.Sprintf("pipeline: W1 violated: reply for %s at index %d before local apply (applied %d)", e.cmdID, out.Index, p.applied))
+		}
+	}
+	out.ID, out.Type = e.userID, e.typ
+	if out.Verdict == VerdictNone && out.Status == StatusCommitted {
+		out.Verdict = e.verdict
+	}
+	e.replied = true
+	e.out = out
+	if e.kind != kindConfig || out.Status != StatusUncertain {
+		e.finished = true
+		p.unlatchLocked(e)
+		p.dropLiveLocked(e)
+	}
+	switch e.kind {
+	case kindRequest:
+		p.outcomes.put(e.cmdID, out)
+	case kindConfig:
+		p.outcomes.put(configCmdID(e.userID, "stage"), out)
+	}
+	p.trace("reply", e, out.Index, out.String())
+	close(e.done)
+	p.wakeup()
+}
+
+func (p *Pipeline) dropLiveLocked(e *entry) {
+	if e.kind == kindConfig {
+		for _, ph := range []string{"stage", "activate", "abort"} {
+			if p.live[configCmdID(e.userID, ph)] == e {
+				delete(p.live, configCmdID(e.userID, ph))
+			}
+		}
+		return
+	}
+	if p.live[e.cmdID] == e {
+		delete(p.live, e.cmdID)
+	}
+}
+
+// retryLocked handles a transient failure: requests answer UNAVAILABLE
+// (definitely not applied); facts and config decisions back off and retry.
+func (p *Pipeline) retryLocked(e *entry, out Outcome) {
+	p.unlatchLocked(e)
+	e.proposed = false
+	if e.kind == kindRequest && !e.recordOnlyPending() {
+		if e.everApplied {
+			out = Outcome{Status: StatusUncertain, Reason: out.Reason}
+		}
+		p.finishLocked(e, out)
+		return
+	}
+	if e.backoff == 0 {
+		e.backoff = p.cfg.RetryMin
+	} else if e.backoff *= 2; e.backoff > p.cfg.RetryMax {
+		e.backoff = p.cfg.RetryMax
+	}
+	e.notBefore = p.clock.Now().Add(e.backoff)
+	p.trace("retry", e, 0, fmt.Sprintf("in %s: %s", e.backoff, out.Reason))
+	p.enqueueLocked(e, false)
+}
+
+func (e *entry) recordOnlyPending() bool { return false }
+
+// timeoutLocked ends a request's wait: UNCERTAIN if a proposal may still
+// commit (provisional state rolled back), else UNAVAILABLE.
+func (p *Pipeline) timeoutLocked(e *entry, why string) {
+	if e.replied {
+		return
+	}
+	switch e.kind {
+	case kindFact:
+		return
+	case kindConfig:
+		p.configTimeoutLocked(e, why)
+		return
+	}
+	if e.proposed {
+		p.uncert[e.cmdID] = e.attempt
+		p.trace("rollback", e, 0, "provisional effect dropped")
+		p.finishLocked(e, Outcome{Status: StatusUncertain, Reason: why + "; the entry may still commit: query the outcome by request ID or retry with the same ID"})
+		return
+	}
+	p.finishLocked(e, Outcome{Status: StatusUnavailable, Reason: why + "; not appended"})
+}
+
+// Tick enforces timeouts: requests past their deadline, fact proposals that
+// were not confirmed (re-proposed), config changes to abort. The background
+// loop calls it; in Manual mode the driver does.
+func (p *Pipeline) Tick() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.clock.Now()
+	var expired []*entry
+	seen := map[*entry]bool{}
+	for _, e := range p.live {
+		if e.finished || seen[e] {
+			continue
+		}
+		seen[e] = true
+		switch {
+		case e.kind == kindFact && e.proposed && !now.Before(e.proposedAt.Add(p.cfg.CommitTimeout)):
+			expired = append(expired, e)
+		case e.kind != kindFact && !e.deadline.IsZero() && !now.Before(e.deadline):
+			expired = append(expired, e)
+		}
+	}
+	for _, e := range expired {
+		if e.kind == kindFact {
+			p.trace("timeout", e, 0, "re-propose")
+			p.retryLocked(e, Outcome{Reason: "not confirmed within the commit timeout"})
+			continue
+		}
+		p.timeoutLocked(e, "commit timeout")
+	}
+	if len(p.queue) > 0 {
+		p.wakeup()
+	}
+}
+
+// Applied is the kv.ApplyObserver: it completes waits, records outcomes and
+// feeds the watch stream, in log order.
+func (p *Pipeline) Applied(index uint64, batch []kv.Command, results []kv.Result) {
+	var hooks []ConfigActivation
+	p.mu.Lock()
+	if index > p.applied {
+		p.applied = index
+	}
+	if p.ring.first == 0 {
+		p.ring.first = index
+	}
+	for i := range batch {
+		if i >= len(results) {
+			break
+		}
+		cmd, res := &batch[i], results[i]
+		if res.Index == 0 {
+			res.Index = index
+		}
+		p.observeLocked(cmd, res, i)
+		if cmd.Type == typeConfigActivate && res.Status == kv.StatusApplied && p.cfg.OnConfigActivated != nil {
+			if a, ok := activationOf(cmd, res.Index); ok {
+				hooks = append(hooks, a)
+			}
+		}
+		if e := p.live[cmd.ID]; e != nil {
+			p.resolveLocked(e, cmd, res)
+		} else if att, ok := p.uncert[cmd.ID]; ok {
+			p.resolveUncertainLocked(cmd, res, att)
+		}
+	}
+	p.ring.wake()
+	p.mu.Unlock()
+	for _, h := range hooks {
+		p.cfg.OnConfigActivated(h)
+	}
+}
+
+func (p *Pipeline) observeLocked(cmd *kv.Command, res kv.Result, pos int) {
+	if res.Status == kv.StatusConflict {
+		return
+	}
+	ev := Event{Index: res.Index, Pos: pos, ID: cmd.ID, Type: cmd.Type, Class: ir.Class(cmd.Class), Key: cmd.Key,
+		Verdict: Verdict(cmd.Verdict), Status: StatusCommitted}
+	switch {
+	case res.Status == kv.StatusRejected:
+		ev.Status, ev.Reason = StatusRejected, res.Reason
+	case res.Status == kv.StatusDuplicate:
+		ev.Duplicate, ev.FirstIndex = true, res.FirstIndex
+	case Verdict(cmd.Verdict) == VerdictReject:
+		ev.Status = StatusRejected
+		if g, err := decodeGuard(cmd.Guard); err == nil {
+			ev.Reason = g.Reason
+		}
+	}
+	p.ring.add(ev)
+	if strings.HasPrefix(cmd.ID, "req:") || strings.HasPrefix(cmd.ID, "cfg:") {
+		if _, ok := p.live[cmd.ID]; !ok {
+			o := Outcome{ID: strings.TrimPrefix(cmd.ID, "req:"), Type: cmd.Type, Status: ev.Status, Index: res.Index,
+				Verdict: ev.Verdict, Duplicate: ev.Duplicate, Reason: ev.Reason}
+			if ev.Duplicate {
+				o.Index = res.FirstIndex
+				if prev, ok := p.outcomes.get(cmd.ID); ok && prev.Status == StatusCommitted {
+					return
+				}
+			}
+			p.outcomes.put(cmd.ID, o)
+		}
+	}
+}
+
+func (p *Pipeline) resolveUncertainLocked(cmd *kv.Command, res kv.Result, att uint64) {
+	switch res.Status {
+	case kv.StatusApplied, kv.StatusDuplicate:
+		delete(p.uncert, cmd.ID)
+		// observeLocked recorded COMMITTED already.
+	default:
+		g, _ := decodeGuard(cmd.Guard)
+		if cmd.Origin == p.cfg.NodeID && g.Attempt == att {
+			delete(p.uncert, cmd.ID)
+			p.outcomes.put(cmd.ID, Outcome{ID: strings.TrimPrefix(cmd.ID, "req:"), Type: cmd.Type, Status: StatusUnavailable,
+				Reason: "the uncertain proposal did not apply (" + res.Status.String() + ": " + res.Reason + "); retry with the same request ID is safe"})
+		}
+	}
+}
+
+// resolveLocked handles the apply result of a command for a live entry.
+func (p *Pipeline) resolveLocked(e *entry, cmd *kv.Command, res kv.Result) {
+	if e.finished {
+		return
+	}
+	if e.kind == kindConfig {
+		p.resolveConfigLocked(e, cmd, res)
+		return
+	}
+	switch res.Status {
+	case kv.StatusApplied, kv.StatusDuplicate:
+		e.everApplied = true
+		idx := res.Index
+		if res.Status == kv.StatusDuplicate && res.FirstIndex != 0 {
+			idx = res.FirstIndex
+		}
+		p.trace("apply", e, res.Index, res.Status.String())
+		if e.kind == kindFact {
+			p.factDoneLocked(e, res.Index, "done")
+			return
+		}
+		out := Outcome{Status: StatusCommitted, Index: idx, Result: e.result, Verdict: Verdict(cmd.Verdict), Duplicate: res.Status == kv.StatusDuplicate}
+		if Verdict(cmd.Verdict) == VerdictReject {
+			g, _ := decodeGuard(cmd.Guard)
+			out = Outcome{Status: StatusRejected, Index: idx, Verdict: VerdictReject, Reason: g.Reason}
+		}
+		p.finishLocked(e, out)
+		return
+	}
+	g, _ := decodeGuard(cmd.Guard)
+	if cmd.Origin != p.cfg.NodeID || g.Attempt != e.attempt || !e.proposed {
+		return
+	}
+	e.proposed = false
+	p.trace("apply", e, res.Index, res.Status.String()+": "+res.Reason)
+	moved := res.Status == kv.StatusConflict || strings.Contains(res.Reason, errGuardMovedText)
+	if moved {
+		e.conflicts++
+		if e.conflicts > p.cfg.MaxConflicts {
+			p.retryLocked(e, Outcome{Status: StatusUnavailable, Reason: fmt.Sprintf("preconditions failed %d times (contention on %s); not applied", e.conflicts, res.Reason)})
+			return
+		}
+		p.unlatchLocked(e)
+		p.trace("requeue", e, res.Index, "re-evaluate against new state")
+		p.enqueueLocked(e, true)
+		p.wakeup()
+		return
+	}
+	// A deterministic veto by the apply-time guard.
+	if e.kind == kindFact {
+		p.lg.Error("pipeline: fact vetoed at apply; it is retained in the log as rejected", "id", e.cmdID, "reason", res.Reason)
+		p.factDoneLocked(e, res.Index, "vetoed at apply, retained in the log")
+		return
+	}
+	p.finishLocked(e, Outcome{Status: StatusRejected, Index: res.Index, Reason: res.Reason})
+}
+
+// factDoneLocked retires a committed fact from the outbox.
+func (p *Pipeline) factDoneLocked(e *entry, index uint64, why string) {
+	e.finished = true
+	p.unlatchLocked(e)
+	p.dropLiveLocked(e)
+	if err := p.outbox.Done(e.cmdID); err != nil {
+		p.lg.Error("pipeline: outbox done record failed", "id", e.cmdID, "err", err)
+	}
+	p.trace("outbox", e, index, why)
+	p.wakeup()
+}
+
+// ---- queries ---------------------------------------------------------
+
+// OutcomeOf returns what is known about a request ID: the outcome this node
+// recorded, or the log's retained result. ok=false when nothing is known.
+func (p *Pipeline) OutcomeOf(requestID string) (Outcome, bool) {
+	id := requestCmdID(requestID)
+	p.mu.Lock()
+	if e := p.live[id]; e != nil && !e.replied {
+		p.mu.Unlock()
+		return Outcome{ID: requestID, Type: e.typ, Status: StatusUncertain, Reason: "in flight"}, true
+	}
+	if o, ok := p.outcomes.get(id); ok {
+		p.mu.Unlock()
+		return o, true
+	}
+	log := p.log
+	p.mu.Unlock()
+	if log == nil {
+		return Outcome{}, false
+	}
+	r, ok := log.Outcome(id)
+	if !ok {
+		return Outcome{}, false
+	}
+	o := Outcome{ID: requestID, Index: r.Index}
+	switch r.Status {
+	case kv.StatusApplied:
+		o.Status = StatusCommitted
+	case kv.StatusDuplicate:
+		o.Status, o.Duplicate, o.Index = StatusCommitted, true, r.FirstIndex
+	case kv.StatusRejected:
+		o.Status, o.Reason = StatusRejected, r.Reason
+	default:
+		o.Status, o.Reason = StatusUnavailable, "not applied: "+r.Reason
+	}
+	return o, true
+}

@@ -1,0 +1,170 @@
+package pipeline
+
+import (
+	"context"
+	"sort"
+
+	"github.com/writ-dev/writ/schema/ir"
+)
+
+// Event is one committed outcome on the watch stream. Several commands can
+// share a log index (a batch); (Index, Pos) orders them.
+type Event struct {
+	Index      uint64
+	Pos        int
+	ID         string // command ID: "req:<id>", "fact:<type>:<id>", "cfg:<id>:<phase>"
+	Type       string
+	Class      ir.Class
+	Key        string // machine instance the entry addresses
+	Status     Status // COMMITTED, or REJECTED (recorded rejection or apply-time veto)
+	Verdict    Verdict
+	Duplicate  bool
+	FirstIndex uint64
+	Reason     string
+}
+
+// Filter selects events; empty fields match everything.
+type Filter struct {
+	Types []string
+	Key   string
+}
+
+func (f Filter) match(ev *Event) bool {
+	if f.Key != "" && ev.Key != f.Key {
+		return false
+	}
+	if len(f.Types) == 0 {
+		return true
+	}
+	for _, t := range f.Types {
+		if t == ev.Type {
+			return true
+		}
+	}
+	return false
+}
+
+// watchRing is a bounded ring of events, guarded by Pipeline.mu.
+type watchRing struct {
+	cap    int
+	events []Event
+	// first is the lowest index still fully retained.
+	first  uint64
+	notify chan struct{}
+}
+
+func (r *watchRing) add(ev Event) {
+	r.events = append(r.events, ev)
+	if len(r.events) > r.cap {
+		drop := len(r.events) - r.cap
+		r.first = r.events[drop-1].Index + 1
+		r.events = r.events[drop:]
+	}
+}
+
+func (r *watchRing) wake() {
+	close(r.notify)
+	r.notify = make(chan struct{})
+}
+
+// Watcher reads the watch stream from a position.
+type Watcher struct {
+	p      *Pipeline
+	index  uint64
+	pos    int
+	filter Filter
+}
+
+// Watch returns a watcher positioned at the first event with Index >= from
+// (from = 0: the oldest retained event).
+// To resume after a reconnect, pass the last seen Index and skip events up
+// to the last seen (Index, Pos), or use WatchAfter.
+func (p *Pipeline) Watch(from uint64, f Filter) *Watcher {
+	return &Watcher{p: p, index: from, filter: f}
+}
+
+// WatchAfter resumes strictly after the event (index, pos).
+func (p *Pipeline) WatchAfter(index uint64, pos int, f Filter) *Watcher {
+	return &Watcher{p: p, index: index, pos: pos + 1, filter: f}
+}
+
+// Poll returns the next matching event without blocking (ok=false when none
+// is available yet), or ErrCompacted when the position is older than the
+// ring retains.
+func (w *Watcher) Poll() (Event, bool, error) {
+	w.p.mu.Lock()
+	defer w.p.mu.Unlock()
+	ev, ok, _, err := w.nextLocked()
+	return ev, ok, err
+}
+
+func (w *Watcher) nextLocked() (Event, bool, chan struct{}, error) {
+	r := &w.p.ring
+	if w.index != 0 && w.index < r.first {
+		return Event{}, false, nil, ErrCompacted
+	}
+	i := sort.Search(len(r.events), func(i int) bool {
+		e := &r.events[i]
+		return e.Index > w.index || (e.Index == w.index && e.Pos >= w.pos)
+	})
+	for ; i < len(r.events); i++ {
+		e := r.events[i]
+		w.index, w.pos = e.Index, e.Pos+1
+		if w.filter.match(&e) {
+			return e, true, nil, nil
+		}
+	}
+	return Event{}, false, r.notify, nil
+}
+
+// Next blocks until the next matching event, ctx ends, or the position is
+// compacted.
+func (w *Watcher) Next(ctx context.Context) (Event, error) {
+	for {
+		w.p.mu.Lock()
+		ev, ok, ch, err := w.nextLocked()
+		stopped := w.p.stopped
+		w.p.mu.Unlock()
+		if err != nil {
+			return Event{}, err
+		}
+		if ok {
+			return ev, nil
+		}
+		if stopped {
+			return Event{}, ErrStopped
+		}
+		select {
+		case <-ctx.Done():
+			return Event{}, ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+// outcomeCache retains recent outcomes by command ID (FIFO eviction).
+type outcomeCache struct {
+	cap  int
+	m    map[string]Outcome
+	fifo []string
+}
+
+func newOutcomeCache(n int) *outcomeCache {
+	return &outcomeCache{cap: n, m: make(map[string]Outcome)}
+}
+
+func (c *outcomeCache) put(id string, o Outcome) {
+	if _, ok := c.m[id]; !ok {
+		c.fifo = append(c.fifo, id)
+		if len(c.fifo) > c.cap {
+			delete(c.m, c.fifo[0])
+			c.fifo = c.fifo[1:]
+		}
+	}
+	c.m[id] = o
+}
+
+func (c *outcomeCache) get(id string) (Outcome, bool) {
+	o, ok := c.m[id]
+	return o, ok
+}
