@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,10 @@ func TestMain(m *testing.M) {
 	for _, a := range os.Args[1:] {
 		if mode, ok := strings.CutPrefix(a, pluginFlag); ok {
 			servePlugin(mode)
+			return
+		}
+		if dir, ok := strings.CutPrefix(a, nodeFlag); ok {
+			runNode(dir)
 			return
 		}
 	}
@@ -179,6 +184,13 @@ func servePlugin(mode string) {
 	default:
 		fmt.Fprintf(os.Stderr, "unknown test plugin mode %q\n", mode)
 		os.Exit(2)
+	}
+	// WRIT_PLUGIN_CPUPROFILE=<file> profiles the plugin side of a benchmark.
+	if f := os.Getenv("WRIT_PLUGIN_CPUPROFILE"); f != "" {
+		out, err := os.Create(f)
+		if err == nil && pprof.StartCPUProfile(out) == nil {
+			defer pprof.StopCPUProfile()
+		}
 	}
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  sdk.Handshake,

@@ -1,0 +1,45 @@
+package host_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/writ-dev/writ/kv"
+	"github.com/writ-dev/writ/pipeline"
+	"github.com/writ-dev/writ/plugins/host"
+)
+
+// BenchmarkEvaluate measures per-entry evaluation cost through a real
+// plugin process (the test binary re-executed as a plugin, mTLS on), one
+// Evaluate call per batch.
+func BenchmarkEvaluate(b *testing.B) {
+	cfg := config(b, "ok")
+	cfg.LogOutput = nil
+	h, err := host.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
+	for _, n := range []int{1, 64} {
+		items := make([]pipeline.EvalItem, n)
+		for k := range items {
+			key := fmt.Sprintf("job/j-%04d", k)
+			items[k] = putItem(fmt.Sprintf("req-%d", k), key, `{"queue":"default","priority":5,"state":"PENDING"}`,
+				kv.Record{Key: key, Value: []byte(`{"queue":"default","priority":4,"state":"PENDING"}`), Rev: uint64(k + 1)})
+		}
+		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			ctx := context.Background()
+			start := time.Now()
+			for b.Loop() {
+				res, err := h.Evaluate(ctx, items)
+				if err != nil || res[0].Err != nil {
+					b.Fatalf("%v %+v", err, res[0].Err)
+				}
+			}
+			b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N*n), "ns/entry")
+		})
+	}
+}

@@ -1,0 +1,98 @@
+//go:build linux
+
+package host_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/writ-dev/writ/plugins/host"
+)
+
+// nodeFlag makes the test binary act as a node that loads the "ok" plugin,
+// writes the plugin's PID to <dir>/plugin.pid and waits to be killed.
+const nodeFlag = "-writ-test-node="
+
+func runNode(dir string) {
+	path, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	_, sum := selfPlugin(nodeTB{})
+	h, err := host.New(host.Config{
+		Catalog:   newTestCatalog(),
+		Plugins:   []host.PluginConfig{{Path: path, SHA256: sum, Args: []string{pluginFlag + "ok"}}},
+		LogOutput: os.Stderr,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	pid := h.Status()[0].PID
+	if err := os.WriteFile(filepath.Join(dir, "plugin.pid"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	select {}
+}
+
+// nodeTB lets selfPlugin run outside a test.
+type nodeTB struct{ testing.TB }
+
+func (nodeTB) Helper() {}
+func (nodeTB) Fatal(args ...any) {
+	fmt.Fprintln(os.Stderr, args...)
+	os.Exit(1)
+}
+
+// TestPluginDiesWithNode kills a node process with SIGKILL (no chance to
+// clean up) and checks that its plugin process dies too (Pdeathsig).
+func TestPluginDiesWithNode(t *testing.T) {
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := exec.Command(exe, nodeFlag+dir)
+	node.Stderr = logWriter{t}
+	if err := node.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = node.Process.Kill(); _ = node.Wait() }()
+	var pid int
+	waitFor(t, 20*time.Second, "the node to start its plugin", func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, "plugin.pid"))
+		if err != nil {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && pid > 0
+	})
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("plugin %d is not running: %v", pid, err)
+	}
+	if err := node.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = node.Wait()
+	waitFor(t, 5*time.Second, "the plugin to die with its node", func() bool {
+		// A zombie still answers kill(0); check the process state too.
+		if syscall.Kill(pid, 0) != nil {
+			return true
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return true
+		}
+		f := strings.Fields(string(b))
+		return len(f) > 2 && f[2] == "Z"
+	})
+}
