@@ -27,8 +27,14 @@ type Entry struct {
 	Class  Class
 	// Machine names the machine the type drives ("" if none).
 	Machine string
-	// To names the payload field holding the target state ("" if none).
+	// To names the payload field holding the target state, or (with ToMap)
+	// the field whose value maps to the target state ("" if none).
 	To string
+	// ToState is a fixed target state ("" if none); set when the schema
+	// says `to: state: "PENDING"`.
+	ToState string
+	// ToMap maps values of the To field to target states (nil if none).
+	ToMap map[string]string
 	// Order names the payload field giving per-key order ("" if none).
 	Order string
 	// ID names the payload field that is the idempotency key ("" if none).
@@ -76,10 +82,130 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// Field is one payload field. (Constraint detail is owned by the loader and
-// generator; see constraints in this package.)
+// Field is one payload field with the constraints the generator compiles
+// into Validate. The loader refuses any CUE constraint that cannot be
+// expressed here (WRIT_UNSUPPORTED_CONSTRAINT) instead of dropping it.
 type Field struct {
 	Name     string
 	Optional bool
 	Pos      Pos
+	Kind     Kind
+	// Enum lists the allowed literal values of a string field (nil: any).
+	Enum []string `json:",omitempty"`
+	// Patterns are regular expressions (RE2, unanchored) the value must
+	// all match.
+	Patterns []string `json:",omitempty"`
+	// MinLen and MaxLen bound the rune count of a string or the item count
+	// of a list (nil: unbounded).
+	MinLen *int `json:",omitempty"`
+	MaxLen *int `json:",omitempty"`
+	// Min and Max bound a number; Value is a decimal literal.
+	Min *Bound `json:",omitempty"`
+	Max *Bound `json:",omitempty"`
+	// Elem describes each element of a list whose elements are not entry
+	// payloads.
+	Elem *Field `json:",omitempty"`
+	// Fields are the members of a nested struct.
+	Fields []*Field `json:",omitempty"`
+	// ItemType names the entry type of each element of a list of payloads
+	// (a receipt's items).
+	ItemType string `json:",omitempty"`
+	Doc      string `json:",omitempty"`
+}
+
+// Kind is the Go-level type of a payload field.
+type Kind uint8
+
+const (
+	// KindInvalid is the zero value: a field without a type.
+	KindInvalid Kind = iota
+	// KindString is a UTF-8 string.
+	KindString
+	// KindInt is an integer whose declared range fits int64.
+	KindInt
+	// KindUint is a non-negative integer whose range needs uint64.
+	KindUint
+	// KindFloat is a CUE float (JSON numbers must carry a fraction or exponent).
+	KindFloat
+	// KindNumber is a CUE number (int or float), carried as float64.
+	KindNumber
+	// KindBool is a boolean.
+	KindBool
+	// KindList is a list (Elem or ItemType describes its elements).
+	KindList
+	// KindStruct is a nested struct (Fields).
+	KindStruct
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindString:
+		return "string"
+	case KindInt:
+		return "int"
+	case KindUint:
+		return "uint"
+	case KindFloat:
+		return "float"
+	case KindNumber:
+		return "number"
+	case KindBool:
+		return "bool"
+	case KindList:
+		return "list"
+	case KindStruct:
+		return "struct"
+	}
+	return "invalid"
+}
+
+// Bound is one end of a numeric range.
+type Bound struct {
+	Value     string // decimal literal, e.g. "0", "1000", "0.5"
+	Exclusive bool   // > or < instead of >= or <=
+}
+
+// Field returns the top-level payload field with the given name.
+func (e *Entry) Field(name string) (*Field, bool) {
+	for _, f := range e.Fields {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return nil, false
+}
+
+// Target returns the target state of a payload whose To field (if any) has
+// the value v; ok=false when the entry makes no transition or v maps to none.
+func (e *Entry) Target(v string) (string, bool) {
+	switch {
+	case e.ToState != "":
+		return e.ToState, true
+	case e.ToMap != nil:
+		s, ok := e.ToMap[v]
+		return s, ok
+	case e.To != "":
+		return v, v != ""
+	}
+	return "", false
+}
+
+// Entry looks up an entry type by name.
+func (s *Schema) Entry(name string) (*Entry, bool) {
+	for _, e := range s.Entries {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return nil, false
+}
+
+// Machine looks up a machine by name.
+func (s *Schema) Machine(name string) (*Machine, bool) {
+	for _, m := range s.Machines {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return nil, false
 }

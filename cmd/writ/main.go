@@ -1,0 +1,49 @@
+// Command writ is the developer CLI of writ: it generates Go from a CUE
+// schema (gen, gen --check), reports static findings (vet) and prints the
+// classification table of the embedded jobs schema (table).
+//
+// Run from the repository root, every command defaults to the reference
+// schema in examples/jobs/schema and its generated package
+// examples/jobs/jobsgen.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `usage: writ <command> [flags]
+
+commands:
+  gen    [--schema DIR] [--out DIR] [--package NAME] [--check]
+         generate Go from the schema; --check regenerates in memory and
+         exits 1 with a diff when the files on disk are stale
+  vet    [--json] [DIR]
+         static findings; exits 1 on any BLOCKED or INCOMPLETE finding
+  table  print the classification table of the embedded jobs schema
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "gen":
+		return cmdGen(args[1:], stdout, stderr)
+	case "vet":
+		return cmdVet(args[1:], stdout, stderr)
+	case "table":
+		return cmdTable(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "writ: unknown command %q\n%s", args[0], usage)
+	return 2
+}

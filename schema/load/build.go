@@ -1,0 +1,595 @@
+package load
+
+import (
+	"fmt"
+	"math/big"
+	"sort"
+	"strconv"
+	"strings"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
+	"cuelang.org/go/cue/format"
+	"cuelang.org/go/cue/literal"
+	"cuelang.org/go/cue/token"
+
+	"github.com/writ-dev/writ/schema/ir"
+)
+
+type builder struct {
+	r *Result
+}
+
+func (b *builder) unsupported(p ir.Pos, subject, msg, fix string) {
+	b.r.Findings = append(b.r.Findings, ir.Finding{Code: ir.CodeUnsupportedConstraint, Status: ir.StatusBlocked,
+		Pos: p, Subject: subject, Msg: msg, Fix: fix})
+}
+
+func (b *builder) invalid(p ir.Pos, subject, msg, fix string) {
+	b.r.Findings = append(b.r.Findings, ir.Finding{Code: ir.CodeSchemaInvalid, Status: ir.StatusBlocked,
+		Pos: p, Subject: subject, Msg: msg, Fix: fix})
+}
+
+func str(v cue.Value, p string) string {
+	s, _ := v.LookupPath(cue.ParsePath(p)).String()
+	return s
+}
+
+func strList(v cue.Value) []string {
+	var out []string
+	it, err := v.List()
+	if err != nil {
+		return nil
+	}
+	for it.Next() {
+		s, _ := it.Value().String()
+		out = append(out, s)
+	}
+	return out
+}
+
+func (b *builder) schema(v cue.Value) *ir.Schema {
+	s := &ir.Schema{Package: str(v, "go_package")}
+	if it, err := v.LookupPath(cue.ParsePath("machines")).Fields(); err == nil {
+		for it.Next() {
+			s.Machines = append(s.Machines, b.machine(it.Selector().Unquoted(), it.Value()))
+		}
+	}
+	sort.Slice(s.Machines, func(i, j int) bool { return s.Machines[i].Name < s.Machines[j].Name })
+	if it, err := v.LookupPath(cue.ParsePath("entries")).Fields(); err == nil {
+		for it.Next() {
+			s.Entries = append(s.Entries, b.entry(it.Selector().Unquoted(), it.Value()))
+		}
+	}
+	sort.SliceStable(s.Entries, func(i, j int) bool { return s.Entries[i].Number < s.Entries[j].Number })
+	return s
+}
+
+func (b *builder) machine(name string, v cue.Value) *ir.Machine {
+	m := &ir.Machine{Name: name, Key: str(v, "key"), Pos: pos(v.Pos()),
+		States:      strList(v.LookupPath(cue.ParsePath("states"))),
+		Initial:     strList(v.LookupPath(cue.ParsePath("initial"))),
+		Terminal:    strList(v.LookupPath(cue.ParsePath("terminal"))),
+		Transitions: map[string][]string{},
+	}
+	if m.Terminal == nil {
+		m.Terminal = []string{}
+	}
+	if it, err := v.LookupPath(cue.ParsePath("transitions")).Fields(); err == nil {
+		for it.Next() {
+			tos := strList(it.Value())
+			if tos == nil {
+				tos = []string{}
+			}
+			m.Transitions[it.Selector().Unquoted()] = tos
+		}
+	}
+	return m
+}
+
+func (b *builder) entry(name string, v cue.Value) *ir.Entry {
+	e := &ir.Entry{Name: name, Pos: pos(v.Pos()),
+		Machine: str(v, "machine"), Order: str(v, "order"), ID: str(v, "id")}
+	e.Doc = str(v, "doc")
+	if n, err := v.LookupPath(cue.ParsePath("number")).Int64(); err == nil {
+		e.Number = uint32(n)
+	}
+	e.Class, _ = ir.ParseClass(str(v, "class"))
+	e.Keys = strList(v.LookupPath(cue.ParsePath("keys")))
+	if e.Keys == nil {
+		e.Keys = []string{}
+	}
+	to := v.LookupPath(cue.ParsePath("to"))
+	if to.Exists() {
+		switch to.IncompleteKind() {
+		case cue.StringKind:
+			e.To, _ = to.String()
+		case cue.StructKind:
+			if st := to.LookupPath(cue.ParsePath("state")); st.Exists() {
+				e.ToState, _ = st.String()
+			} else {
+				e.To = str(to, "field")
+				e.ToMap = map[string]string{}
+				if it, err := to.LookupPath(cue.ParsePath("map")).Fields(); err == nil {
+					for it.Next() {
+						e.ToMap[it.Selector().Unquoted()], _ = it.Value().String()
+					}
+				}
+			}
+		}
+	}
+	items := v.LookupPath(cue.ParsePath("items"))
+	if items.Exists() {
+		e.Item = str(items, "type")
+		e.ItemsField = str(items, "field")
+	}
+	p := v.LookupPath(cue.ParsePath("payload"))
+	e.Fields = b.structFields("entries."+name+".payload", p, e)
+	return e
+}
+
+// structFields translates the fields of a struct value.
+func (b *builder) structFields(path string, v cue.Value, e *ir.Entry) []*ir.Field {
+	if syn, ok := v.Syntax(cue.Optional(true)).(*ast.StructLit); ok {
+		for _, el := range syn.Elts {
+			switch x := el.(type) {
+			case *ast.Field:
+				if _, isPattern := x.Label.(*ast.ListLit); isPattern {
+					b.unsupported(pos(v.Pos()), path, fmt.Sprintf("%s: pattern constraint %s (an open map)", path, nodeText(x.Label)),
+						"declare each field explicitly; maps are not supported")
+				}
+			case *ast.Ellipsis:
+				b.unsupported(pos(v.Pos()), path, fmt.Sprintf("%s: open struct (...)", path),
+					"declare each field explicitly and remove ...")
+			}
+		}
+	}
+	fields := []*ir.Field{}
+	it, err := v.Fields(cue.Optional(true))
+	if err != nil {
+		b.invalid(pos(v.Pos()), path, fmt.Sprintf("%s: %v", path, err), "declare a struct of fields")
+		return fields
+	}
+	for it.Next() {
+		name := it.Selector().Unquoted()
+		fp := path + "." + name
+		f := &ir.Field{Name: name, Optional: it.IsOptional(), Pos: pos(it.Value().Pos())}
+		if cg := it.Value().Doc(); len(cg) > 0 {
+			f.Doc = strings.TrimSpace(cg[0].Text())
+		}
+		isItems := e != nil && path == "entries."+e.Name+".payload" && name == e.ItemsField && e.Item != ""
+		b.value(fp, f, it.Value(), isItems, e)
+		fields = append(fields, f)
+	}
+	return fields
+}
+
+// value fills f's kind and constraints from v.
+func (b *builder) value(path string, f *ir.Field, v cue.Value, isItems bool, e *ir.Entry) {
+	k := v.IncompleteKind()
+	listV := v
+	if k == cue.BottomKind {
+		// CUE evaluates list.MinItems against the still-open list and
+		// reports it as too short; the declaration is still a list.
+		if lv, ok := abstractList(v); ok {
+			k, listV = cue.ListKind, lv
+		}
+	}
+	switch k {
+	case cue.StringKind:
+		f.Kind = ir.KindString
+	case cue.IntKind:
+		f.Kind = ir.KindInt
+	case cue.FloatKind:
+		f.Kind = ir.KindFloat
+	case cue.NumberKind:
+		f.Kind = ir.KindNumber
+	case cue.BoolKind:
+		f.Kind = ir.KindBool
+	case cue.ListKind:
+		f.Kind = ir.KindList
+	case cue.StructKind:
+		f.Kind = ir.KindStruct
+		f.Fields = b.structFields(path, v, e)
+		return
+	default:
+		b.unsupported(f.Pos, path, fmt.Sprintf("%s: value of kind %v (a field must have exactly one of string, int, float, number, bool, list or struct)", path, k),
+			"give the field a single type, e.g. string or int & >=0 & <=10")
+		return
+	}
+	conj := conjuncts(v.Syntax())
+	if len(conj) == 0 {
+		b.unsupported(f.Pos, path, fmt.Sprintf("%s: cannot read the constraint", path), "simplify the field's declaration")
+		return
+	}
+	var lo, hi *bound
+	for _, c := range conj {
+		if !b.conjunct(path, f, c, &lo, &hi, isItems) {
+			return
+		}
+	}
+	switch f.Kind {
+	case ir.KindInt:
+		b.intRange(path, f, lo, hi)
+	case ir.KindFloat, ir.KindNumber:
+		f.Min, f.Max = lo.irBound(), hi.irBound()
+	}
+	if f.Kind == ir.KindList {
+		if isItems {
+			f.ItemType = e.Item
+			return
+		}
+		elem := &ir.Field{Name: f.Name + "[]", Pos: f.Pos}
+		ev := listV.LookupPath(cue.MakePath(cue.AnyIndex))
+		if !ev.Exists() {
+			b.unsupported(f.Pos, path, fmt.Sprintf("%s: list without an element type", path), "declare the element type, e.g. [...string]")
+			return
+		}
+		b.value(path+"[]", elem, ev, false, e)
+		if elem.Kind == ir.KindList {
+			b.unsupported(f.Pos, path, fmt.Sprintf("%s: list of lists", path), "use a list of structs instead")
+		}
+		f.Elem = elem
+	}
+}
+
+// abstractList finds the list conjunct of a value whose list validators
+// failed on the open list.
+func abstractList(v cue.Value) (cue.Value, bool) {
+	op, args := v.Expr()
+	if op != cue.AndOp {
+		return cue.Value{}, false
+	}
+	for _, a := range args {
+		if a.Err() == nil && a.IncompleteKind() == cue.ListKind {
+			return a, true
+		}
+		if lv, ok := abstractList(a); ok {
+			return lv, true
+		}
+	}
+	return cue.Value{}, false
+}
+
+type bound struct {
+	v    *big.Rat
+	excl bool
+	lit  string
+}
+
+func (x *bound) irBound() *ir.Bound {
+	if x == nil {
+		return nil
+	}
+	return &ir.Bound{Value: x.lit, Exclusive: x.excl}
+}
+
+// conjuncts flattens v's syntax into the list of &-conjuncts.
+func conjuncts(n ast.Node) []ast.Expr {
+	switch x := n.(type) {
+	case *ast.File:
+		var out []ast.Expr
+		for _, d := range x.Decls {
+			switch dd := d.(type) {
+			case *ast.ImportDecl, *ast.LetClause, *ast.CommentGroup, *ast.Package, *ast.Attribute:
+			case *ast.EmbedDecl:
+				out = append(out, conjuncts(dd.Expr)...)
+			default:
+				return []ast.Expr{&ast.BadExpr{}}
+			}
+		}
+		return out
+	case *ast.ParenExpr:
+		return conjuncts(x.X)
+	case *ast.BinaryExpr:
+		if x.Op == token.AND {
+			return append(conjuncts(x.X), conjuncts(x.Y)...)
+		}
+		return []ast.Expr{x}
+	case *ast.StructLit:
+		// A struct holding only embedded expressions, e.g. {string}.
+		var out []ast.Expr
+		for _, el := range x.Elts {
+			em, ok := el.(*ast.EmbedDecl)
+			if !ok {
+				return []ast.Expr{x}
+			}
+			out = append(out, conjuncts(em.Expr)...)
+		}
+		if len(out) == 0 {
+			return []ast.Expr{x}
+		}
+		return out
+	case ast.Expr:
+		return []ast.Expr{x}
+	}
+	return nil
+}
+
+func nodeText(n ast.Node) string {
+	b, err := format.Node(n)
+	if err != nil {
+		return fmt.Sprintf("%T", n)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+var intTypes = map[string][2]string{
+	"int":     {"", ""},
+	"uint":    {"0", ""},
+	"int8":    {"-128", "127"},
+	"int16":   {"-32768", "32767"},
+	"int32":   {"-2147483648", "2147483647"},
+	"int64":   {"-9223372036854775808", "9223372036854775807"},
+	"uint8":   {"0", "255"},
+	"byte":    {"0", "255"},
+	"uint16":  {"0", "65535"},
+	"uint32":  {"0", "4294967295"},
+	"rune":    {"0", "1114111"},
+	"uint64":  {"0", "18446744073709551615"},
+	"int128":  {"-170141183460469231731687303715884105728", "170141183460469231731687303715884105727"},
+	"uint128": {"0", "340282366920938463463374607431768211455"},
+}
+
+func parseNum(lit string) (*big.Rat, bool) {
+	var info literal.NumInfo
+	if err := literal.ParseNum(lit, &info); err != nil {
+		return nil, false
+	}
+	r, ok := new(big.Rat).SetString(info.String())
+	return r, ok
+}
+
+func tighten(lo, hi **bound, op token.Token, r *big.Rat, lit string) {
+	nb := &bound{v: r, lit: lit}
+	switch op {
+	case token.GEQ, token.GTR:
+		nb.excl = op == token.GTR
+		if *lo == nil || r.Cmp((*lo).v) > 0 || (r.Cmp((*lo).v) == 0 && nb.excl) {
+			*lo = nb
+		}
+	case token.LEQ, token.LSS:
+		nb.excl = op == token.LSS
+		if *hi == nil || r.Cmp((*hi).v) < 0 || (r.Cmp((*hi).v) == 0 && nb.excl) {
+			*hi = nb
+		}
+	}
+}
+
+// conjunct applies one conjunct to f; false means an unsupported construct
+// was reported.
+func (b *builder) conjunct(path string, f *ir.Field, c ast.Expr, lo, hi **bound, isItems bool) bool {
+	bad := func(what, fix string) bool {
+		b.unsupported(f.Pos, path, fmt.Sprintf("%s: unsupported constraint %s (%s)", path, nodeText(c), what), fix)
+		return false
+	}
+	switch x := c.(type) {
+	case *ast.Ident:
+		switch f.Kind {
+		case ir.KindString:
+			if x.Name == "string" {
+				return true
+			}
+		case ir.KindBool:
+			if x.Name == "bool" {
+				return true
+			}
+		case ir.KindFloat:
+			if x.Name == "float" {
+				return true
+			}
+		case ir.KindNumber:
+			if x.Name == "number" {
+				return true
+			}
+		case ir.KindInt:
+			if r, ok := intTypes[x.Name]; ok {
+				if r[0] != "" {
+					v, _ := parseNum(r[0])
+					tighten(lo, hi, token.GEQ, v, r[0])
+				}
+				if r[1] != "" {
+					v, _ := parseNum(r[1])
+					tighten(lo, hi, token.LEQ, v, r[1])
+				}
+				return true
+			}
+		}
+		return bad("identifier", "use a predeclared type such as string, int64, uint64, float or bool")
+	case *ast.UnaryExpr:
+		lit, ok := x.X.(*ast.BasicLit)
+		if !ok {
+			return bad("operand is not a literal", "write the bound or pattern as a literal")
+		}
+		switch x.Op {
+		case token.MAT:
+			if f.Kind != ir.KindString || lit.Kind != token.STRING {
+				return bad("regexp on a non-string", "use =~ only on strings")
+			}
+			s, err := literal.Unquote(lit.Value)
+			if err != nil {
+				return bad("bad string literal", "fix the pattern literal")
+			}
+			f.Patterns = append(f.Patterns, s)
+			return true
+		case token.GEQ, token.GTR, token.LEQ, token.LSS:
+			if f.Kind != ir.KindInt && f.Kind != ir.KindFloat && f.Kind != ir.KindNumber {
+				return bad("bound on a non-number", "use bounds only on numbers")
+			}
+			r, ok := parseNum(lit.Value)
+			if !ok {
+				return bad("bad number literal", "write the bound as a decimal literal")
+			}
+			if f.Kind == ir.KindInt && !r.IsInt() {
+				return bad("fractional bound on an integer", "use an integer bound")
+			}
+			tighten(lo, hi, x.Op, r, normLit(r, f.Kind))
+			return true
+		case token.MUL:
+			return bad("default value", "remove the default (*); payloads carry every value explicitly")
+		}
+		return bad("operator "+x.Op.String(), "use =~, >=, >, <=, < or a disjunction of literals")
+	case *ast.BasicLit:
+		if f.Kind == ir.KindString && x.Kind == token.STRING {
+			s, err := literal.Unquote(x.Value)
+			if err != nil {
+				return bad("bad string literal", "fix the literal")
+			}
+			f.Enum = intersectEnum(f.Enum, []string{s})
+			return true
+		}
+		return bad("literal of a non-string type", "use bounds for numbers; literals only for string enums")
+	case *ast.BinaryExpr:
+		if x.Op == token.OR && f.Kind == ir.KindString {
+			var vals []string
+			if !orLits(x, &vals) {
+				return bad("disjunction of non-literals", `write enums as "a" | "b" | "c"`)
+			}
+			if f.Enum == nil {
+				f.Enum = vals
+			} else {
+				f.Enum = intersectEnum(f.Enum, vals)
+			}
+			return true
+		}
+		return bad("operator "+x.Op.String(), "use & of supported constraints or a disjunction of string literals")
+	case *ast.CallExpr:
+		sel, ok := x.Fun.(*ast.SelectorExpr)
+		if !ok || len(x.Args) != 1 {
+			return bad("call", "use strings.MinRunes/MaxRunes or list.MinItems/MaxItems")
+		}
+		pkg, _ := sel.X.(*ast.Ident)
+		selName, _ := sel.Sel.(*ast.Ident)
+		lit, ok := x.Args[0].(*ast.BasicLit)
+		if pkg == nil || selName == nil || !ok || lit.Kind != token.INT {
+			return bad("call", "use strings.MinRunes(N)/MaxRunes(N) or list.MinItems(N)/MaxItems(N) with a literal N")
+		}
+		n, err := strconv.Atoi(strings.ReplaceAll(lit.Value, "_", ""))
+		if err != nil || n < 0 {
+			return bad("bad count", "use a non-negative integer literal")
+		}
+		call := pkg.Name + "." + selName.Name
+		switch {
+		case f.Kind == ir.KindString && call == "strings.MinRunes", f.Kind == ir.KindList && call == "list.MinItems":
+			if f.MinLen == nil || n > *f.MinLen {
+				f.MinLen = &n
+			}
+			return true
+		case f.Kind == ir.KindString && call == "strings.MaxRunes", f.Kind == ir.KindList && call == "list.MaxItems":
+			if f.MaxLen == nil || n < *f.MaxLen {
+				f.MaxLen = &n
+			}
+			return true
+		}
+		return bad("function "+call, "use strings.MinRunes/MaxRunes on strings or list.MinItems/MaxItems on lists")
+	case *ast.ListLit:
+		if f.Kind != ir.KindList {
+			return bad("list literal", "declare lists as [...T]")
+		}
+		if len(x.Elts) != 1 {
+			return bad("fixed list elements", "declare lists as [...T] with list.MinItems/MaxItems")
+		}
+		if _, ok := x.Elts[0].(*ast.Ellipsis); !ok {
+			return bad("fixed list elements", "declare lists as [...T] with list.MinItems/MaxItems")
+		}
+		return true // the element is analysed through the value
+	}
+	return bad(fmt.Sprintf("%T", c), "use only types, bounds, =~ patterns, string enums and length limits")
+}
+
+func normLit(r *big.Rat, k ir.Kind) string {
+	if k == ir.KindInt {
+		return r.Num().String()
+	}
+	f, _ := r.Float64()
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+func orLits(x ast.Expr, vals *[]string) bool {
+	switch y := x.(type) {
+	case *ast.BinaryExpr:
+		if y.Op != token.OR {
+			return false
+		}
+		return orLits(y.X, vals) && orLits(y.Y, vals)
+	case *ast.ParenExpr:
+		return orLits(y.X, vals)
+	case *ast.BasicLit:
+		if y.Kind != token.STRING {
+			return false
+		}
+		s, err := literal.Unquote(y.Value)
+		if err != nil {
+			return false
+		}
+		*vals = append(*vals, s)
+		return true
+	}
+	return false
+}
+
+func intersectEnum(a, b []string) []string {
+	if a == nil {
+		return b
+	}
+	out := []string{}
+	for _, x := range a {
+		for _, y := range b {
+			if x == y {
+				out = append(out, x)
+			}
+		}
+	}
+	return out
+}
+
+var (
+	minInt64  = big.NewRat(-9223372036854775808, 1)
+	maxInt64  = big.NewRat(9223372036854775807, 1)
+	maxUint64 = new(big.Rat).SetInt(new(big.Int).SetUint64(18446744073709551615))
+)
+
+// intRange decides int64 vs uint64 and stores the bounds that are tighter
+// than the Go type's own range (inclusive, normalized).
+func (b *builder) intRange(path string, f *ir.Field, lo, hi *bound) {
+	// Normalize exclusive integer bounds to inclusive ones.
+	one := big.NewRat(1, 1)
+	var l, h *big.Rat
+	if lo != nil {
+		l = new(big.Rat).Set(lo.v)
+		if lo.excl {
+			l.Add(l, one)
+		}
+	}
+	if hi != nil {
+		h = new(big.Rat).Set(hi.v)
+		if hi.excl {
+			h.Sub(h, one)
+		}
+	}
+	switch {
+	case l == nil || h == nil:
+		b.unsupported(f.Pos, path, fmt.Sprintf("%s: integer without both bounds", path),
+			"bound the integer (e.g. int & >=0 & <=1000) or use int64 or uint64")
+		return
+	case l.Cmp(minInt64) >= 0 && h.Cmp(maxInt64) <= 0:
+		f.Kind = ir.KindInt
+		if l.Cmp(minInt64) > 0 {
+			f.Min = &ir.Bound{Value: l.Num().String()}
+		}
+		if h.Cmp(maxInt64) < 0 {
+			f.Max = &ir.Bound{Value: h.Num().String()}
+		}
+	case l.Sign() >= 0 && h.Cmp(maxUint64) <= 0:
+		f.Kind = ir.KindUint
+		if l.Sign() > 0 {
+			f.Min = &ir.Bound{Value: l.Num().String()}
+		}
+		if h.Cmp(maxUint64) < 0 {
+			f.Max = &ir.Bound{Value: h.Num().String()}
+		}
+	default:
+		b.unsupported(f.Pos, path, fmt.Sprintf("%s: integer range [%s, %s] fits neither int64 nor uint64", path, l.RatString(), h.RatString()),
+			"narrow the range to int64 or uint64")
+	}
+}

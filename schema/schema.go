@@ -1,0 +1,26 @@
+// Package schema owns the writ meta-schema: the CUE definitions (#Schema,
+// #Entry, #Machine, #To, #NodeConfig) that fix what a declaration may say.
+// Loading a user schema unifies it with #Schema, so a declaration that breaks
+// the meta-schema is rejected by CUE itself with file:line:col. This package
+// only embeds the .cue source; it imports no other package of the module.
+package schema
+
+import "embed"
+
+// MetaFile is the name of the meta-schema file inside FS.
+const MetaFile = "writ.cue"
+
+// FS holds the meta-schema source.
+//
+//go:embed writ.cue
+var FS embed.FS
+
+// Meta returns the meta-schema source.
+func Meta() []byte {
+	b, err := FS.ReadFile(MetaFile)
+	if err != nil {
+		// The file is embedded at build time; failing here is a build defect.
+		panic("schema: embedded meta-schema missing: " + err.Error())
+	}
+	return b
+}
