@@ -1,0 +1,386 @@
+package raftstore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/writ-dev/writ/kv"
+)
+
+// proposal is one proposed batch waiting for local apply.
+type proposal struct {
+	n       *Node
+	req     uint64
+	done    chan struct{}
+	once    sync.Once
+	results []kv.Result
+	err     error
+}
+
+func (p *proposal) finish(results []kv.Result, err error) {
+	p.once.Do(func() {
+		p.results, p.err = results, err
+		close(p.done)
+	})
+}
+
+// Wait blocks until the batch is applied on this node and returns one
+// result per command. If ctx ends first the error wraps kv.ErrUnknown: the
+// batch may still commit (query Outcome by command ID). If the node stops
+// first the error wraps kv.ErrStopped (the batch may also still commit).
+func (p *proposal) Wait(ctx context.Context) ([]kv.Result, error) {
+	select {
+	case <-p.done:
+		return p.results, p.err
+	case <-ctx.Done():
+		p.n.mu.Lock()
+		delete(p.n.waiters, p.req)
+		p.n.mu.Unlock()
+		select {
+		case <-p.done:
+			return p.results, p.err
+		default:
+		}
+		return nil, fmt.Errorf("raftstore: wait: %w: %w", kv.ErrUnknown, ctx.Err())
+	}
+}
+
+// Propose hands a batch to raft as one log entry. A nil error means only
+// that raft accepted it (on a follower: forwarded it to the leader); use
+// the Proposal's Wait for the outcome. Errors wrapping kv.ErrNoLeader or
+// kv.ErrDropped mean the batch was definitely not appended; kv.ErrUnknown
+// means ctx ended while raft held it (it may still commit).
+func (n *Node) Propose(ctx context.Context, batch []kv.Command) (kv.Proposal, error) {
+	if err := n.running(); err != nil {
+		return nil, err
+	}
+	if len(batch) == 0 {
+		return nil, errors.New("raftstore: propose: empty batch; pass at least one command")
+	}
+	if n.leader.Load() == raft.None {
+		return nil, fmt.Errorf("raftstore: propose: %w", kv.ErrNoLeader)
+	}
+	req := n.reqSeq.Add(1)
+	p := &proposal{n: n, req: req, done: make(chan struct{})}
+	n.mu.Lock()
+	n.waiters[req] = p
+	n.mu.Unlock()
+	if err := n.rn.Propose(ctx, encodeEnvelope(n.id, req, batch)); err != nil {
+		n.mu.Lock()
+		delete(n.waiters, req)
+		n.mu.Unlock()
+		return nil, n.proposeErr(err)
+	}
+	return p, nil
+}
+
+func (n *Node) proposeErr(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrProposalDropped):
+		if n.leader.Load() == raft.None {
+			return fmt.Errorf("raftstore: propose: %w", kv.ErrNoLeader)
+		}
+		return fmt.Errorf("raftstore: propose: %w", kv.ErrDropped)
+	case errors.Is(err, raft.ErrStopped):
+		return n.stopErr()
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("raftstore: propose: %w: %w", kv.ErrUnknown, err)
+	}
+	return fmt.Errorf("raftstore: propose: %w", err)
+}
+
+// Get reads one key. Serializable reads (linearizable=false) return this
+// node's applied state; linearizable reads first confirm a read index with
+// a quorum (ReadIndex) and wait until it is applied here.
+func (n *Node) Get(ctx context.Context, key string, linearizable bool) (kv.Record, bool, error) {
+	if err := n.running(); err != nil {
+		return kv.Record{}, false, err
+	}
+	if linearizable {
+		if err := n.linearize(ctx); err != nil {
+			return kv.Record{}, false, err
+		}
+	}
+	rec, ok, err := n.st.get(key)
+	if err != nil {
+		return kv.Record{}, false, fmt.Errorf("raftstore: get %q: %w", key, err)
+	}
+	return rec, ok, nil
+}
+
+// List reads every key with the prefix, in key order.
+func (n *Node) List(ctx context.Context, prefix string, linearizable bool) ([]kv.Record, error) {
+	if err := n.running(); err != nil {
+		return nil, err
+	}
+	if linearizable {
+		if err := n.linearize(ctx); err != nil {
+			return nil, err
+		}
+	}
+	recs, err := n.st.list(prefix)
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: list %q: %w", prefix, err)
+	}
+	return recs, nil
+}
+
+func (n *Node) linearize(ctx context.Context) error {
+	if n.leader.Load() == raft.None {
+		return fmt.Errorf("raftstore: linearizable read: %w", kv.ErrNoLeader)
+	}
+	id := n.reqSeq.Add(1)
+	rctx := binary.BigEndian.AppendUint64(nil, id)
+	ch := make(chan uint64, 1)
+	n.mu.Lock()
+	n.reads[id] = ch
+	n.mu.Unlock()
+	defer func() {
+		n.mu.Lock()
+		delete(n.reads, id)
+		n.mu.Unlock()
+	}()
+	retry := time.NewTicker(10 * n.cfg.TickInterval)
+	defer retry.Stop()
+	for {
+		if err := n.rn.ReadIndex(ctx, rctx); err != nil {
+			return fmt.Errorf("raftstore: linearizable read: %w", n.proposeErr(err))
+		}
+		select {
+		case idx := <-ch:
+			return n.waitApplied(ctx, idx)
+		case <-retry.C:
+			// Read index requests are dropped silently (no leader yet,
+			// leader not yet committed in its term): ask again.
+		case <-ctx.Done():
+			return fmt.Errorf("raftstore: linearizable read: %w", ctx.Err())
+		case <-n.stopc:
+			return n.stopErr()
+		}
+	}
+}
+
+// Outcome returns the recorded result for a command ID, if retained.
+func (n *Node) Outcome(id string) (kv.Result, bool) {
+	if n.running() != nil {
+		return kv.Result{}, false
+	}
+	return n.st.outcome(id)
+}
+
+// Status reports leadership and progress.
+func (n *Node) Status() kv.LogStatus {
+	lead := n.leader.Load()
+	s := kv.LogStatus{
+		NodeID:   n.cfg.NodeID,
+		IsLeader: n.IsLeader(),
+		Term:     n.term.Load(),
+		Commit:   n.commit.Load(),
+		Applied:  n.applied.Load(),
+	}
+	if lead != raft.None {
+		n.mu.Lock()
+		s.LeaderID = n.members[lead].ID
+		n.mu.Unlock()
+	}
+	return s
+}
+
+// StateHash returns the applied index and a digest of the replicated state
+// (keys, values, revisions, retained outcomes). Replicas at the same applied
+// index have equal digests.
+func (n *Node) StateHash() (uint64, [32]byte, error) {
+	if err := n.running(); err != nil {
+		return 0, [32]byte{}, err
+	}
+	return n.st.hash()
+}
+
+// IsLeader reports whether this node is the raft leader.
+func (n *Node) IsLeader() bool { return n.running() == nil && n.isLeader.Load() }
+
+// Members lists the consensus configuration in ID order. On the leader,
+// Match is the member's replicated index.
+func (n *Node) Members() []kv.Member {
+	n.mu.Lock()
+	out := make([]kv.Member, 0, len(n.members))
+	ids := make([]uint64, 0, len(n.members))
+	for id, m := range n.members {
+		out = append(out, kv.Member{ID: m.ID, RaftAddr: m.Addr, Voter: !m.Learner})
+		ids = append(ids, id)
+	}
+	n.mu.Unlock()
+	if n.IsLeader() {
+		st := n.rn.Status()
+		for i, id := range ids {
+			if pr, ok := st.Progress[id]; ok {
+				out[i].Match = pr.Match
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func (n *Node) member(id string) (memberInfo, bool, error) {
+	rid := RaftID(id)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	m, ok := n.members[rid]
+	if ok && m.ID != id {
+		return m, ok, fmt.Errorf("raftstore: node ID %q maps to the same raft ID as member %q; choose another ID", id, m.ID)
+	}
+	return m, ok, nil
+}
+
+// AddLearner adds a non-voting member that receives the log. It is a no-op
+// if id is already a learner at raftAddr. It returns once the change is
+// applied on this node.
+func (n *Node) AddLearner(ctx context.Context, id, raftAddr string) error {
+	if id == "" || raftAddr == "" {
+		return errors.New("raftstore: add learner: id and raftAddr are required")
+	}
+	m, ok, err := n.member(id)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if !m.Learner {
+			return fmt.Errorf("raftstore: add learner: %q is already a voter", id)
+		}
+		if m.Addr == raftAddr {
+			return nil
+		}
+	}
+	return n.confChange(ctx, &raftpb.ConfChange{
+		Type: new(raftpb.ConfChangeAddLearnerNode), NodeId: new(RaftID(id)),
+		Context: encodeMemberContext(id, raftAddr),
+	})
+}
+
+// Promote turns a learner into a voter. It is a no-op for a voter.
+func (n *Node) Promote(ctx context.Context, id string) error {
+	m, ok, err := n.member(id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("raftstore: promote: %q is not a member; add it as a learner first", id)
+	}
+	if !m.Learner {
+		return nil
+	}
+	return n.confChange(ctx, &raftpb.ConfChange{
+		Type: new(raftpb.ConfChangeAddNode), NodeId: new(RaftID(id)),
+		Context: encodeMemberContext(id, m.Addr),
+	})
+}
+
+// Remove removes a member. It is a no-op for a non-member. The leader
+// cannot remove itself (transfer leadership first), and the last voter
+// cannot be removed.
+func (n *Node) Remove(ctx context.Context, id string) error {
+	m, ok, err := n.member(id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return nil
+	}
+	if RaftID(id) == n.id {
+		return fmt.Errorf("raftstore: remove: %q is this node (the leader); transfer leadership first", id)
+	}
+	if !m.Learner {
+		voters := 0
+		n.mu.Lock()
+		for _, mm := range n.members {
+			if !mm.Learner {
+				voters++
+			}
+		}
+		n.mu.Unlock()
+		if voters <= 1 {
+			return fmt.Errorf("raftstore: remove: %q is the last voter", id)
+		}
+	}
+	return n.confChange(ctx, &raftpb.ConfChange{
+		Type: new(raftpb.ConfChangeRemoveNode), NodeId: new(RaftID(id)),
+		Context: encodeMemberContext(id, m.Addr),
+	})
+}
+
+// confChange proposes one configuration change and waits until it is
+// applied here. Only one runs at a time, and only on the leader.
+func (n *Node) confChange(ctx context.Context, cc *raftpb.ConfChange) error {
+	n.ccMu.Lock()
+	defer n.ccMu.Unlock()
+	if err := n.running(); err != nil {
+		return err
+	}
+	if !n.isLeader.Load() {
+		return fmt.Errorf("raftstore: conf change: %w", ErrNotLeader)
+	}
+	ccID := rand.Uint64() | 1
+	cc.Id = new(ccID)
+	ch := make(chan struct{})
+	n.mu.Lock()
+	n.ccWaiters[ccID] = ch
+	n.mu.Unlock()
+	defer func() {
+		n.mu.Lock()
+		delete(n.ccWaiters, ccID)
+		n.mu.Unlock()
+	}()
+	if err := n.rn.ProposeConfChange(ctx, cc); err != nil {
+		return fmt.Errorf("raftstore: conf change: %w", n.proposeErr(err))
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("raftstore: conf change: %w: %w", kv.ErrUnknown, ctx.Err())
+	case <-n.stopc:
+		return n.stopErr()
+	}
+}
+
+// TransferLeadership asks the leader to hand leadership to toID and waits
+// until this node sees toID as leader.
+func (n *Node) TransferLeadership(ctx context.Context, toID string) error {
+	m, ok, err := n.member(toID)
+	if err != nil {
+		return err
+	}
+	if !ok || m.Learner {
+		return fmt.Errorf("raftstore: transfer leadership: %q is not a voter", toID)
+	}
+	to := RaftID(toID)
+	tick := time.NewTicker(n.cfg.TickInterval)
+	defer tick.Stop()
+	for {
+		if err := n.running(); err != nil {
+			return err
+		}
+		lead := n.leader.Load()
+		if lead == to {
+			return nil
+		}
+		if lead != raft.None {
+			n.rn.TransferLeadership(ctx, lead, to)
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return fmt.Errorf("raftstore: transfer leadership to %q: %w", toID, ctx.Err())
+		}
+	}
+}

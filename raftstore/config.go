@@ -1,0 +1,163 @@
+package raftstore
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/writ-dev/writ/kv"
+)
+
+// Peer is one member of the initial static configuration.
+type Peer struct {
+	ID   string // node ID
+	Addr string // raft address, host:port
+}
+
+// Config configures a Node. Zero values take the documented defaults.
+type Config struct {
+	// NodeID names this node; it is mapped to raft's uint64 ID by RaftID.
+	NodeID string
+	// DataDir holds wal/, snap/ and state.db.
+	DataDir string
+	// RaftAddr is the address the peer transport listens on and binds its
+	// outgoing connections to (host:port; port 0 picks a free port, and
+	// Node.Addr reports it).
+	RaftAddr string
+	// Listener, if set, is used instead of listening on RaftAddr (tests
+	// create listeners first so that a static peer list can name ports).
+	Listener net.Listener
+	// Peers is the initial static configuration, including this node. Empty
+	// (and Join unset) starts a fresh single-node cluster. Ignored when the
+	// data directory already holds a log.
+	Peers []Peer
+	// Join starts a node that waits to be added by the leader (as a
+	// learner via AddLearner); it does not bootstrap a configuration.
+	Join bool
+	// TickInterval is the raft tick (default 50ms).
+	TickInterval time.Duration
+	// ElectionTicks is the election timeout in ticks (default 12: a leader
+	// failure is detected within 0.6–1.2 s on loopback).
+	ElectionTicks int
+	// HeartbeatTicks is the heartbeat interval in ticks (default 2).
+	HeartbeatTicks int
+	// SnapshotCount is the number of applied entries between snapshots
+	// (default 10000). The log is compacted to SnapshotCatchUp entries
+	// behind each snapshot.
+	SnapshotCount uint64
+	// SnapshotCatchUp is how many entries are kept in the log behind a
+	// snapshot for slow followers (default 5000, at most SnapshotCount).
+	SnapshotCatchUp uint64
+	// MaxBatchBytes bounds one raft append message and one transport frame
+	// (default 1 MiB).
+	MaxBatchBytes int
+	// MaxUncommittedBytes bounds the leader's uncommitted log tail; beyond it
+	// proposals fail with kv.ErrDropped (default 64 MiB).
+	MaxUncommittedBytes uint64
+	// SendQueue is the per-peer bound on queued outgoing messages (default
+	// 4096); when it is full, messages are dropped and raft retries.
+	SendQueue int
+	// OutcomeRetention is how many command outcomes the dedup table keeps,
+	// oldest forgotten first (default 100000). It must be equal on every
+	// node: it is part of the replicated state machine.
+	OutcomeRetention int
+	// Checker, if set, is consulted for every command at apply.
+	Checker kv.Checker
+	// Observer, if set, is told about every applied batch, in log order.
+	Observer kv.ApplyObserver
+	// Logger receives structured logs (default slog.Default()).
+	Logger *slog.Logger
+
+	hooks *testHooks
+}
+
+// testHooks inject faults in tests.
+type testHooks struct {
+	// beforeWALSave is called before every WAL append; an error is treated
+	// exactly like a failed write or fsync.
+	beforeWALSave func() error
+}
+
+func (c *Config) withDefaults() (Config, error) {
+	out := *c
+	if out.NodeID == "" {
+		return out, errors.New("raftstore: config: NodeID is empty; set a unique node ID")
+	}
+	if out.DataDir == "" {
+		return out, errors.New("raftstore: config: DataDir is empty; set a directory for the log and state")
+	}
+	if out.RaftAddr == "" && out.Listener == nil {
+		return out, errors.New("raftstore: config: RaftAddr is empty; set host:port to listen on")
+	}
+	if out.TickInterval <= 0 {
+		out.TickInterval = 50 * time.Millisecond
+	}
+	if out.HeartbeatTicks <= 0 {
+		out.HeartbeatTicks = 2
+	}
+	if out.ElectionTicks <= 0 {
+		out.ElectionTicks = 12
+	}
+	if out.ElectionTicks <= out.HeartbeatTicks {
+		return out, fmt.Errorf("raftstore: config: ElectionTicks (%d) must exceed HeartbeatTicks (%d)", out.ElectionTicks, out.HeartbeatTicks)
+	}
+	if out.SnapshotCount == 0 {
+		out.SnapshotCount = 10000
+	}
+	if out.SnapshotCatchUp == 0 {
+		out.SnapshotCatchUp = 5000
+	}
+	if out.SnapshotCatchUp > out.SnapshotCount {
+		out.SnapshotCatchUp = out.SnapshotCount
+	}
+	if out.MaxBatchBytes <= 0 {
+		out.MaxBatchBytes = 1 << 20
+	}
+	if out.MaxUncommittedBytes == 0 {
+		out.MaxUncommittedBytes = 64 << 20
+	}
+	if out.SendQueue <= 0 {
+		out.SendQueue = 4096
+	}
+	if out.OutcomeRetention <= 0 {
+		out.OutcomeRetention = 100000
+	}
+	if out.Logger == nil {
+		out.Logger = slog.Default()
+	}
+	seen := map[uint64]string{}
+	for i, p := range out.Peers {
+		if p.ID == "" || p.Addr == "" {
+			return out, fmt.Errorf("raftstore: config: Peers[%d] needs both ID and Addr", i)
+		}
+		rid := RaftID(p.ID)
+		if other, ok := seen[rid]; ok {
+			return out, fmt.Errorf("raftstore: config: Peers[%d]: ID %q collides with %q (same raft ID); rename one", i, p.ID, other)
+		}
+		seen[rid] = p.ID
+	}
+	if len(out.Peers) > 0 {
+		if _, ok := seen[RaftID(out.NodeID)]; !ok {
+			return out, fmt.Errorf("raftstore: config: Peers does not include this node %q; list every initial member", out.NodeID)
+		}
+	}
+	if out.Join && len(out.Peers) > 0 {
+		return out, errors.New("raftstore: config: Join and Peers are exclusive; a joiner is added by the leader")
+	}
+	return out, nil
+}
+
+// RaftID maps a node ID to raft's uint64 ID deterministically (FNV-1a 64,
+// never zero), so every node computes the same mapping.
+func RaftID(id string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	v := h.Sum64()
+	if v == 0 {
+		v = 1
+	}
+	return v
+}

@@ -1,0 +1,126 @@
+// Package raftstore owns writ's replicated log: an etcd raft node
+// (go.etcd.io/raft/v3, PreVote and CheckQuorum on, proposal forwarding from
+// followers on), its durable log in etcd's wal and snap packages, a gRPC
+// streaming peer transport, the applied key/value state in bbolt, and
+// membership changes. It implements the pipeline's Log interface and the
+// membership reconciler's voter operations; it never exports raft types.
+//
+// # The Ready loop
+//
+// One goroutine drives raft. For every Ready it performs these duties, in
+// this order; an error in any of them stops the node (see "Failure"):
+//
+//  1. If the Ready carries a snapshot, save it: the snapshot file first,
+//     then its WAL record, so that a restart can always find the snapshot
+//     that the WAL refers to.
+//  2. Append the hard state and the new entries to the WAL, with fsync.
+//     Nothing below happens for entries that are not durable.
+//  3. Apply the snapshot to, and append the entries to, raft's in-memory
+//     log storage.
+//  4. Send the messages to peers (only now: they may promise durability).
+//  5. Answer waiting linearizable reads from the ReadStates.
+//  6. Hand the snapshot and the committed entries, in order, to the
+//     applier goroutine.
+//  7. Call Advance.
+//
+// A ticker calls Tick every TickInterval on the same goroutine.
+//
+// The applier applies what step 6 handed over, one bbolt transaction per
+// batch of Readys, then (a) tells the kv.ApplyObserver about each applied
+// entry in log order, (b) releases the Proposal waiters of entries this node
+// proposed, and (c) every SnapshotCount entries takes a snapshot of the
+// state, saves it (snap file + WAL record), compacts the in-memory log to
+// SnapshotCatchUp entries behind it and releases older WAL segments.
+//
+// # Applied state and why bbolt
+//
+// The state is a bbolt database (state.db): keys with their value and
+// revision (the log index that last wrote them), the outcome/dedup table,
+// and metadata (applied index, members). bbolt gives serializable,
+// crash-safe, single-writer transactions with fsync on commit, which is
+// exactly the shape of apply: one writer, in log order, and the applied
+// index written in the SAME transaction as the state it describes (W9). A
+// crash therefore leaves the state at some applied index i, and replay
+// resumes at i+1; an entry is never half-applied nor applied twice. It is
+// pure Go, already used by etcd, needs no background compaction, and reads
+// (serializable Get/List) run concurrently with the writer in MVCC
+// read transactions. An LSM (pebble) would write faster but adds a
+// compaction machinery this state size does not need.
+//
+// # Apply (W7)
+//
+// An entry's data is a small envelope (origin node, request number) around
+// the kv batch codec (kv.EncodeBatch). For every command, in order, apply
+// decides, using only committed state, so every replica decides the same:
+//
+//  1. Duplicate: the command ID has a recorded StatusApplied outcome →
+//     StatusDuplicate with FirstIndex; nothing changes.
+//  2. Checker veto: the optional kv.Checker returns an error →
+//     StatusRejected with the error text; nothing changes.
+//  3. Preconditions: for each conditional write the key's revision must
+//     equal IfRev (0 = absent); the first that fails → StatusConflict with
+//     a reason naming the key and both revisions; nothing changes.
+//  4. Otherwise every write applies at the entry's index: StatusApplied.
+//
+// Outcomes are recorded by command ID. A non-applied outcome (conflict,
+// rejected) is replaced by a later attempt with the same ID, because it
+// changed nothing and the proposer re-evaluates and retries with the same
+// ID. Retention is bounded by OutcomeRetention (oldest first, in log order;
+// equal on every node). The table lives in bbolt, so it is part of
+// snapshots and survives restarts.
+//
+// An entry that cannot be decoded (written by a newer version) stops the
+// node rather than letting replicas diverge.
+//
+// # Restart and replay
+//
+// Start loads the newest snapshot that the WAL refers to, replays the WAL
+// into raft's storage and restarts raft. If state.db is behind the snapshot
+// (a snapshot was received but not restored before a crash) it is restored
+// from the snapshot first. raft then re-delivers every committed entry after
+// the snapshot: conf changes are re-applied to raft and to the member table
+// even when state.db already includes them, normal entries at or below the
+// applied index are skipped. Deleting state.db makes the node re-apply the
+// whole retained log, reaching the same state (TestReplay*).
+//
+// # Waiting, reads, errors
+//
+// Propose returns once raft accepted the entry (a follower forwards it to
+// the leader); Proposal.Wait returns the per-command results after local
+// apply. kv.ErrNoLeader and kv.ErrDropped mean the entry was definitely not
+// appended; kv.ErrUnknown means the context ended while the entry may still
+// commit (ask Outcome by command ID); kv.ErrStopped means the node stopped.
+// Get/List with linearizable=false read local applied state; with
+// linearizable=true they first obtain a read index from the leader
+// (ReadIndex, confirmed by a heartbeat quorum) and wait until it is applied.
+//
+// # Failure
+//
+// A WAL write or fsync error, a snapshot save error or a state commit error
+// is never acknowledged: the loop returns before sending or applying, the
+// node stops, Err reports the cause, waiters get kv.ErrStopped, and a restart
+// recovers from what is on disk (W10). Config has an unexported hook that
+// tests use to inject a WAL failure.
+//
+// # Membership
+//
+// Node IDs are strings; RaftID maps them to raft's uint64 IDs with FNV-1a.
+// A conf change carries the member's ID and raft address in its context,
+// so the member table is rebuilt by replay and shipped in snapshots.
+// AddLearner, Promote, Remove and TransferLeadership run on the leader, one
+// conf change at a time, and return once the change is applied locally.
+// A node starts as a fresh single-node cluster (no Peers), as one of a
+// static initial configuration (Peers), or as a joiner (Join) that waits for
+// the leader to add it; a joiner learns the leader's address from the
+// transport stream header.
+//
+// # Transport
+//
+// Each node serves one gRPC client-streaming method with a raw-bytes codec
+// and keeps one outgoing stream per peer. Outgoing messages go into a bounded
+// per-peer queue (a full queue drops the message and reports the peer
+// unreachable; raft retries), are batched into frames of up to MaxBatchBytes,
+// and a broken stream is re-established with exponential backoff (20 ms to
+// 1 s). Outgoing connections bind to the host of RaftAddr, so a partition
+// between two addresses can be injected with packet filters.
+package raftstore

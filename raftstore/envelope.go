@@ -1,0 +1,63 @@
+package raftstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/writ-dev/writ/kv"
+)
+
+// Entry data is an envelope around the kv batch encoding:
+//
+//	version:u8(=1) origin:uvarint(raft ID) request:uvarint batch(kv codec)
+//
+// origin and request let the proposing node find its waiter; every other
+// node ignores them.
+const envelopeVersion = 1
+
+func encodeEnvelope(origin, req uint64, cmds []kv.Command) []byte {
+	b := make([]byte, 0, 64)
+	b = append(b, envelopeVersion)
+	b = binary.AppendUvarint(b, origin)
+	b = binary.AppendUvarint(b, req)
+	return kv.AppendBatch(b, cmds)
+}
+
+func decodeEnvelope(data []byte) (origin, req uint64, cmds []kv.Command, err error) {
+	if len(data) == 0 || data[0] != envelopeVersion {
+		return 0, 0, nil, errors.New("raftstore: entry envelope: unsupported version")
+	}
+	p := data[1:]
+	origin, n := binary.Uvarint(p)
+	if n <= 0 {
+		return 0, 0, nil, errors.New("raftstore: entry envelope: bad origin")
+	}
+	p = p[n:]
+	req, n = binary.Uvarint(p)
+	if n <= 0 {
+		return 0, 0, nil, errors.New("raftstore: entry envelope: bad request id")
+	}
+	cmds, err = kv.DecodeBatch(p[n:])
+	if err != nil {
+		return 0, 0, nil, fmt.Errorf("raftstore: entry envelope: %w", err)
+	}
+	return origin, req, cmds, nil
+}
+
+// Conf change context: the member's string ID and raft address.
+func encodeMemberContext(id, addr string) []byte {
+	return appendLP(appendLP(nil, id), addr)
+}
+
+func decodeMemberContext(b []byte) (id, addr string, err error) {
+	idb, rest, ok := readLP(b)
+	if !ok {
+		return "", "", errors.New("raftstore: conf change context: bad id")
+	}
+	ab, _, ok := readLP(rest)
+	if !ok {
+		return "", "", errors.New("raftstore: conf change context: bad address")
+	}
+	return string(idb), string(ab), nil
+}

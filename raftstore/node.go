@@ -1,0 +1,799 @@
+package raftstore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/snap"
+	"go.etcd.io/etcd/server/v3/storage/wal"
+	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/writ-dev/writ/kv"
+)
+
+var (
+	// ErrNotLeader: the operation must run on the leader.
+	ErrNotLeader = errors.New("raftstore: not the leader")
+	// ErrRemoved: this node was removed from the cluster.
+	ErrRemoved = errors.New("raftstore: node was removed from the cluster")
+)
+
+// Node is one member of a replicated log. Create it with Start; it runs
+// until Stop or a fatal storage error (see Err and Done).
+type Node struct {
+	cfg     Config
+	id      uint64
+	log     *slog.Logger
+	rn      raft.Node
+	storage *raft.MemoryStorage
+	wal     *wal.WAL
+	snapper *snap.Snapshotter
+	snapDir string
+	st      *stateDB
+	tr      *transport
+	applyc  chan applyTask
+
+	leader   atomic.Uint64
+	isLeader atomic.Bool
+	term     atomic.Uint64
+	commit   atomic.Uint64
+	applied  atomic.Uint64
+	fsyncs   atomic.Uint64 // WAL appends that synced entries (for benchmarks)
+	entries  atomic.Uint64 // entries appended to the WAL
+
+	mu        sync.Mutex
+	waiters   map[uint64]*proposal
+	ccWaiters map[uint64]chan struct{}
+	reads     map[uint64]chan uint64
+	members   map[uint64]memberInfo
+	appliedCh chan struct{}
+
+	// owned by the applier goroutine (and Start before it runs)
+	confState *raftpb.ConfState
+	snapIndex uint64
+
+	ccMu   sync.Mutex
+	reqSeq atomic.Uint64
+
+	stopc    chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+	fatalMu  sync.Mutex
+	fatal    error
+	wg       sync.WaitGroup
+}
+
+type applyTask struct {
+	snap    *raftpb.Snapshot
+	entries []*raftpb.Entry
+}
+
+// Start opens (or creates) the node's data directory, replays the snapshot
+// and log tail, starts the peer transport and the Ready loop.
+func Start(c Config) (*Node, error) {
+	cfg, err := c.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg:       cfg,
+		id:        RaftID(cfg.NodeID),
+		log:       cfg.Logger.With("component", "raftstore", "node", cfg.NodeID),
+		storage:   raft.NewMemoryStorage(),
+		applyc:    make(chan applyTask, 256),
+		waiters:   map[uint64]*proposal{},
+		ccWaiters: map[uint64]chan struct{}{},
+		reads:     map[uint64]chan uint64{},
+		appliedCh: make(chan struct{}),
+		stopc:     make(chan struct{}),
+		done:      make(chan struct{}),
+		confState: &raftpb.ConfState{},
+	}
+	n.reqSeq.Store(rand.Uint64() >> 1)
+	if err := n.open(); err != nil {
+		n.closeStorage()
+		return nil, err
+	}
+	lis := cfg.Listener
+	if lis == nil {
+		lis, err = net.Listen("tcp", cfg.RaftAddr)
+		if err != nil {
+			n.closeStorage()
+			return nil, fmt.Errorf("raftstore: listen on RaftAddr %q: %w", cfg.RaftAddr, err)
+		}
+	}
+	n.tr = newTransport(n.id, lis, cfg.SendQueue, cfg.MaxBatchBytes, n, n.log)
+	for id, m := range n.members {
+		if id != n.id {
+			n.tr.setPeer(id, m.Addr)
+		}
+	}
+	rc := &raft.Config{
+		ID:                        n.id,
+		ElectionTick:              cfg.ElectionTicks,
+		HeartbeatTick:             cfg.HeartbeatTicks,
+		Storage:                   n.storage,
+		MaxSizePerMsg:             uint64(cfg.MaxBatchBytes),
+		MaxInflightMsgs:           256,
+		MaxUncommittedEntriesSize: cfg.MaxUncommittedBytes,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		StepDownOnRemoval:         true,
+		Logger:                    raftLogger{n.log},
+	}
+	fresh := n.wal == nil
+	if fresh {
+		if err := n.createWAL(); err != nil {
+			n.tr.close()
+			n.closeStorage()
+			return nil, err
+		}
+	}
+	switch {
+	case !fresh || cfg.Join:
+		n.rn = raft.RestartNode(rc)
+	default:
+		peers := cfg.Peers
+		if len(peers) == 0 {
+			peers = []Peer{{ID: cfg.NodeID, Addr: n.tr.addr}}
+		}
+		rpeers := make([]raft.Peer, len(peers))
+		for i, p := range peers {
+			addr := p.Addr
+			if p.ID == cfg.NodeID {
+				addr = n.tr.addr
+			} else {
+				n.tr.setPeer(RaftID(p.ID), p.Addr)
+			}
+			rpeers[i] = raft.Peer{ID: RaftID(p.ID), Context: encodeMemberContext(p.ID, addr)}
+		}
+		n.rn = raft.StartNode(rc, rpeers)
+		if len(peers) == 1 {
+			// A fresh single-node cluster need not wait an election timeout.
+			_ = n.rn.Campaign(context.Background())
+		}
+	}
+	n.wg.Add(2)
+	go n.run()
+	go n.applier()
+	n.log.Info("raftstore: started", "raft_id", n.id, "addr", n.tr.addr, "fresh", fresh, "join", cfg.Join, "applied", n.applied.Load())
+	return n, nil
+}
+
+// open loads the applied state, the newest snapshot and the WAL, if any.
+func (n *Node) open() error {
+	cfg := n.cfg
+	walDir := filepath.Join(cfg.DataDir, "wal")
+	n.snapDir = filepath.Join(cfg.DataDir, "snap")
+	if err := os.MkdirAll(n.snapDir, 0o750); err != nil {
+		return fmt.Errorf("raftstore: create %s: %w", n.snapDir, err)
+	}
+	lg := zap.NewNop()
+	n.snapper = snap.New(lg, n.snapDir)
+	st, err := openState(filepath.Join(cfg.DataDir, "state.db"), cfg.OutcomeRetention)
+	if err != nil {
+		return err
+	}
+	n.st = st
+	applied, members, err := st.load()
+	if err != nil {
+		return err
+	}
+	if !wal.Exist(walDir) {
+		if applied > 0 {
+			return fmt.Errorf("raftstore: %s has state applied to index %d but no WAL in %s; the data directory is incomplete", cfg.DataDir, applied, walDir)
+		}
+		n.members = members
+		return nil
+	}
+	walSnaps, err := wal.ValidSnapshotEntries(lg, walDir)
+	if err != nil {
+		return fmt.Errorf("raftstore: read WAL snapshot entries: %w", err)
+	}
+	snapshot, err := n.snapper.LoadNewestAvailable(walSnaps)
+	if err != nil && !errors.Is(err, snap.ErrNoSnapshot) {
+		return fmt.Errorf("raftstore: load snapshot: %w", err)
+	}
+	ws := &walpb.Snapshot{Index: new(uint64(0)), Term: new(uint64(0))}
+	if snapshot != nil {
+		ws.Index = new(snapshot.GetMetadata().GetIndex())
+		ws.Term = new(snapshot.GetMetadata().GetTerm())
+	}
+	w, err := wal.Open(lg, walDir, ws)
+	if err != nil {
+		return fmt.Errorf("raftstore: open WAL: %w", err)
+	}
+	n.wal = w
+	meta, hs, ents, err := w.ReadAll()
+	if err != nil {
+		return fmt.Errorf("raftstore: replay WAL: %w", err)
+	}
+	if string(meta) != cfg.NodeID {
+		return fmt.Errorf("raftstore: WAL in %s belongs to node %q, not %q; use that node's ID or another DataDir", walDir, meta, cfg.NodeID)
+	}
+	if snapshot != nil {
+		if err := n.storage.ApplySnapshot(snapshot); err != nil {
+			return fmt.Errorf("raftstore: apply snapshot to log: %w", err)
+		}
+		if applied < snapshot.GetMetadata().GetIndex() {
+			// The snapshot was received but not yet restored into the state.
+			if applied, members, err = st.restore(snapshot.GetData()); err != nil {
+				return fmt.Errorf("raftstore: restore snapshot: %w", err)
+			}
+		}
+		n.confState = proto.Clone(snapshot.GetMetadata().GetConfState()).(*raftpb.ConfState)
+		n.snapIndex = snapshot.GetMetadata().GetIndex()
+	}
+	if hs != nil {
+		if err := n.storage.SetHardState(hs); err != nil {
+			return fmt.Errorf("raftstore: set hard state: %w", err)
+		}
+		n.term.Store(hs.GetTerm())
+		n.commit.Store(hs.GetCommit())
+	}
+	if err := n.storage.Append(ents); err != nil {
+		return fmt.Errorf("raftstore: load log entries: %w", err)
+	}
+	n.applied.Store(applied)
+	n.members = members
+	return nil
+}
+
+func (n *Node) createWAL() error {
+	walDir := filepath.Join(n.cfg.DataDir, "wal")
+	w, err := wal.Create(zap.NewNop(), walDir, []byte(n.cfg.NodeID))
+	if err != nil {
+		return fmt.Errorf("raftstore: create WAL in %s: %w", walDir, err)
+	}
+	n.wal = w
+	return nil
+}
+
+func (n *Node) closeStorage() {
+	if n.wal != nil {
+		_ = n.wal.Close()
+	}
+	if n.st != nil {
+		_ = n.st.close()
+	}
+}
+
+// run is the Ready loop; see the package doc for the numbered duties.
+func (n *Node) run() {
+	defer n.wg.Done()
+	ticker := time.NewTicker(n.cfg.TickInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ticker.C:
+			n.rn.Tick()
+		case rd := <-n.rn.Ready():
+			if err := n.handleReady(rd); err != nil {
+				if !errors.Is(err, errStopping) {
+					n.failAsync(err)
+				}
+				return
+			}
+		case <-n.stopc:
+			return
+		}
+	}
+}
+
+var errStopping = errors.New("raftstore: stopping")
+
+func (n *Node) handleReady(rd raft.Ready) error {
+	if rd.SoftState != nil {
+		n.leader.Store(rd.SoftState.Lead)
+		n.isLeader.Store(rd.SoftState.RaftState == raft.StateLeader)
+	}
+	if rd.HardState != nil {
+		n.term.Store(rd.HardState.GetTerm())
+		n.commit.Store(rd.HardState.GetCommit())
+	}
+	// 1. Persist an incoming snapshot (snap file, then its WAL record).
+	hasSnap := !raft.IsEmptySnap(rd.Snapshot)
+	if hasSnap {
+		if err := n.saveSnapshot(rd.Snapshot); err != nil {
+			return err
+		}
+	}
+	// 2. Append entries and hard state to the WAL, with fsync.
+	if h := n.cfg.hooks; h != nil && h.beforeWALSave != nil && (len(rd.Entries) > 0 || !raft.IsEmptyHardState(rd.HardState)) {
+		if err := h.beforeWALSave(); err != nil {
+			return fmt.Errorf("raftstore: WAL write/fsync failed; stopping without acknowledging: %w", err)
+		}
+	}
+	if err := n.wal.Save(rd.HardState, rd.Entries); err != nil {
+		return fmt.Errorf("raftstore: WAL write/fsync failed; stopping without acknowledging: %w", err)
+	}
+	if len(rd.Entries) > 0 {
+		n.fsyncs.Add(1)
+		n.entries.Add(uint64(len(rd.Entries)))
+	}
+	// 3. Make the snapshot and entries visible to raft's storage.
+	if hasSnap {
+		if err := n.storage.ApplySnapshot(rd.Snapshot); err != nil {
+			return fmt.Errorf("raftstore: apply snapshot to log storage: %w", err)
+		}
+	}
+	if err := n.storage.Append(rd.Entries); err != nil {
+		return fmt.Errorf("raftstore: append to log storage: %w", err)
+	}
+	// 4. Send messages, only now that what they promise is durable.
+	n.tr.send(rd.Messages)
+	// 5. Answer linearizable reads.
+	if len(rd.ReadStates) > 0 {
+		n.mu.Lock()
+		for _, rs := range rd.ReadStates {
+			if len(rs.RequestCtx) == 8 {
+				if ch, ok := n.reads[binary.BigEndian.Uint64(rs.RequestCtx)]; ok {
+					select {
+					case ch <- rs.Index:
+					default:
+					}
+				}
+			}
+		}
+		n.mu.Unlock()
+	}
+	// 6. Hand the snapshot and committed entries to the applier, in order.
+	if hasSnap || len(rd.CommittedEntries) > 0 {
+		t := applyTask{entries: rd.CommittedEntries}
+		if hasSnap {
+			t.snap = rd.Snapshot
+		}
+		select {
+		case n.applyc <- t:
+		case <-n.stopc:
+			return errStopping
+		}
+	}
+	// 7. Tell raft this Ready is handled.
+	n.rn.Advance()
+	return nil
+}
+
+func (n *Node) saveSnapshot(s *raftpb.Snapshot) error {
+	md := s.GetMetadata()
+	if err := n.snapper.SaveSnap(s); err != nil {
+		return fmt.Errorf("raftstore: save snapshot %d: %w", md.GetIndex(), err)
+	}
+	ws := &walpb.Snapshot{Index: new(md.GetIndex()), Term: new(md.GetTerm()), ConfState: md.GetConfState()}
+	if ws.ConfState == nil {
+		ws.ConfState = &raftpb.ConfState{}
+	}
+	if err := n.wal.SaveSnapshot(ws); err != nil {
+		return fmt.Errorf("raftstore: WAL snapshot record %d: %w", md.GetIndex(), err)
+	}
+	return nil
+}
+
+// applier applies committed entries to the state, one bbolt transaction
+// per batch of Ready results, then releases waiters and observers.
+func (n *Node) applier() {
+	defer n.wg.Done()
+	for {
+		var tasks []applyTask
+		select {
+		case t := <-n.applyc:
+			tasks = append(tasks, t)
+		case <-n.stopc:
+			return
+		}
+	more:
+		for len(tasks) < 64 {
+			select {
+			case t := <-n.applyc:
+				tasks = append(tasks, t)
+			default:
+				break more
+			}
+		}
+		var ents []*raftpb.Entry
+		for _, t := range tasks {
+			if t.snap != nil {
+				if err := n.applyEntries(ents); err != nil {
+					n.failAsync(err)
+					return
+				}
+				ents = nil
+				if err := n.restoreSnapshot(t.snap); err != nil {
+					n.failAsync(err)
+					return
+				}
+			}
+			ents = append(ents, t.entries...)
+		}
+		if err := n.applyEntries(ents); err != nil {
+			n.failAsync(err)
+			return
+		}
+		if err := n.maybeSnapshot(); err != nil {
+			n.failAsync(err)
+			return
+		}
+	}
+}
+
+type appliedEntry struct {
+	index   uint64
+	origin  uint64
+	req     uint64
+	cmds    []kv.Command
+	results []kv.Result
+}
+
+func (n *Node) applyEntries(ents []*raftpb.Entry) error {
+	if len(ents) == 0 {
+		return nil
+	}
+	cur := n.applied.Load()
+	last := ents[len(ents)-1].GetIndex()
+	var done []appliedEntry
+	var ccDone []uint64
+	removedSelf := false
+	membersChanged := false
+	err := n.st.db.Update(func(tx *bolt.Tx) error {
+		for _, e := range ents {
+			idx := e.GetIndex()
+			switch e.GetType() {
+			case raftpb.EntryConfChange:
+				cc := &raftpb.ConfChange{}
+				if err := proto.Unmarshal(e.GetData(), cc); err != nil {
+					return fmt.Errorf("raftstore: entry %d: decode conf change: %w", idx, err)
+				}
+				// Always re-applied, also on replay: raft's configuration
+				// is rebuilt from the snapshot plus these entries.
+				if cs := n.rn.ApplyConfChange(cc); cs != nil {
+					n.confState = cs
+				}
+				self := n.applyMemberChange(cc)
+				if idx > cur {
+					membersChanged = true
+					removedSelf = removedSelf || self
+					if cc.GetId() != 0 {
+						ccDone = append(ccDone, cc.GetId())
+					}
+				}
+			case raftpb.EntryConfChangeV2:
+				cc := &raftpb.ConfChangeV2{}
+				if err := proto.Unmarshal(e.GetData(), cc); err != nil {
+					return fmt.Errorf("raftstore: entry %d: decode conf change v2: %w", idx, err)
+				}
+				if cs := n.rn.ApplyConfChange(cc); cs != nil {
+					n.confState = cs
+				}
+			case raftpb.EntryNormal:
+				if idx <= cur || len(e.GetData()) == 0 {
+					continue
+				}
+				origin, req, cmds, err := decodeEnvelope(e.GetData())
+				if err != nil {
+					// Every replica fails alike; stopping beats diverging.
+					return fmt.Errorf("raftstore: entry %d cannot be applied (written by a newer version?): %w", idx, err)
+				}
+				results, err := n.st.applyCommands(tx, idx, cmds, n.cfg.Checker)
+				if err != nil {
+					return err
+				}
+				done = append(done, appliedEntry{index: idx, origin: origin, req: req, cmds: cmds, results: results})
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		if last > cur {
+			if err := meta.Put(keyApplied, putU64(last)); err != nil {
+				return err
+			}
+		}
+		if membersChanged {
+			n.mu.Lock()
+			enc := encodeMembers(n.members)
+			n.mu.Unlock()
+			if err := meta.Put(keyMembers, enc); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("raftstore: apply entries %d..%d (state write/fsync failed): %w", ents[0].GetIndex(), last, err)
+	}
+	if last > cur {
+		n.setApplied(last)
+	}
+	// The state is durable: tell the observer, then the waiters.
+	if obs := n.cfg.Observer; obs != nil {
+		for _, d := range done {
+			obs.Applied(d.index, d.cmds, d.results)
+		}
+	}
+	n.mu.Lock()
+	for _, d := range done {
+		if d.origin != n.id {
+			continue
+		}
+		if p, ok := n.waiters[d.req]; ok {
+			delete(n.waiters, d.req)
+			p.finish(d.results, nil)
+		}
+	}
+	for _, id := range ccDone {
+		if ch, ok := n.ccWaiters[id]; ok {
+			delete(n.ccWaiters, id)
+			close(ch)
+		}
+	}
+	n.mu.Unlock()
+	if removedSelf {
+		return ErrRemoved
+	}
+	return nil
+}
+
+// applyMemberChange updates the member table and the transport; it reports
+// whether this node was removed.
+func (n *Node) applyMemberChange(cc *raftpb.ConfChange) bool {
+	id := cc.GetNodeId()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch cc.GetType() {
+	case raftpb.ConfChangeAddNode, raftpb.ConfChangeAddLearnerNode, raftpb.ConfChangeUpdateNode:
+		m := n.members[id]
+		if sid, addr, err := decodeMemberContext(cc.GetContext()); err == nil {
+			m.ID, m.Addr = sid, addr
+		}
+		switch cc.GetType() {
+		case raftpb.ConfChangeAddNode:
+			m.Learner = false
+		case raftpb.ConfChangeAddLearnerNode:
+			m.Learner = true
+		}
+		n.members[id] = m
+		if id != n.id {
+			n.tr.setPeer(id, m.Addr)
+		}
+	case raftpb.ConfChangeRemoveNode:
+		delete(n.members, id)
+		if id == n.id {
+			return true
+		}
+		n.tr.removePeer(id)
+	}
+	return false
+}
+
+func (n *Node) restoreSnapshot(s *raftpb.Snapshot) error {
+	md := s.GetMetadata()
+	if md.GetIndex() <= n.applied.Load() {
+		return nil
+	}
+	applied, members, err := n.st.restore(s.GetData())
+	if err != nil {
+		return fmt.Errorf("raftstore: restore snapshot %d: %w", md.GetIndex(), err)
+	}
+	if applied != md.GetIndex() {
+		return fmt.Errorf("raftstore: snapshot %d carries state applied to %d", md.GetIndex(), applied)
+	}
+	n.confState = proto.Clone(md.GetConfState()).(*raftpb.ConfState)
+	n.snapIndex = md.GetIndex()
+	n.mu.Lock()
+	old := n.members
+	n.members = members
+	n.mu.Unlock()
+	for id := range old {
+		if _, ok := members[id]; !ok && id != n.id {
+			n.tr.removePeer(id)
+		}
+	}
+	for id, m := range members {
+		if id != n.id {
+			n.tr.setPeer(id, m.Addr)
+		}
+	}
+	n.setApplied(md.GetIndex())
+	n.log.Info("raftstore: restored state from snapshot", "index", md.GetIndex())
+	return nil
+}
+
+// maybeSnapshot takes a snapshot every SnapshotCount applied entries and
+// compacts the in-memory log and the WAL locks behind it.
+func (n *Node) maybeSnapshot() error {
+	if n.applied.Load()-n.snapIndex < n.cfg.SnapshotCount {
+		return nil
+	}
+	idx, data, err := n.st.snapshotData()
+	if err != nil {
+		return fmt.Errorf("raftstore: read state for snapshot: %w", err)
+	}
+	s, err := n.storage.CreateSnapshot(idx, n.confState, data)
+	if errors.Is(err, raft.ErrSnapOutOfDate) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("raftstore: create snapshot %d: %w", idx, err)
+	}
+	if err := n.saveSnapshot(s); err != nil {
+		return err
+	}
+	n.snapIndex = idx
+	if idx > n.cfg.SnapshotCatchUp {
+		if err := n.storage.Compact(idx - n.cfg.SnapshotCatchUp); err != nil && !errors.Is(err, raft.ErrCompacted) {
+			return fmt.Errorf("raftstore: compact log to %d: %w", idx-n.cfg.SnapshotCatchUp, err)
+		}
+	}
+	if err := n.wal.ReleaseLockTo(idx); err != nil {
+		return fmt.Errorf("raftstore: release WAL before %d: %w", idx, err)
+	}
+	n.purgeSnapFiles(2)
+	n.log.Debug("raftstore: snapshot", "index", idx, "bytes", len(data))
+	return nil
+}
+
+// purgeSnapFiles keeps the newest keep snapshot files.
+func (n *Node) purgeSnapFiles(keep int) {
+	names, err := filepath.Glob(filepath.Join(n.snapDir, "*.snap"))
+	if err != nil || len(names) <= keep {
+		return
+	}
+	sort.Strings(names) // term-index in fixed-width hex sorts by age
+	for _, name := range names[:len(names)-keep] {
+		_ = os.Remove(name)
+	}
+}
+
+func (n *Node) setApplied(idx uint64) {
+	n.applied.Store(idx)
+	n.mu.Lock()
+	close(n.appliedCh)
+	n.appliedCh = make(chan struct{})
+	n.mu.Unlock()
+}
+
+func (n *Node) waitApplied(ctx context.Context, idx uint64) error {
+	for {
+		n.mu.Lock()
+		ch := n.appliedCh
+		n.mu.Unlock()
+		if n.applied.Load() >= idx {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("raftstore: waiting for apply of index %d: %w", idx, ctx.Err())
+		case <-n.done:
+			return n.stopErr()
+		}
+	}
+}
+
+// ---- transport callbacks ----
+
+func (n *Node) step(ctx context.Context, m *raftpb.Message) error { return n.rn.Step(ctx, m) }
+func (n *Node) reportUnreachable(id uint64)                       { n.rn.ReportUnreachable(id) }
+func (n *Node) reportSnapshot(id uint64, s raft.SnapshotStatus)   { n.rn.ReportSnapshot(id, s) }
+
+// ---- lifecycle ----
+
+// Addr is the address the peer transport listens on.
+func (n *Node) Addr() string { return n.tr.addr }
+
+// ID is the node's ID.
+func (n *Node) ID() string { return n.cfg.NodeID }
+
+// Done is closed once the node has stopped, by Stop or a fatal error.
+func (n *Node) Done() <-chan struct{} { return n.done }
+
+// Err returns the fatal error that stopped the node, if any.
+func (n *Node) Err() error {
+	n.fatalMu.Lock()
+	defer n.fatalMu.Unlock()
+	return n.fatal
+}
+
+func (n *Node) stopErr() error {
+	if err := n.Err(); err != nil {
+		return fmt.Errorf("raftstore: %w: %w", kv.ErrStopped, err)
+	}
+	return fmt.Errorf("raftstore: %w", kv.ErrStopped)
+}
+
+func (n *Node) running() error {
+	select {
+	case <-n.stopc:
+		return n.stopErr()
+	default:
+		return nil
+	}
+}
+
+// Stop shuts the node down and waits for it. It is safe to call twice.
+func (n *Node) Stop() { n.shutdown() }
+
+func (n *Node) failAsync(err error) {
+	n.fatalMu.Lock()
+	if n.fatal == nil {
+		n.fatal = err
+	}
+	n.fatalMu.Unlock()
+	if errors.Is(err, ErrRemoved) {
+		n.log.Warn("raftstore: stopping: removed from the cluster")
+	} else {
+		n.log.Error("raftstore: fatal error; node stops and recovers from disk on restart", "err", err)
+	}
+	go n.shutdown()
+}
+
+func (n *Node) shutdown() {
+	n.stopOnce.Do(func() {
+		close(n.stopc)
+		n.rn.Stop()
+		n.wg.Wait()
+		n.tr.close()
+		if err := n.wal.Close(); err != nil {
+			n.log.Warn("raftstore: close WAL", "err", err)
+		}
+		if err := n.st.close(); err != nil {
+			n.log.Warn("raftstore: close state", "err", err)
+		}
+		err := n.stopErr()
+		n.mu.Lock()
+		for id, p := range n.waiters {
+			delete(n.waiters, id)
+			p.finish(nil, err)
+		}
+		n.mu.Unlock()
+		close(n.done)
+	})
+	<-n.done
+}
+
+// ---- raft logger ----
+
+type raftLogger struct{ l *slog.Logger }
+
+func (r raftLogger) Debug(v ...any) { r.l.Debug(fmt.Sprint(v...)) }
+func (r raftLogger) Debugf(f string, v ...any) {
+	if r.l.Enabled(context.Background(), slog.LevelDebug) {
+		r.l.Debug(fmt.Sprintf(f, v...))
+	}
+}
+func (r raftLogger) Info(v ...any) { r.l.Debug(fmt.Sprint(v...)) }
+func (r raftLogger) Infof(f string, v ...any) {
+	if r.l.Enabled(context.Background(), slog.LevelDebug) {
+		r.l.Debug(fmt.Sprintf(f, v...))
+	}
+}
+func (r raftLogger) Warning(v ...any)            { r.l.Warn(fmt.Sprint(v...)) }
+func (r raftLogger) Warningf(f string, v ...any) { r.l.Warn(fmt.Sprintf(f, v...)) }
+func (r raftLogger) Error(v ...any)              { r.l.Error(fmt.Sprint(v...)) }
+func (r raftLogger) Errorf(f string, v ...any)   { r.l.Error(fmt.Sprintf(f, v...)) }
+func (r raftLogger) Fatal(v ...any)              { r.Panic(v...) }
+func (r raftLogger) Fatalf(f string, v ...any)   { r.Panicf(f, v...) }
+func (r raftLogger) Panic(v ...any) {
+	s := fmt.Sprint(v...)
+	r.l.Error(s)
+	panic(s)
+}
+func (r raftLogger) Panicf(f string, v ...any) {
+	s := fmt.Sprintf(f, v...)
+	r.l.Error(s)
+	panic(s)
+}

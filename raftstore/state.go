@@ -1,0 +1,464 @@
+package raftstore
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/writ-dev/writ/kv"
+)
+
+// Applied state in bbolt. Buckets:
+//
+//	meta           applied (u64 BE), outcomes (u64 BE count), members (encoded)
+//	kv             key -> rev (u64 BE) || value
+//	outcomes       command ID -> index (u64) || status (u8) || first (u64) || reason
+//	outcome_order  index (u64 BE) || command ID -> empty (retention order)
+//
+// Every apply batch is one bbolt transaction that also writes meta/applied,
+// so the applied index is exactly the index the state describes (W9).
+
+var (
+	bucketMeta     = []byte("meta")
+	bucketKV       = []byte("kv")
+	bucketOutcomes = []byte("outcomes")
+	bucketOrder    = []byte("outcome_order")
+	allBuckets     = [][]byte{bucketMeta, bucketKV, bucketOutcomes, bucketOrder}
+
+	keyApplied  = []byte("applied")
+	keyOutCount = []byte("outcomes")
+	keyMembers  = []byte("members")
+)
+
+type stateDB struct {
+	db        *bolt.DB
+	retention uint64
+}
+
+func openState(path string, retention int) (*stateDB, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: open state %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("raftstore: init state %s: %w", path, err)
+	}
+	return &stateDB{db: db, retention: uint64(retention)}, nil
+}
+
+func (s *stateDB) close() error { return s.db.Close() }
+
+func u64(b []byte) uint64 {
+	if len(b) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b)
+}
+
+func putU64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+// applied returns the persisted applied index and members.
+func (s *stateDB) load() (applied uint64, members map[uint64]memberInfo, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		m := tx.Bucket(bucketMeta)
+		applied = u64(m.Get(keyApplied))
+		var derr error
+		members, derr = decodeMembers(m.Get(keyMembers))
+		return derr
+	})
+	if err != nil {
+		return 0, nil, fmt.Errorf("raftstore: load state: %w", err)
+	}
+	return applied, members, nil
+}
+
+// txReader lets a kv.Checker read state inside the apply transaction, so it
+// sees the writes of earlier commands of the same batch.
+type txReader struct{ b *bolt.Bucket }
+
+func (r txReader) Get(key string) (kv.Record, bool) {
+	v := r.b.Get([]byte(key))
+	if v == nil {
+		return kv.Record{}, false
+	}
+	return decodeRecord(key, v), true
+}
+
+func decodeRecord(key string, v []byte) kv.Record {
+	rec := kv.Record{Key: key, Rev: binary.BigEndian.Uint64(v[:8])}
+	if len(v) > 8 {
+		rec.Value = append([]byte(nil), v[8:]...)
+	}
+	return rec
+}
+
+func encodeOutcome(r kv.Result) []byte {
+	b := binary.BigEndian.AppendUint64(nil, r.Index)
+	b = append(b, byte(r.Status))
+	b = binary.BigEndian.AppendUint64(b, r.FirstIndex)
+	return append(b, r.Reason...)
+}
+
+func decodeOutcome(v []byte) (kv.Result, bool) {
+	if len(v) < 17 {
+		return kv.Result{}, false
+	}
+	return kv.Result{
+		Index:      binary.BigEndian.Uint64(v[:8]),
+		Status:     kv.Status(v[8]),
+		FirstIndex: binary.BigEndian.Uint64(v[9:17]),
+		Reason:     string(v[17:]),
+	}, true
+}
+
+// applyTx applies one batch of commands at index inside tx. The decision
+// for each command depends only on the state in tx, so every replica decides
+// the same: duplicate (ID already applied) → checker veto → revision
+// preconditions → writes.
+func (s *stateDB) applyCommands(tx *bolt.Tx, index uint64, cmds []kv.Command, checker kv.Checker) ([]kv.Result, error) {
+	kvb := tx.Bucket(bucketKV)
+	outb := tx.Bucket(bucketOutcomes)
+	results := make([]kv.Result, len(cmds))
+	for i := range cmds {
+		c := &cmds[i]
+		res := kv.Result{Index: index}
+		var prev kv.Result
+		var hasPrev bool
+		if c.ID != "" {
+			prev, hasPrev = decodeOutcome(outb.Get([]byte(c.ID)))
+		}
+		switch {
+		case hasPrev && (prev.Status == kv.StatusApplied):
+			res.Status = kv.StatusDuplicate
+			res.FirstIndex = prev.Index
+			res.Reason = fmt.Sprintf("duplicate: command ID %q was first applied at index %d", c.ID, prev.Index)
+		default:
+			if checker != nil {
+				if err := checker.Check(c, txReader{kvb}); err != nil {
+					res.Status = kv.StatusRejected
+					res.Reason = "rejected: " + err.Error()
+					break
+				}
+			}
+			if reason := checkPreconditions(kvb, c.Effect.Writes); reason != "" {
+				res.Status = kv.StatusConflict
+				res.Reason = reason
+				break
+			}
+			for _, w := range c.Effect.Writes {
+				var err error
+				if w.Delete {
+					err = kvb.Delete([]byte(w.Key))
+				} else {
+					v := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(w.Value)), index)
+					err = kvb.Put([]byte(w.Key), append(v, w.Value...))
+				}
+				if err != nil {
+					return nil, fmt.Errorf("raftstore: apply index %d key %q: %w", index, w.Key, err)
+				}
+			}
+			res.Status = kv.StatusApplied
+		}
+		results[i] = res
+		// Record the outcome. A duplicate never overwrites the first
+		// application; a non-applied outcome is replaced by a later attempt
+		// with the same ID (it changed nothing, so a retry is safe).
+		if c.ID != "" && res.Status != kv.StatusDuplicate {
+			if err := s.recordOutcome(tx, c.ID, res, prev, hasPrev); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return results, nil
+}
+
+func checkPreconditions(kvb *bolt.Bucket, writes []kv.Write) string {
+	for _, w := range writes {
+		if w.Unconditional {
+			continue
+		}
+		var cur uint64
+		if v := kvb.Get([]byte(w.Key)); v != nil {
+			cur = binary.BigEndian.Uint64(v[:8])
+		}
+		if cur != w.IfRev {
+			return fmt.Sprintf("conflict: key %q is at revision %d, precondition expected revision %d", w.Key, cur, w.IfRev)
+		}
+	}
+	return ""
+}
+
+func orderKey(index uint64, id string) []byte {
+	return append(binary.BigEndian.AppendUint64(nil, index), id...)
+}
+
+func (s *stateDB) recordOutcome(tx *bolt.Tx, id string, res kv.Result, prev kv.Result, hasPrev bool) error {
+	meta := tx.Bucket(bucketMeta)
+	outb := tx.Bucket(bucketOutcomes)
+	ord := tx.Bucket(bucketOrder)
+	count := u64(meta.Get(keyOutCount))
+	if hasPrev {
+		if err := ord.Delete(orderKey(prev.Index, id)); err != nil {
+			return err
+		}
+		count--
+	}
+	if err := outb.Put([]byte(id), encodeOutcome(res)); err != nil {
+		return err
+	}
+	if err := ord.Put(orderKey(res.Index, id), nil); err != nil {
+		return err
+	}
+	count++
+	// Bounded retention: forget the oldest outcomes beyond the limit. The
+	// order is the log order, so every replica forgets the same ones.
+	if s.retention > 0 {
+		cur := ord.Cursor()
+		for count > s.retention {
+			k, _ := cur.First()
+			if k == nil {
+				break
+			}
+			if err := outb.Delete(k[8:]); err != nil {
+				return err
+			}
+			if err := cur.Delete(); err != nil {
+				return err
+			}
+			count--
+		}
+	}
+	return meta.Put(keyOutCount, putU64(count))
+}
+
+func (s *stateDB) get(key string) (kv.Record, bool, error) {
+	var rec kv.Record
+	var ok bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketKV).Get([]byte(key))
+		if v != nil {
+			rec, ok = decodeRecord(key, v), true
+		}
+		return nil
+	})
+	return rec, ok, err
+}
+
+func (s *stateDB) list(prefix string) ([]kv.Record, error) {
+	var out []kv.Record
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketKV).Cursor()
+		p := []byte(prefix)
+		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+			out = append(out, decodeRecord(string(k), v))
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (s *stateDB) outcome(id string) (kv.Result, bool) {
+	var r kv.Result
+	var ok bool
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		r, ok = decodeOutcome(tx.Bucket(bucketOutcomes).Get([]byte(id)))
+		return nil
+	})
+	return r, ok
+}
+
+// hash is a digest of the replicated state (keys, values, revisions and
+// retained outcomes), equal on replicas that applied the same log prefix.
+func (s *stateDB) hash() (applied uint64, sum [32]byte, err error) {
+	h := sha256.New()
+	err = s.db.View(func(tx *bolt.Tx) error {
+		applied = u64(tx.Bucket(bucketMeta).Get(keyApplied))
+		for _, name := range [][]byte{bucketKV, bucketOutcomes} {
+			err := tx.Bucket(name).ForEach(func(k, v []byte) error {
+				var l [8]byte
+				binary.BigEndian.PutUint64(l[:], uint64(len(k)))
+				h.Write(l[:])
+				h.Write(k)
+				binary.BigEndian.PutUint64(l[:], uint64(len(v)))
+				h.Write(l[:])
+				h.Write(v)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	copy(sum[:], h.Sum(nil))
+	return applied, sum, err
+}
+
+// Snapshot data: "WRITSNAP" version(1) then records
+// bucket(u8, 1-based index into allBuckets) klen:uvarint k vlen:uvarint v,
+// terminated by a zero byte.
+var snapMagic = []byte("WRITSNAP\x01")
+
+func (s *stateDB) snapshotData() (applied uint64, data []byte, err error) {
+	buf := bytes.NewBuffer(append([]byte(nil), snapMagic...))
+	err = s.db.View(func(tx *bolt.Tx) error {
+		applied = u64(tx.Bucket(bucketMeta).Get(keyApplied))
+		for i, name := range allBuckets {
+			err := tx.Bucket(name).ForEach(func(k, v []byte) error {
+				buf.WriteByte(byte(i + 1))
+				buf.Write(binary.AppendUvarint(nil, uint64(len(k))))
+				buf.Write(k)
+				buf.Write(binary.AppendUvarint(nil, uint64(len(v))))
+				buf.Write(v)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	buf.WriteByte(0)
+	return applied, buf.Bytes(), err
+}
+
+// restore replaces the whole state with snapshot data in one transaction.
+func (s *stateDB) restore(data []byte) (applied uint64, members map[uint64]memberInfo, err error) {
+	if !bytes.HasPrefix(data, snapMagic) {
+		return 0, nil, errors.New("raftstore: snapshot data: bad magic or version")
+	}
+	p := data[len(snapMagic):]
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		bs := make([]*bolt.Bucket, len(allBuckets))
+		for i, name := range allBuckets {
+			if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
+				return err
+			}
+			b, err := tx.CreateBucket(name)
+			if err != nil {
+				return err
+			}
+			bs[i] = b
+		}
+		for {
+			if len(p) == 0 {
+				return errors.New("raftstore: snapshot data: truncated")
+			}
+			bi := int(p[0])
+			p = p[1:]
+			if bi == 0 {
+				break
+			}
+			if bi > len(bs) {
+				return fmt.Errorf("raftstore: snapshot data: unknown bucket %d", bi)
+			}
+			var k, v []byte
+			var ok bool
+			if k, p, ok = readLP(p); !ok {
+				return errors.New("raftstore: snapshot data: bad key")
+			}
+			if v, p, ok = readLP(p); !ok {
+				return errors.New("raftstore: snapshot data: bad value")
+			}
+			if err := bs[bi-1].Put(k, v); err != nil {
+				return err
+			}
+		}
+		m := bs[0]
+		applied = u64(m.Get(keyApplied))
+		var derr error
+		members, derr = decodeMembers(m.Get(keyMembers))
+		return derr
+	})
+	return applied, members, err
+}
+
+func readLP(p []byte) (val, rest []byte, ok bool) {
+	l, n := binary.Uvarint(p)
+	if n <= 0 || l > uint64(len(p)-n) {
+		return nil, nil, false
+	}
+	return p[n : n+int(l)], p[n+int(l):], true
+}
+
+// memberInfo is what the state knows about one consensus member.
+type memberInfo struct {
+	ID      string
+	Addr    string
+	Learner bool
+}
+
+func encodeMembers(m map[uint64]memberInfo) []byte {
+	ids := make([]uint64, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	b := binary.AppendUvarint(nil, uint64(len(ids)))
+	for _, id := range ids {
+		mi := m[id]
+		b = binary.AppendUvarint(b, id)
+		b = appendLP(b, mi.ID)
+		b = appendLP(b, mi.Addr)
+		if mi.Learner {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+	}
+	return b
+}
+
+func appendLP(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func decodeMembers(b []byte) (map[uint64]memberInfo, error) {
+	m := map[uint64]memberInfo{}
+	if len(b) == 0 {
+		return m, nil
+	}
+	n, k := binary.Uvarint(b)
+	if k <= 0 {
+		return nil, errors.New("raftstore: members: bad count")
+	}
+	b = b[k:]
+	for i := uint64(0); i < n; i++ {
+		id, k := binary.Uvarint(b)
+		if k <= 0 {
+			return nil, errors.New("raftstore: members: bad id")
+		}
+		b = b[k:]
+		var sid, addr []byte
+		var ok bool
+		if sid, b, ok = readLP(b); !ok {
+			return nil, errors.New("raftstore: members: bad name")
+		}
+		if addr, b, ok = readLP(b); !ok {
+			return nil, errors.New("raftstore: members: bad address")
+		}
+		if len(b) < 1 {
+			return nil, errors.New("raftstore: members: truncated")
+		}
+		m[id] = memberInfo{ID: string(sid), Addr: string(addr), Learner: b[0] == 1}
+		b = b[1:]
+	}
+	return m, nil
+}

@@ -1,0 +1,371 @@
+package raftstore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+)
+
+// The peer transport is one gRPC service with a single client-streaming
+// method. Each node keeps one outgoing stream per peer; a frame carries a
+// batch of raft messages:
+//
+//	frame = count:uvarint (len:uvarint message-protobuf)*count
+//
+// Frames use a raw-bytes codec, so no generated code is needed. The stream
+// header carries the sender's raft ID and address, which lets a joiner reply
+// to a leader it has not yet learned about from the log.
+
+const (
+	transportService = "writ.raftstore.v1.Transport"
+	transportMethod  = "/" + transportService + "/Stream"
+	mdFromID         = "writ-from-id"
+	mdFromAddr       = "writ-from-addr"
+	maxFrameBytes    = 1 << 30
+	backoffMin       = 20 * time.Millisecond
+	backoffMax       = time.Second
+)
+
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error) {
+	b, ok := v.(*[]byte)
+	if !ok {
+		return nil, fmt.Errorf("raftstore: transport codec: cannot marshal %T", v)
+	}
+	return *b, nil
+}
+
+func (rawCodec) Unmarshal(data []byte, v any) error {
+	b, ok := v.(*[]byte)
+	if !ok {
+		return fmt.Errorf("raftstore: transport codec: cannot unmarshal into %T", v)
+	}
+	*b = append((*b)[:0], data...)
+	return nil
+}
+
+func (rawCodec) Name() string { return "writ-raw" }
+
+// raftHandler is what the transport needs from the node.
+type raftHandler interface {
+	step(ctx context.Context, m *raftpb.Message) error
+	reportUnreachable(id uint64)
+	reportSnapshot(id uint64, status raft.SnapshotStatus)
+}
+
+type transport struct {
+	self     uint64
+	addr     string // advertised (actual listen) address
+	localIP  net.IP // bind outgoing connections to this address
+	queueLen int
+	maxBatch int
+	h        raftHandler
+	log      *slog.Logger
+
+	lis net.Listener
+	srv *grpc.Server
+
+	mu      sync.Mutex
+	peers   map[uint64]*peer
+	removed map[uint64]bool
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+func newTransport(self uint64, lis net.Listener, queueLen, maxBatch int, h raftHandler, log *slog.Logger) *transport {
+	t := &transport{
+		self: self, addr: lis.Addr().String(), queueLen: queueLen, maxBatch: maxBatch,
+		h: h, log: log, lis: lis,
+		peers: map[uint64]*peer{}, removed: map[uint64]bool{},
+	}
+	if ta, ok := lis.Addr().(*net.TCPAddr); ok && !ta.IP.IsUnspecified() {
+		t.localIP = ta.IP
+	}
+	t.srv = grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.MaxRecvMsgSize(maxFrameBytes))
+	t.srv.RegisterService(&grpc.ServiceDesc{
+		ServiceName: transportService,
+		HandlerType: (*any)(nil),
+		Streams: []grpc.StreamDesc{{
+			StreamName:    "Stream",
+			Handler:       func(_ any, ss grpc.ServerStream) error { return t.serve(ss) },
+			ClientStreams: true,
+		}},
+	}, t)
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		if err := t.srv.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			t.log.Error("raftstore: transport server stopped", "err", err)
+		}
+	}()
+	return t
+}
+
+// serve receives frames from one peer and steps every message into raft.
+func (t *transport) serve(ss grpc.ServerStream) error {
+	ctx := ss.Context()
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		ids, addrs := md.Get(mdFromID), md.Get(mdFromAddr)
+		if len(ids) == 1 && len(addrs) == 1 {
+			if id, err := strconv.ParseUint(ids[0], 10, 64); err == nil {
+				t.learnPeer(id, addrs[0])
+			}
+		}
+	}
+	var frame []byte
+	for {
+		if err := ss.RecvMsg(&frame); err != nil {
+			return nil
+		}
+		msgs, err := decodeFrame(frame)
+		if err != nil {
+			t.log.Warn("raftstore: transport: dropping malformed frame", "err", err)
+			return err
+		}
+		for _, m := range msgs {
+			if err := t.h.step(ctx, m); err != nil {
+				return nil
+			}
+		}
+	}
+}
+
+func decodeFrame(b []byte) ([]*raftpb.Message, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)) {
+		return nil, errors.New("raftstore: transport frame: bad count")
+	}
+	b = b[k:]
+	msgs := make([]*raftpb.Message, 0, n)
+	for i := uint64(0); i < n; i++ {
+		mb, rest, ok := readLP(b)
+		if !ok {
+			return nil, fmt.Errorf("raftstore: transport frame: message %d: bad length", i)
+		}
+		m := &raftpb.Message{}
+		if err := proto.Unmarshal(mb, m); err != nil {
+			return nil, fmt.Errorf("raftstore: transport frame: message %d: %w", i, err)
+		}
+		msgs = append(msgs, m)
+		b = rest
+	}
+	return msgs, nil
+}
+
+// learnPeer records the address of a peer that contacted us, unless it is
+// already known or was removed.
+func (t *transport) learnPeer(id uint64, addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.peers[id]; ok || t.removed[id] || id == t.self {
+		return
+	}
+	t.addPeerLocked(id, addr)
+}
+
+// setPeer adds a peer or updates its address.
+func (t *transport) setPeer(id uint64, addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if id == t.self {
+		return
+	}
+	delete(t.removed, id)
+	if p, ok := t.peers[id]; ok {
+		if p.addr == addr {
+			return
+		}
+		p.stop()
+		delete(t.peers, id)
+	}
+	t.addPeerLocked(id, addr)
+}
+
+func (t *transport) addPeerLocked(id uint64, addr string) {
+	if t.closed || addr == "" {
+		return
+	}
+	p := &peer{t: t, id: id, addr: addr, q: make(chan *raftpb.Message, t.queueLen), done: make(chan struct{})}
+	t.peers[id] = p
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		p.run()
+	}()
+}
+
+func (t *transport) removePeer(id uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.removed[id] = true
+	if p, ok := t.peers[id]; ok {
+		p.stop()
+		delete(t.peers, id)
+	}
+}
+
+// send queues messages without blocking; a full queue drops the message
+// and tells raft the peer is unreachable (raft retries).
+func (t *transport) send(msgs []*raftpb.Message) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, m := range msgs {
+		to := m.GetTo()
+		p, ok := t.peers[to]
+		if !ok {
+			t.h.reportUnreachable(to)
+			if m.GetType() == raftpb.MsgSnap {
+				t.h.reportSnapshot(to, raft.SnapshotFailure)
+			}
+			continue
+		}
+		select {
+		case p.q <- m:
+		default:
+			t.h.reportUnreachable(to)
+			if m.GetType() == raftpb.MsgSnap {
+				t.h.reportSnapshot(to, raft.SnapshotFailure)
+			}
+		}
+	}
+}
+
+func (t *transport) close() {
+	t.mu.Lock()
+	t.closed = true
+	for id, p := range t.peers {
+		p.stop()
+		delete(t.peers, id)
+	}
+	t.mu.Unlock()
+	t.srv.Stop()
+	t.wg.Wait()
+}
+
+type peer struct {
+	t    *transport
+	id   uint64
+	addr string
+	q    chan *raftpb.Message
+	once sync.Once
+	done chan struct{}
+}
+
+func (p *peer) stop() { p.once.Do(func() { close(p.done) }) }
+
+func (p *peer) run() {
+	dialer := &net.Dialer{Timeout: 2 * time.Second}
+	if p.t.localIP != nil {
+		dialer.LocalAddr = &net.TCPAddr{IP: p.t.localIP}
+	}
+	conn, err := grpc.NewClient("passthrough:///"+p.addr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
+			return dialer.DialContext(ctx, "tcp", a)
+		}),
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{}), grpc.MaxCallSendMsgSize(maxFrameBytes)),
+	)
+	if err != nil {
+		p.t.log.Error("raftstore: transport: bad peer address", "peer", p.id, "addr", p.addr, "err", err)
+		return
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-p.done
+		cancel()
+	}()
+	ctx = metadata.AppendToOutgoingContext(ctx, mdFromID, strconv.FormatUint(p.t.self, 10), mdFromAddr, p.t.addr)
+	backoff := backoffMin
+	var pending []*raftpb.Message
+	for {
+		select {
+		case <-p.done:
+			return
+		default:
+		}
+		stream, err := conn.NewStream(ctx, &grpc.StreamDesc{StreamName: "Stream", ClientStreams: true}, transportMethod)
+		if err == nil {
+			err = p.pump(stream, &pending)
+			backoff = backoffMin
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		p.t.h.reportUnreachable(p.id)
+		for _, m := range pending {
+			if m.GetType() == raftpb.MsgSnap {
+				p.t.h.reportSnapshot(p.id, raft.SnapshotFailure)
+			}
+		}
+		pending = nil
+		p.t.log.Debug("raftstore: transport: peer stream failed; reconnecting", "peer", p.id, "addr", p.addr, "err", err, "backoff", backoff)
+		select {
+		case <-p.done:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, backoffMax)
+	}
+}
+
+// pump sends batches until the stream fails or the peer stops.
+func (p *peer) pump(stream grpc.ClientStream, pending *[]*raftpb.Message) error {
+	defer func() { _ = stream.CloseSend() }()
+	for {
+		var first *raftpb.Message
+		select {
+		case <-p.done:
+			return nil
+		case first = <-p.q:
+		}
+		batch := append((*pending)[:0], first)
+		size := proto.Size(first)
+	drain:
+		for size < p.t.maxBatch && len(batch) < 512 {
+			select {
+			case m := <-p.q:
+				batch = append(batch, m)
+				size += proto.Size(m)
+			default:
+				break drain
+			}
+		}
+		*pending = batch
+		// A fresh buffer per frame: the raw codec hands this slice to gRPC,
+		// which may still be writing it after SendMsg returns.
+		buf := binary.AppendUvarint(make([]byte, 0, size+8*len(batch)+8), uint64(len(batch)))
+		hasSnap := false
+		for _, m := range batch {
+			mb, err := proto.Marshal(m)
+			if err != nil {
+				return fmt.Errorf("raftstore: transport: marshal: %w", err)
+			}
+			buf = binary.AppendUvarint(buf, uint64(len(mb)))
+			buf = append(buf, mb...)
+			hasSnap = hasSnap || m.GetType() == raftpb.MsgSnap
+		}
+		if err := stream.SendMsg(&buf); err != nil {
+			return err
+		}
+		*pending = nil
+		if hasSnap {
+			p.t.h.reportSnapshot(p.id, raft.SnapshotFinish)
+		}
+	}
+}
