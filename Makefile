@@ -15,7 +15,8 @@ build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
 demo: build
-	$(GO) run ./cmd/writ table
+	$(GO) build -o $(BIN)/ ./examples/jobs/cmd/writ-jobs
+	KEEP=$(KEEP) BIN=$(BIN) ./scripts/demo.sh
 
 test: verify unit
 

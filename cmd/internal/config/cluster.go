@@ -30,13 +30,13 @@ type Setting struct {
 
 // Settings is every cluster-wide setting a config upgrade may change.
 var Settings = []Setting{
-	{Name: "commit_timeout", Kind: Duration, Required: true, Reload: true, NodeKey: "pipeline.commit_timeout", Help: "request commit timeout"},
-	{Name: "heartbeat", Kind: Duration, Help: "raft heartbeat interval (restart required)"},
-	{Name: "max_batch", Kind: Int, Required: true, Reload: true, NodeKey: "pipeline.max_batch", Min: 1, Max: 4096, Help: "most entries per proposal"},
-	{Name: "max_inflight", Kind: Int, Reload: true, Min: 1, Max: 1_000_000, Help: "most requests in flight per node"},
+	{Name: "commit_timeout", Kind: Duration, Required: true, NodeKey: "pipeline.commit_timeout", Help: "request commit timeout (applied at the next start)"},
+	{Name: "heartbeat", Kind: Duration, Help: "raft heartbeat interval (applied at the next start)"},
+	{Name: "max_batch", Kind: Int, Required: true, NodeKey: "pipeline.max_batch", Min: 1, Max: 4096, Help: "most entries per proposal (applied at the next start)"},
+	{Name: "max_inflight", Kind: Int, Reload: true, Min: 1, Max: 1_000_000, Help: "most requests in flight per node (recorded for handlers and tools; writd does not enforce it)"},
 	{Name: "log_level", Kind: String, Required: true, Reload: true, NodeKey: "log.level", Help: "debug, info, warn or error"},
-	{Name: "fact_retry", Kind: Duration, Reload: true, Help: "pause between fact re-proposals"},
-	{Name: "dead_worker_grace", Kind: Duration, Reload: true, Help: "how long a dead worker's jobs wait before requeueing"},
+	{Name: "fact_retry", Kind: Duration, Help: "first pause between fact re-proposals (applied at the next start)"},
+	{Name: "dead_worker_grace", Kind: Duration, Reload: true, Help: "how long a dead worker's jobs wait before requeueing (read by the jobs handler from the committed configuration)"},
 }
 
 var (
@@ -255,8 +255,31 @@ func Diff(old, new *Cluster) []Change {
 	return out
 }
 
-// Apply returns a copy of n with c's reloadable settings applied, and the
-// settings that differ but only take effect after a restart.
+// ApplyAll returns a copy of n with every setting of c that writd uses
+// applied: what a node starts with after a configuration activated.
+func ApplyAll(n *Node, c *Cluster) *Node {
+	cp := *n
+	for k, v := range c.Settings {
+		switch k {
+		case "commit_timeout":
+			cp.CommitTimeout, _ = time.ParseDuration(v)
+		case "max_batch":
+			cp.MaxBatch, _ = strconv.Atoi(v)
+		case "log_level":
+			cp.LogLevel = v
+		case "fact_retry":
+			cp.FactRetry, _ = time.ParseDuration(v)
+		case "heartbeat":
+			hb, _ := time.ParseDuration(v)
+			ticks := int((hb + cp.RaftTick - 1) / cp.RaftTick)
+			cp.HeartbeatTicks = max(1, min(ticks, cp.ElectionTicks-1))
+		}
+	}
+	return &cp
+}
+
+// Apply returns a copy of n with c's live-reloadable settings applied, and
+// the settings that differ but take effect only at the next start.
 func Apply(n *Node, c *Cluster) (*Node, []string) {
 	cp := *n
 	var restart []string
@@ -268,12 +291,7 @@ func Apply(n *Node, c *Cluster) (*Node, []string) {
 			restart = append(restart, ch.Key)
 			continue
 		}
-		switch ch.Key {
-		case "settings.commit_timeout":
-			cp.CommitTimeout, _ = time.ParseDuration(ch.New)
-		case "settings.max_batch":
-			cp.MaxBatch, _ = strconv.Atoi(ch.New)
-		case "settings.log_level":
+		if ch.Key == "settings.log_level" {
 			cp.LogLevel = ch.New
 		}
 	}

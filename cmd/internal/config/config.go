@@ -95,10 +95,13 @@ type Node struct {
 	CommitTimeout   time.Duration
 	MaxBatch        int
 	FailedGrace     time.Duration
-	JobsPlugin      string
-	Plugins         []string
-	LogLevel        string
-	LogFormat       string
+	// FactRetry is the first pause between fact re-proposals (0: the
+	// pipeline's default); set only by an activated cluster configuration.
+	FactRetry  time.Duration
+	JobsPlugin string
+	Plugins    []string
+	LogLevel   string
+	LogFormat  string
 	// File is the configuration file used, if any.
 	File string
 	// Dev is set when no file, variable or flag configured anything.

@@ -149,8 +149,12 @@ func TestClusterDocument(t *testing.T) {
 		t.Fatalf("diff keys = %v", keys)
 	}
 	n2, restart := Apply(base, c)
-	if n2.CommitTimeout != 2*time.Second || n2.MaxBatch != 64 || n2.LogLevel != "debug" || len(restart) != 1 || restart[0] != "settings.heartbeat" {
+	if n2.CommitTimeout != 5*time.Second || n2.LogLevel != "debug" || strings.Join(restart, ",") != "settings.commit_timeout,settings.heartbeat,settings.max_batch" {
 		t.Fatalf("apply: %+v restart %v", n2, restart)
+	}
+	n3 := ApplyAll(base, c)
+	if n3.CommitTimeout != 2*time.Second || n3.MaxBatch != 64 || n3.LogLevel != "debug" || n3.HeartbeatTicks != 2 {
+		t.Fatalf("apply all: %+v", n3)
 	}
 	if base.CommitTimeout != 5*time.Second {
 		t.Fatal("Apply modified its input")

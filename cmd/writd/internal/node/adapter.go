@@ -1,0 +1,394 @@
+package node
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/writ-dev/writ/api"
+	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/cmd/internal/config"
+	"github.com/writ-dev/writ/kv"
+	"github.com/writ-dev/writ/membership"
+	"github.com/writ-dev/writ/pipeline"
+)
+
+func base64Std(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// writer adapts the pipeline to api.Writer.
+type writer struct{ n *Node }
+
+var _ api.Writer = (*writer)(nil)
+
+func toOutcome(s pipeline.Status) api.Outcome {
+	switch s {
+	case pipeline.StatusCommitted:
+		return api.Committed
+	case pipeline.StatusRejected:
+		return api.Rejected
+	case pipeline.StatusUnavailable:
+		return api.Unavailable
+	case pipeline.StatusUncertain:
+		return api.Uncertain
+	}
+	return api.Uncertain
+}
+
+func toEntry(e api.Entry) pipeline.Entry {
+	f := pipeline.FormatJSON
+	if e.Binary {
+		f = pipeline.FormatBinary
+	}
+	return pipeline.Entry{Type: e.Type, ID: e.ID, Format: f, Payload: e.Payload}
+}
+
+func (w *writer) Submit(ctx context.Context, e api.Entry, timeout time.Duration) api.SubmitResult {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	o := w.n.pl.Submit(ctx, toEntry(e))
+	id := o.ID
+	if id == "" {
+		id = e.ID
+	}
+	reason := o.Reason
+	if o.Duplicate && reason == "" {
+		reason = fmt.Sprintf("duplicate request ID: first applied at index %d", o.Index)
+	}
+	return api.SubmitResult{Outcome: toOutcome(o.Status), ID: id, Index: o.Index, Result: o.Result, Reason: reason, Field: o.Field}
+}
+
+func ackErr(a pipeline.Ack) error {
+	return &api.Error{Outcome: toOutcome(a.Status), ID: a.ID, Reason: a.Reason, Field: a.Field}
+}
+
+func (w *writer) Report(ctx context.Context, e api.Entry) (api.ReportResult, error) {
+	a := w.n.pl.Report(ctx, toEntry(e))
+	if !a.Received {
+		return api.ReportResult{}, ackErr(a)
+	}
+	return api.ReportResult{ID: a.ID, OutboxDepth: uint64(w.n.pl.Outbox().Depth)}, nil
+}
+
+func (w *writer) Deliver(ctx context.Context, e api.Entry) (api.DeliverResult, error) {
+	a := w.n.pl.Deliver(ctx, toEntry(e))
+	if !a.Received {
+		return api.DeliverResult{}, ackErr(a)
+	}
+	return api.DeliverResult{ID: a.ID, ItemIDs: a.ItemIDs}, nil
+}
+
+func (w *writer) Outcome(_ context.Context, id string) (api.OutcomeResult, bool, error) {
+	if o, ok := w.n.pl.OutcomeOf(id); ok {
+		st := "applied"
+		if o.Duplicate {
+			st = "duplicate"
+		}
+		if o.Status != pipeline.StatusCommitted {
+			st = strings.ToLower(o.Status.String())
+		}
+		return api.OutcomeResult{Outcome: toOutcome(o.Status), Index: o.Index, Status: st, Reason: o.Reason}, true, nil
+	}
+	// command IDs as they appear on the watch stream (fact:<type>:<id>,
+	// req:<id>, cfg:<id>:<phase>) are looked up in the log's retained results.
+	if r, ok := w.n.rs.Outcome(id); ok {
+		out := api.OutcomeResult{Index: r.Index, Status: r.Status.String(), Reason: r.Reason}
+		switch r.Status {
+		case kv.StatusApplied:
+			out.Outcome = api.Committed
+		case kv.StatusDuplicate:
+			out.Outcome, out.Index = api.Committed, r.FirstIndex
+		case kv.StatusRejected:
+			out.Outcome = api.Rejected
+		default:
+			out.Outcome = api.Unavailable
+		}
+		return out, true, nil
+	}
+	return api.OutcomeResult{}, false, nil
+}
+
+func eventStatus(ev pipeline.Event) string {
+	switch {
+	case ev.Duplicate:
+		return "duplicate"
+	case ev.Status != pipeline.StatusCommitted:
+		return strings.ToLower(ev.Status.String())
+	case ev.Verdict != pipeline.VerdictNone:
+		return strings.ToLower(ev.Verdict.String())
+	}
+	return "applied"
+}
+
+func (w *writer) Watch(ctx context.Context, f api.WatchFilter, send func(api.WatchEvent) error) error {
+	wt := w.n.pl.Watch(f.From, pipeline.Filter{Types: f.Types, Key: f.Key})
+	for {
+		ev, err := wt.Next(ctx)
+		if err != nil {
+			if errors.Is(err, pipeline.ErrCompacted) {
+				return &api.Error{Outcome: api.Unavailable, Reason: err.Error()}
+			}
+			return err
+		}
+		if err := send(api.WatchEvent{Index: ev.Index, Type: ev.Type, Class: ev.Class.String(), Key: ev.Key, ID: ev.ID, Status: eventStatus(ev), Reason: ev.Reason}); err != nil {
+			return err
+		}
+	}
+}
+
+func (w *writer) Conflicts(ctx context.Context) ([]kv.Record, error) {
+	cs, err := w.n.pl.Conflicts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]kv.Record, 0, len(cs))
+	for _, c := range cs {
+		b, _ := json.Marshal(c)
+		out = append(out, kv.Record{Key: pipeline.ConflictKey(c.Machine, c.Instance), Value: b, Rev: c.Revision})
+	}
+	return out, nil
+}
+
+func (w *writer) Outbox(context.Context) (api.OutboxInfo, error) {
+	st := w.n.pl.Outbox()
+	out := api.OutboxInfo{Depth: uint64(st.Depth), OldestAge: st.OldestAge}
+	now := time.Now()
+	for _, it := range st.Items {
+		out.Facts = append(out.Facts, api.OutboxFact{ID: it.ID, Type: it.Type, Age: now.Sub(it.Received)})
+	}
+	return out, nil
+}
+
+func versionOf(doc []byte) string {
+	var v struct {
+		Version string `json:"version"`
+	}
+	_ = json.Unmarshal(doc, &v)
+	return v.Version
+}
+
+func (w *writer) ConfigShow(ctx context.Context) (api.ConfigState, error) {
+	t, ok, err := w.n.pl.CommittedConfig(ctx, true)
+	if err != nil {
+		return api.ConfigState{}, &api.Error{Outcome: api.Unavailable, Reason: "reading the committed configuration: " + err.Error()}
+	}
+	if !ok {
+		return api.ConfigState{Tag: "0"}, nil
+	}
+	return api.ConfigState{Tag: versionOf(t.Doc), Document: t.Doc}, nil
+}
+
+const configType = "cluster.config"
+
+func (w *writer) ConfigUpgrade(ctx context.Context, c api.ConfigChange, progress func(api.ConfigProgress)) (api.ConfigProgress, error) {
+	if _, err := config.ParseCluster(c.Document, "json"); err != nil {
+		return api.ConfigProgress{}, &api.Error{Outcome: api.Rejected, ID: c.ID, Field: "document", Reason: err.Error()}
+	}
+	progress(api.ConfigProgress{Phase: writv1.ConfigProgress_VALIDATED, Message: "document valid; staging"})
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
+		defer cancel()
+	}
+	n := w.n
+	from := n.rs.Status().Applied + 1
+	stageSeen := make(chan uint64, 1)
+	wctx, wcancel := context.WithCancel(context.Background())
+	defer wcancel()
+	go func() {
+		wt := n.pl.Watch(from, pipeline.Filter{})
+		for {
+			ev, err := wt.Next(wctx)
+			if err != nil {
+				return
+			}
+			if ev.ID == "cfg:"+c.ID+":stage" && ev.Status == pipeline.StatusCommitted {
+				stageSeen <- ev.Index
+				return
+			}
+		}
+	}()
+	h := n.pl.ConfigUpgradeAsync(ctx, pipeline.Entry{Type: configType, ID: c.ID, Payload: c.Document})
+	var out pipeline.Outcome
+	select {
+	case idx := <-stageSeen:
+		by, of := w.replicated(idx)
+		progress(api.ConfigProgress{Phase: writv1.ConfigProgress_STAGED, Index: idx, CommittedBy: by, Of: of, Message: "stage committed; activating"})
+		<-h.Done()
+	case <-h.Done():
+	}
+	out = h.Outcome()
+	if out.Status != pipeline.StatusCommitted {
+		if out.Status == pipeline.StatusUncertain {
+			return api.ConfigProgress{}, &api.Error{Outcome: api.Uncertain, ID: c.ID, Reason: out.Reason}
+		}
+		return api.ConfigProgress{Phase: writv1.ConfigProgress_FAILED, Outcome: toOutcome(out.Status), Index: out.Index, Message: out.Reason}, nil
+	}
+	tag := versionOf(c.Document)
+	by, of := w.replicated(out.Index)
+	progress(api.ConfigProgress{Phase: writv1.ConfigProgress_ACTIVATED, Tag: tag, Index: out.Index, CommittedBy: by, Of: of, Outcome: api.Committed,
+		Message: "activation committed by a majority"})
+	reloaded, total, restart := w.reloadedEverywhere(ctx, tag, 5*time.Second)
+	return api.ConfigProgress{Phase: writv1.ConfigProgress_RELOADED, Tag: tag, Index: out.Index, CommittedBy: by, Of: of, Outcome: api.Committed,
+		Message: fmt.Sprintf("reloaded on %d of %d nodes", reloaded, total), RestartRequired: restart}, nil
+}
+
+// replicated counts the voters whose log reaches idx (leader's view).
+func (w *writer) replicated(idx uint64) (uint32, uint32) {
+	ms := w.n.rs.Members()
+	var by, of uint32
+	for _, m := range ms {
+		if !m.Voter {
+			continue
+		}
+		of++
+		if m.ID == w.n.cfg.NodeID || m.Match >= idx {
+			by++
+		}
+	}
+	return by, of
+}
+
+// reloadedEverywhere asks every member's API for its configuration tag
+// until all report tag or d passes.
+func (w *writer) reloadedEverywhere(ctx context.Context, tag string, d time.Duration) (int, int, []string) {
+	deadline := time.Now().Add(d)
+	var restart []string
+	for {
+		restart = restart[:0]
+		members := (&info{n: w.n}).Members(ctx)
+		ok, total := 0, 0
+		for _, m := range members {
+			if m.Role == "" || m.APIAddr == "" {
+				continue
+			}
+			total++
+			st, err := remoteStatus(ctx, m.APIAddr)
+			if err == nil && st.ConfigTag == tag {
+				ok++
+				for _, r := range st.RestartRequired {
+					restart = append(restart, m.ID+": "+r)
+				}
+			}
+		}
+		if ok == total || time.Now().After(deadline) {
+			return ok, total, restart
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func remoteStatus(ctx context.Context, addr string) (*writv1.StatusResponse, error) {
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return writv1.NewWritClient(c).Status(ctx, &writv1.StatusRequest{})
+}
+
+// info adapts the node to api.Info.
+type info struct{ n *Node }
+
+var _ api.Info = (*info)(nil)
+
+func (i *info) Status(ctx context.Context) api.NodeStatus {
+	n := i.n
+	ps := n.pl.Status(ctx)
+	ls := ps.Log
+	st := api.NodeStatus{
+		Log: ls, Health: string(ps.Health), APIAddr: n.APIAddr(), RaftAddr: n.rs.Addr(), GossipAddr: n.mem.Addr(),
+		Fingerprint: ps.Fingerprint, OutboxDepth: uint64(ps.OutboxDepth), OpenConflicts: uint64(ps.OpenConflicts), Version: Version,
+	}
+	n.mu.Lock()
+	st.ConfigTag = n.cfgTag
+	st.RestartRequired = append([]string(nil), n.restart...)
+	n.mu.Unlock()
+	if ps.Config != nil {
+		st.ConfigTag = versionOf(ps.Config.Doc)
+	} else if st.ConfigTag == "" {
+		st.ConfigTag = "0"
+	}
+	if ls.LeaderID != "" {
+		st.LeaderAPI = i.apiOf(ls.LeaderID)
+	}
+	var why []string
+	if ls.LeaderID == "" {
+		why = append(why, "no raft leader known")
+	}
+	for _, p := range n.host.Status() {
+		if !p.Healthy {
+			why = append(why, "plugin "+p.Name+" down: "+p.LastError)
+		}
+	}
+	if ps.OutboxErr != "" {
+		why = append(why, "outbox failed: "+ps.OutboxErr)
+	}
+	inConfig := false
+	for _, m := range n.rs.Members() {
+		if m.ID == n.cfg.NodeID {
+			inConfig = true
+		}
+	}
+	if !inConfig {
+		why = append(why, "not yet a member of the raft configuration (waiting to be added)")
+	}
+	st.Ready = len(why) == 0
+	st.NotReadyReason = strings.Join(why, "; ")
+	return st
+}
+
+func (i *info) apiOf(id string) string {
+	if id == i.n.cfg.NodeID {
+		return i.n.APIAddr()
+	}
+	for _, m := range i.n.mem.View().Members {
+		if m.ID == id {
+			return m.Tags[membership.TagAPIAddr]
+		}
+	}
+	return ""
+}
+
+func (i *info) Members(context.Context) []api.MemberInfo {
+	v := i.n.mem.View()
+	leader := i.n.rs.Status().LeaderID
+	var out []api.MemberInfo
+	for _, m := range v.Members {
+		status := m.Gossip
+		if m.Refused != "" {
+			status += " (refused: " + m.Refused + ")"
+		}
+		out = append(out, api.MemberInfo{
+			ID: m.ID, RaftAddr: m.Tags[membership.TagRaftAddr], APIAddr: m.Tags[membership.TagAPIAddr], GossipAddr: m.GossipAddr,
+			Role: m.Raft, Status: status, Match: m.Match, Leader: m.ID == leader, Fingerprint: m.Tags[membership.TagFingerprint],
+		})
+	}
+	return out
+}
+
+func (i *info) Plugins(context.Context) []api.PluginInfo {
+	var out []api.PluginInfo
+	for _, p := range i.n.host.Status() {
+		state := "healthy"
+		if !p.Healthy {
+			state = "down"
+			if p.LastError != "" {
+				state += ": " + p.LastError
+			}
+		}
+		out = append(out, api.PluginInfo{Name: p.Name + " " + p.Version, Path: p.Path, State: state, Types: p.Types, Restarts: uint32(p.Restarts)})
+	}
+	return out
+}

@@ -1,0 +1,519 @@
+package node
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/writ-dev/writ/api"
+	"github.com/writ-dev/writ/cmd/internal/config"
+	"github.com/writ-dev/writ/membership"
+	"github.com/writ-dev/writ/pipeline"
+	"github.com/writ-dev/writ/plugins/host"
+	"github.com/writ-dev/writ/raftstore"
+	"github.com/writ-dev/writ/schema/ir"
+)
+
+// Version is reported in Status and gossip tags.
+var Version = "dev"
+
+// Options are what the caller supplies besides the configuration.
+type Options struct {
+	Catalog ir.Catalog
+	// LogOutput receives structured logs (default os.Stderr).
+	LogOutput io.Writer
+	// PluginName is the jobs plugin binary name searched next to the
+	// executable and on PATH when plugins.jobs is empty.
+	PluginName string
+}
+
+// Node is one running writd.
+type Node struct {
+	cfg     *config.Node
+	cat     ir.Catalog
+	log     *slog.Logger
+	level   *slog.LevelVar
+	dataDir string
+	tempDir bool
+
+	host *host.Host
+	pl   *pipeline.Pipeline
+	rs   *raftstore.Node
+	mem  *membership.Agent
+	gs   *grpc.Server
+	apis *api.Server
+	lis  net.Listener
+
+	mu      sync.Mutex
+	current *config.Node
+	restart []string
+	cfgTag  string
+
+	stopOnce sync.Once
+	done     chan struct{}
+	fatal    chan error
+}
+
+// StartError is a start-up failure: one line naming what and the fix.
+type StartError struct{ Msg string }
+
+func (e *StartError) Error() string { return e.Msg }
+
+func startErr(format string, a ...any) error { return &StartError{Msg: fmt.Sprintf(format, a...)} }
+
+// Start brings up a node. On error nothing is left running.
+func Start(cfg *config.Node, o Options) (n *Node, err error) {
+	if o.Catalog == nil {
+		return nil, errors.New("node: Options.Catalog is required")
+	}
+	if o.LogOutput == nil {
+		o.LogOutput = os.Stderr
+	}
+	if o.PluginName == "" {
+		o.PluginName = "writ-jobs"
+	}
+	n = &Node{cfg: cfg, cat: o.Catalog, level: new(slog.LevelVar), current: cfg, done: make(chan struct{}), fatal: make(chan error, 4)}
+	n.level.Set(parseLevel(cfg.LogLevel))
+	hopts := &slog.HandlerOptions{Level: n.level}
+	var h slog.Handler = slog.NewTextHandler(o.LogOutput, hopts)
+	if cfg.LogFormat == "json" {
+		h = slog.NewJSONHandler(o.LogOutput, hopts)
+	}
+	n.log = slog.New(h).With("node", cfg.NodeID)
+
+	var cleanup []func()
+	defer func() {
+		if err != nil {
+			for i := len(cleanup) - 1; i >= 0; i-- {
+				cleanup[i]()
+			}
+		}
+	}()
+
+	// 1. data dir and listeners
+	n.dataDir = cfg.DataDir
+	if n.dataDir == "" {
+		d, err := os.MkdirTemp("", "writd-"+cfg.NodeID+"-")
+		if err != nil {
+			return nil, startErr("cannot create a temporary data directory: %v: set data_dir", err)
+		}
+		n.dataDir, n.tempDir = d, true
+	}
+	if err := os.MkdirAll(n.dataDir, 0o700); err != nil {
+		return nil, startErr("data_dir %s: %v: point data_dir at a writable directory", n.dataDir, err)
+	}
+	lis, err := net.Listen("tcp", cfg.APIAddr)
+	if err != nil {
+		return nil, startErr("api.addr %s: %v: stop whatever uses it or set api.addr (flag --api-addr)", cfg.APIAddr, unwrapNet(err))
+	}
+	n.lis = lis
+	cleanup = append(cleanup, func() { _ = lis.Close() })
+	if err := probeTCP(cfg.RaftAddr); err != nil {
+		return nil, startErr("raft.addr %s: %v: stop whatever uses it or set raft.addr (flag --raft-addr)", cfg.RaftAddr, err)
+	}
+	if err := probeGossip(cfg.GossipAddr); err != nil {
+		return nil, startErr("gossip.addr %s: %v: stop whatever uses it or set gossip.addr (flag --gossip-addr)", cfg.GossipAddr, err)
+	}
+
+	// A configuration activated earlier (W5) overrides the file's settings.
+	if c, err := loadActivated(n.dataDir); err != nil {
+		return nil, startErr("data_dir %s: %v", n.dataDir, err)
+	} else if c != nil {
+		cfg = config.ApplyAll(cfg, c)
+		n.cfg, n.current, n.cfgTag = cfg, cfg, c.Version
+		n.level.Set(parseLevel(cfg.LogLevel))
+		n.log.Info("writd: using the activated cluster configuration", "version", c.Version)
+	}
+
+	// 2. plugins
+	plugins, err := n.pluginConfigs(o.PluginName)
+	if err != nil {
+		return nil, err
+	}
+	n.host, err = host.New(host.Config{Plugins: plugins, Catalog: n.cat, LogOutput: &slogWriter{l: n.log.With("component", "plugin")}})
+	if err != nil {
+		return nil, startErr("plugins: %v", err)
+	}
+	cleanup = append(cleanup, func() { _ = n.host.Close() })
+
+	// 3. pipeline
+	n.pl, err = pipeline.New(pipeline.Config{
+		NodeID: cfg.NodeID, Catalog: n.cat, Evaluator: n.host, DataDir: filepath.Join(n.dataDir, "outbox"),
+		CommitTimeout: cfg.CommitTimeout, MaxBatch: cfg.MaxBatch, RetryMin: cfg.FactRetry, Logger: n.log.With("component", "pipeline"),
+		OnConfigActivated: n.onConfigActivated,
+	})
+	if err != nil {
+		return nil, startErr("pipeline: %v", err)
+	}
+	cleanup = append(cleanup, func() { _ = n.pl.Stop() })
+
+	// 4. raftstore
+	n.rs, err = raftstore.Start(raftstore.Config{
+		NodeID: cfg.NodeID, DataDir: filepath.Join(n.dataDir, "raft"), RaftAddr: cfg.RaftAddr, Join: !cfg.Bootstrap,
+		TickInterval: cfg.RaftTick, ElectionTicks: cfg.ElectionTicks, HeartbeatTicks: cfg.HeartbeatTicks,
+		SnapshotCount: cfg.SnapshotEntries, Checker: n.pl.Checker(), Observer: n.pl, Logger: n.log.With("component", "raft"),
+	})
+	if err != nil {
+		return nil, startErr("raft: %v", err)
+	}
+	cleanup = append(cleanup, n.rs.Stop)
+	n.pl.SetLog(n.rs)
+	if err := n.pl.Start(context.Background()); err != nil {
+		return nil, startErr("pipeline: %v", err)
+	}
+
+	// 5. membership
+	ghost, gport, _ := net.SplitHostPort(cfg.GossipAddr)
+	port, _ := strconv.Atoi(gport)
+	n.mem, err = membership.Start(membership.Config{
+		NodeID: cfg.NodeID, BindAddr: ghost, BindPort: port, Seeds: cfg.Join,
+		RaftAddr: n.rs.Addr(), APIAddr: lis.Addr().String(), Fingerprint: n.cat.Fingerprint(), Version: Version,
+		Profile: membership.ProfileLocal, EncryptKey: encodeKey(cfg.GossipKey), SnapshotPath: filepath.Join(n.dataDir, "serf.snapshot"),
+		FailedGrace: cfg.FailedGrace, Logger: n.log.With("component", "membership"),
+	}, n.rs)
+	if err != nil {
+		return nil, startErr("membership: %v", err)
+	}
+	cleanup = append(cleanup, func() { _ = n.mem.Shutdown() })
+
+	// 6. API
+	n.apis, err = api.New(api.Config{Writer: &writer{n: n}, Store: n.rs, Info: &info{n: n}, Logger: n.log.With("component", "api")})
+	if err != nil {
+		return nil, err
+	}
+	n.gs = grpc.NewServer()
+	n.apis.Register(n.gs)
+	go func() {
+		if err := n.gs.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			n.fatal <- fmt.Errorf("api: %w", err)
+		}
+	}()
+	go func() {
+		<-n.rs.Done()
+		select {
+		case <-n.done:
+		default:
+			n.fatal <- fmt.Errorf("raft stopped: %v", n.rs.Err())
+		}
+	}()
+	n.log.Info("writd: started", "api", n.APIAddr(), "raft", n.rs.Addr(), "gossip", n.mem.Addr(), "data_dir", n.dataDir, "bootstrap", cfg.Bootstrap)
+	return n, nil
+}
+
+// Fatal delivers errors after which the node cannot continue (raft storage
+// failure, API server failure).
+func (n *Node) Fatal() <-chan error { return n.fatal }
+
+// APIAddr is the bound API address.
+func (n *Node) APIAddr() string { return n.lis.Addr().String() }
+
+// RaftAddr is the bound raft address.
+func (n *Node) RaftAddr() string { return n.rs.Addr() }
+
+// GossipAddr is the advertised gossip address.
+func (n *Node) GossipAddr() string { return n.mem.Addr() }
+
+// DataDir is the node's data directory; TempDir reports whether it is a
+// dev-mode temporary directory.
+func (n *Node) DataDir() string { return n.dataDir }
+
+// TempDir reports whether the data directory is a fresh temporary one.
+func (n *Node) TempDir() bool { return n.tempDir }
+
+// Stop shuts the node down without leaving the cluster.
+func (n *Node) Stop() { n.stop(false) }
+
+// Leave announces a graceful departure, then shuts down.
+func (n *Node) Leave() { n.stop(true) }
+
+func (n *Node) stop(leave bool) {
+	n.stopOnce.Do(func() {
+		close(n.done)
+		// stop taking new calls, give in-flight ones a moment
+		stopped := make(chan struct{})
+		go func() { n.gs.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(3 * time.Second):
+			n.gs.Stop()
+		}
+		n.apis.Close()
+		if leave {
+			if n.rs.IsLeader() {
+				n.transferLeadership()
+			}
+			if err := n.mem.Leave(); err != nil {
+				n.log.Warn("writd: leave", "err", err)
+			}
+			// give the leader a moment to remove us while raft still runs
+			n.waitRemoved(5 * time.Second)
+		} else if err := n.mem.Shutdown(); err != nil {
+			n.log.Warn("writd: gossip shutdown", "err", err)
+		}
+		if err := n.pl.Stop(); err != nil {
+			n.log.Warn("writd: pipeline stop", "err", err)
+		}
+		n.rs.Stop()
+		if err := n.host.Close(); err != nil {
+			n.log.Warn("writd: plugins stop", "err", err)
+		}
+		n.log.Info("writd: stopped", "left_cluster", leave)
+	})
+}
+
+func (n *Node) transferLeadership() {
+	for _, m := range n.rs.Members() {
+		if m.ID != n.cfg.NodeID && m.Voter {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			err := n.rs.TransferLeadership(ctx, m.ID)
+			cancel()
+			if err == nil {
+				n.log.Info("writd: transferred leadership", "to", m.ID)
+				return
+			}
+		}
+	}
+}
+
+func (n *Node) waitRemoved(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		in := false
+		for _, m := range n.rs.Members() {
+			if m.ID == n.cfg.NodeID {
+				in = true
+			}
+		}
+		if !in || len(n.rs.Members()) <= 1 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (n *Node) pluginConfigs(name string) ([]host.PluginConfig, error) {
+	paths := []string{}
+	jobs := n.cfg.JobsPlugin
+	if jobs == "" {
+		if exe, err := os.Executable(); err == nil {
+			cand := filepath.Join(filepath.Dir(exe), name)
+			if fi, err := os.Stat(cand); err == nil && !fi.IsDir() {
+				jobs = cand
+			}
+		}
+	}
+	if jobs == "" {
+		if p, err := exec.LookPath(name); err == nil {
+			jobs = p
+		}
+	}
+	if jobs == "" {
+		return nil, startErr("plugins.jobs: the %s handler plugin was not found next to writd or on PATH: run `make build` (it puts both in bin/) or set plugins.jobs", name)
+	}
+	paths = append(paths, jobs)
+	paths = append(paths, n.cfg.Plugins...)
+	var out []host.PluginConfig
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, startErr("plugin %s: %v", p, err)
+		}
+		sum, err := fileSHA256(abs)
+		if err != nil {
+			return nil, startErr("plugin %s: %v: check plugins.jobs / plugins.paths", abs, err)
+		}
+		out = append(out, host.PluginConfig{Path: abs, SHA256: sum})
+	}
+	return out, nil
+}
+
+func fileSHA256(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func encodeKey(k []byte) string {
+	if len(k) == 0 {
+		return ""
+	}
+	return base64Std(k)
+}
+
+func parseLevel(s string) slog.Level {
+	switch s {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+func unwrapNet(err error) error {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		var se *os.SyscallError
+		if errors.As(oe.Err, &se) {
+			return se.Err
+		}
+		return oe.Err
+	}
+	return err
+}
+
+func probeTCP(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return unwrapNet(err)
+	}
+	return l.Close()
+}
+
+func probeGossip(addr string) error {
+	if err := probeTCP(addr); err != nil {
+		return err
+	}
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return unwrapNet(err)
+	}
+	return pc.Close()
+}
+
+// onConfigActivated is the reload hook: it runs on every node only after a
+// configuration activation applied (W5).
+func (n *Node) onConfigActivated(a pipeline.ConfigActivation) {
+	c, err := config.ParseCluster(a.Doc, "json")
+	if err != nil {
+		n.log.Error("writd: activated configuration does not parse; keeping current settings", "id", a.ID, "err", err)
+		return
+	}
+	if err := saveActivated(n.dataDir, a.Doc); err != nil {
+		n.log.Error("writd: cannot persist the activated configuration; it applies until restart", "err", err)
+	}
+	n.mu.Lock()
+	next, restart := config.Apply(n.current, c)
+	n.current = next
+	n.restart = dedup(append(n.restart, restart...))
+	n.cfgTag = c.Version
+	n.mu.Unlock()
+	n.level.Set(parseLevel(next.LogLevel))
+	n.log.Info("writd: configuration activated", "id", a.ID, "version", c.Version, "generation", a.Generation, "index", a.Index, "restart_required", restart)
+}
+
+const activatedFile = "cluster-activated.json"
+
+// loadActivated reads the configuration this node saw activate last.
+func loadActivated(dir string) (*config.Cluster, error) {
+	b, err := os.ReadFile(filepath.Join(dir, activatedFile))
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return config.ParseCluster(b, "json")
+}
+
+// saveActivated persists an activated document atomically (write, fsync,
+// rename, fsync dir); it is called only from the activation hook.
+func saveActivated(dir string, doc []byte) error {
+	tmp := filepath.Join(dir, activatedFile+".tmp")
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(doc); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, activatedFile)); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func dedup(l []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range l {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// slogWriter forwards plugin output lines into the node's log.
+type slogWriter struct{ l *slog.Logger }
+
+func (w *slogWriter) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(string(p), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		var hl map[string]any
+		if json.Unmarshal([]byte(line), &hl) != nil {
+			w.l.Info(line)
+			continue
+		}
+		msg, _ := hl["@message"].(string)
+		lvl, _ := hl["@level"].(string)
+		var attrs []any
+		for k, v := range hl {
+			if !strings.HasPrefix(k, "@") {
+				attrs = append(attrs, k, v)
+			}
+		}
+		switch lvl {
+		case "error":
+			w.l.Error(msg, attrs...)
+		case "warn":
+			w.l.Warn(msg, attrs...)
+		case "info":
+			w.l.Info(msg, attrs...)
+		default:
+			w.l.Debug(msg, attrs...)
+		}
+	}
+	return len(p), nil
+}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/writ-dev/writ/cmd/internal/config"
+	"github.com/writ-dev/writ/cmd/writd/internal/node"
+	"github.com/writ-dev/writ/examples/jobs/jobsgen"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
+}
+
+func run(args, env []string, stdout, stderr io.Writer) int {
+	code := 0
+	root := &cobra.Command{
+		Use:           "writd",
+		Short:         "Run one writ node (no configuration: a single-node dev cluster)",
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(config.Options{Flags: cmd.Flags(), Env: env})
+			if err != nil {
+				return err
+			}
+			n, err := node.Start(cfg, node.Options{Catalog: jobsgen.Catalog(), LogOutput: stderr})
+			if err != nil {
+				return err
+			}
+			mode := "cluster node"
+			if cfg.Dev {
+				mode = "single-node dev cluster"
+			}
+			data := n.DataDir()
+			if n.TempDir() {
+				data += " (temporary, removed on exit)"
+			}
+			fmt.Fprintf(stdout, "writd %s %s (%s)\n  api     %s\n  raft    %s\n  gossip  %s\n  data    %s\n  try     writctl --addr %s status\n",
+				cfg.NodeID, node.Version, mode, n.APIAddr(), n.RaftAddr(), n.GossipAddr(), data, n.APIAddr())
+			sig := make(chan os.Signal, 2)
+			signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+			defer signal.Stop(sig)
+			select {
+			case s := <-sig:
+				if s == syscall.SIGTERM {
+					fmt.Fprintln(stdout, "writd: SIGTERM: leaving the cluster")
+					n.Leave()
+				} else {
+					fmt.Fprintln(stdout, "writd: SIGINT: stopping (still a member; restart to rejoin)")
+					n.Stop()
+				}
+			case err := <-n.Fatal():
+				fmt.Fprintf(stderr, "writd: fatal: %v: stopping; restart recovers from %s\n", err, n.DataDir())
+				n.Stop()
+				code = 1
+			}
+			if n.TempDir() {
+				_ = os.RemoveAll(n.DataDir())
+			}
+			return nil
+		},
+	}
+	config.AddFlags(root.Flags())
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	if err := root.Execute(); err != nil {
+		fmt.Fprintf(stderr, "writd: %v\n", err)
+		return 2
+	}
+	return code
+}
