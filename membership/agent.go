@@ -306,10 +306,37 @@ func (a *Agent) gossip() []gossipMember {
 	return out
 }
 
+// SetFingerprint announces a new schema fingerprint (after a configuration
+// upgrade activated) and makes it the one other nodes are checked against.
+func (a *Agent) SetFingerprint(fp string) error {
+	if fp == "" {
+		return fmt.Errorf("membership: fingerprint is empty")
+	}
+	a.mu.Lock()
+	cfg := a.cfg
+	cfg.Fingerprint = fp
+	tags := cfg.tags()
+	a.mu.Unlock()
+	if err := checkTagSize(tags); err != nil {
+		return err
+	}
+	if err := a.serf.SetTags(tags); err != nil {
+		return fmt.Errorf("membership: announce fingerprint: %w", err)
+	}
+	a.mu.Lock()
+	a.cfg.Fingerprint = fp
+	a.mu.Unlock()
+	a.kick()
+	return nil
+}
+
 func (a *Agent) policy() policy {
+	a.mu.Lock()
+	fp := a.cfg.Fingerprint
+	a.mu.Unlock()
 	return policy{
 		self:        a.cfg.NodeID,
-		fingerprint: a.cfg.Fingerprint,
+		fingerprint: fp,
 		compatible:  a.cfg.Compatible,
 		grace:       a.cfg.FailedGrace,
 		promoteLag:  a.cfg.PromoteLag,

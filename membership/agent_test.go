@@ -218,7 +218,7 @@ func TestAgent_FakeVoters_IncompatibleFingerprintRefusedWithReason(t *testing.T)
 	n1 := startAgent(t, c1, f.node("n1"))
 	c2 := testConfig("n2", "127.0.2.18", n1.Addr())
 	c2.Fingerprint = "fp-2"
-	startAgent(t, c2, f.node("n2"))
+	n2 := startAgent(t, c2, f.node("n2"))
 
 	waitFor(t, 10*time.Second, "n2 refused on n1", func() bool {
 		for _, r := range n1.Refused() {
@@ -252,6 +252,15 @@ func TestAgent_FakeVoters_IncompatibleFingerprintRefusedWithReason(t *testing.T)
 	if strings.Count(sink.String(), "node refused") != 1 {
 		t.Errorf("refusal logged %d times, want once", strings.Count(sink.String(), "node refused"))
 	}
+
+	// Once n2 runs the cluster's schema it is admitted and the refusal clears.
+	if err := n2.SetFingerprint("fp-1"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "n2 admitted after matching the schema", func() bool {
+		v, _ := f.snapshot()
+		return join(v) == "n1,n2" && len(n1.Refused()) == 0
+	})
 }
 
 func TestAgent_DuplicateNodeIDIsRefused(t *testing.T) {
