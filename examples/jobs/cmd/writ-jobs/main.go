@@ -1,0 +1,12 @@
+// Command writ-jobs is the reference job-scheduler handler plugin. writd
+// launches it as a go-plugin process; it is not meant to be run by hand.
+package main
+
+import (
+	"github.com/writ-dev/writ/examples/jobs/handler"
+	"github.com/writ-dev/writ/plugins/sdk"
+)
+
+func main() {
+	sdk.Serve(handler.Plugin())
+}

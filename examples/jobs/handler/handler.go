@@ -1,0 +1,489 @@
+package handler
+
+import (
+	"context"
+
+	"github.com/writ-dev/writ/examples/jobs/jobsgen"
+	"github.com/writ-dev/writ/plugins/sdk"
+)
+
+// Name and Version identify the plugin.
+const (
+	Name    = "writ-jobs"
+	Version = "0.1.0"
+)
+
+// Plugin returns the jobs handler plugin: one handler per evaluated entry
+// type of the jobs schema.
+func Plugin() *sdk.Plugin {
+	return &sdk.Plugin{
+		Name:    Name,
+		Version: Version,
+		Catalog: jobsgen.Catalog(),
+		Handlers: map[string]sdk.Handler{
+			"job.submit":         sdk.HandlerFunc(submit),
+			"job.control":        sdk.HandlerFunc(jobControl),
+			"queue.control":      sdk.HandlerFunc(queueControl),
+			"worker.join":        sdk.HandlerFunc(workerJoin),
+			"worker.update":      sdk.HandlerFunc(workerUpdate),
+			"worker.control":     sdk.HandlerFunc(workerControl),
+			"job.assign":         sdk.HandlerFunc(assign),
+			"job.state_report":   sdk.HandlerFunc(stateReport),
+			"worker.usage":       sdk.HandlerFunc(usage),
+			"job.pending_reason": sdk.HandlerFunc(pendingReason),
+			"worker.death":       sdk.HandlerFunc(death),
+		},
+	}
+}
+
+func loadJob(c *sdk.Call, id string) (*Job, bool, error) {
+	var j Job
+	ok, err := c.GetJSON(jobKey(id), &j)
+	if !ok || err != nil {
+		return nil, false, err
+	}
+	j.State = state(c, "job", id, j.State)
+	return &j, true, nil
+}
+
+func loadWorker(c *sdk.Call, id string) (*Worker, bool, error) {
+	var w Worker
+	ok, err := c.GetJSON(workerKey(id), &w)
+	if !ok || err != nil {
+		return nil, false, err
+	}
+	w.State = state(c, "worker", id, w.State)
+	return &w, true, nil
+}
+
+func loadQueue(c *sdk.Call, name string) (*Queue, bool, error) {
+	var q Queue
+	ok, err := c.GetJSON(queueKey(name), &q)
+	if !ok || err != nil {
+		return nil, false, err
+	}
+	q.State = state(c, "queue", name, q.State)
+	return &q, true, nil
+}
+
+func submit(_ context.Context, c *sdk.Call) error {
+	p, err := sdk.As[*jobsgen.JobSubmit](c)
+	if err != nil {
+		return err
+	}
+	q, ok, err := loadQueue(c, p.Queue)
+	if err != nil || !c.Known(queueKey(p.Queue)) {
+		return err
+	}
+	if !ok {
+		return sdk.Rule("queue %q does not exist; create it with queue.control action=create", p.Queue)
+	}
+	if q.State != Active {
+		return sdk.Rule("queue %q is %s and takes no new jobs; resume it first", p.Queue, q.State)
+	}
+	if _, exists, err := loadJob(c, p.JobID); err != nil || exists {
+		if err != nil {
+			return err
+		}
+		return sdk.Rule("job %q already exists; submit with a new job_id", p.JobID)
+	}
+	j := Job{JobID: p.JobID, Queue: p.Queue, Priority: p.Priority, Command: p.Command, State: Pending}
+	if p.CPUMillis != nil {
+		j.CPUMillis = *p.CPUMillis
+	}
+	if p.MemBytes != nil {
+		j.MemBytes = *p.MemBytes
+	}
+	if err := c.PutJSON(jobKey(p.JobID), j); err != nil {
+		return err
+	}
+	return c.SetResult(map[string]string{"job_id": p.JobID, "state": Pending})
+}
+
+func jobControl(_ context.Context, c *sdk.Call) error {
+	p, err := sdk.As[*jobsgen.JobControl](c)
+	if err != nil {
+		return err
+	}
+	j, ok, err := loadJob(c, p.JobID)
+	if err != nil || !c.Known(jobKey(p.JobID)) {
+		return err
+	}
+	if !ok {
+		return sdk.Rule("job %q does not exist", p.JobID)
+	}
+	reason := ""
+	if p.Reason != nil {
+		reason = *p.Reason
+	}
+	switch p.Action {
+	case "cancel":
+		if terminal(j.State) {
+			return sdk.Rule("job %q is %s; a finished job cannot be cancelled", p.JobID, j.State)
+		}
+		if (j.State == Dispatched || j.State == Running) && j.Worker != "" {
+			w, wok, err := loadWorker(c, j.Worker)
+			if err != nil {
+				return err
+			}
+			if wok && w.removeRunning(j.JobID) {
+				if err := c.PutJSON(workerKey(j.Worker), w); err != nil {
+					return err
+				}
+			}
+		}
+		j.State, j.Worker, j.Reason = Cancelled, "", reason
+	case "hold":
+		if j.State != Pending {
+			return sdk.Rule("job %q is %s; only a PENDING job can be held", p.JobID, j.State)
+		}
+		j.State, j.Reason = Held, reason
+	case "release":
+		if j.State != Held {
+			return sdk.Rule("job %q is %s; only a HELD job can be released", p.JobID, j.State)
+		}
+		j.State, j.Reason = Pending, ""
+	default:
+		return sdk.Invalid("action", "unknown action %q; use cancel, hold or release", p.Action)
+	}
+	if err := c.PutJSON(jobKey(p.JobID), j); err != nil {
+		return err
+	}
+	return c.SetResult(map[string]string{"job_id": p.JobID, "state": j.State})
+}
+
+func queueControl(_ context.Context, c *sdk.Call) error {
+	p, err := sdk.As[*jobsgen.QueueControl](c)
+	if err != nil {
+		return err
+	}
+	q, ok, err := loadQueue(c, p.Queue)
+	if err != nil || !c.Known(queueKey(p.Queue)) {
+		return err
+	}
+	if p.Action == "create" {
+		if ok {
+			return sdk.Rule("queue %q already exists (%s)", p.Queue, q.State)
+		}
+		q = &Queue{Name: p.Queue}
+	} else if !ok {
+		return sdk.Rule("queue %q does not exist; create it first", p.Queue)
+	}
+	var to string
+	switch p.Action {
+	case "create":
+		to = Active
+	case "pause":
+		if q.State == Draining {
+			return sdk.Rule("queue %q is DRAINING; resume it before pausing", p.Queue)
+		}
+		to = Paused
+	case "resume":
+		to = Active
+	case "drain":
+		to = Draining
+	default:
+		return sdk.Invalid("action", "unknown action %q; use create, pause, resume or drain", p.Action)
+	}
+	q.State = to
+	if err := c.PutJSON(queueKey(p.Queue), q); err != nil {
+		return err
+	}
+	return c.SetResult(map[string]string{"queue": p.Queue, "state": to})
+}
+
+func workerJoin(_ context.Context, c *sdk.Call) error {
+	p, err := sdk.As[*jobsgen.WorkerJoin](c)
+	if err != nil {
+		return err
+	}
+	w, ok, err := loadWorker(c, p.WorkerID)
+	if err != nil || !c.Known(workerKey(p.WorkerID)) {
+		return err
+	}
+	if ok {
+		switch w.State {
+		case Dead:
+			// A dead worker comes back: its jobs were requeued at death.
+		case Removed:
+			return sdk.Rule("worker %q was removed; join under a new worker_id", p.WorkerID)
+		default:
+			return sdk.Rule("worker %q has already joined (%s); use worker.update to change its capacity", p.WorkerID, w.State)
+		}
+	} else {
+		w = &Worker{WorkerID: p.WorkerID}
+	}
+	w.Capacity, w.Labels, w.State = p.Capacity, p.Labels, Ready
+	if w.Running == nil {
+		w.Running = []string{}
+	}
+	if err := c.PutJSON(workerKey(p.WorkerID), w); err != nil {
+		return err
+	}
+	return c.SetResult(map[string]any{"worker_id": p.WorkerID, "state": Ready, "capacity": p.Capacity})
+}
+
+func workerUpdate(_ context.Context, c *sdk.Call) error {
+	p, err := sdk.As[*jobsgen.WorkerUpdate](c)
+	if err != nil {
+		return err
+	}
+	w, ok, err := loadWorker(c, p.WorkerID)
+	if err != nil || !c.Known(workerKey(p.WorkerID)) {
+		return err
+	}
+	if !ok {
+		return sdk.Rule("worker %q has not joined; use worker.join", p.WorkerID)
+	}
+	if w.State == Removed || w.State == Dead {
+		return sdk.Rule("worker %q is %s; it must join again before it can be updated", p.WorkerID, w.State)
+	}
+	w.Capacity = p.Capacity
+	if err := c.PutJSON(workerKey(p.WorkerID), w); err != nil {
+		return err
+	}
+	return c.SetResult(map[string]any{"worker_id": p.WorkerID, "capacity": p.Capacity, "running": len(w.Running)})
+}
+
+func workerControl(_ context.Context, c *sdk.Call) error {
+	p, err := sdk.As[*jobsgen.WorkerControl](c)
+	if err != nil {
+		return err
+	}
+	w, ok, err := loadWorker(c, p.WorkerID)
+	if err != nil || !c.Known(workerKey(p.WorkerID)) {
+		return err
+	}
+	if !ok {
+		return sdk.Rule("worker %q does not exist", p.WorkerID)
+	}
+	if w.State == Removed {
+		return sdk.Rule("worker %q was removed", p.WorkerID)
+	}
+	switch p.Action {
+	case "drain":
+		if w.State != Ready {
+			return sdk.Rule("worker %q is %s; only a READY worker can be drained", p.WorkerID, w.State)
+		}
+		w.State = Draining
+	case "undrain":
+		if w.State != Draining {
+			return sdk.Rule("worker %q is %s; only a DRAINING worker can be undrained", p.WorkerID, w.State)
+		}
+		w.State = Ready
+	case "remove":
+		if n := len(w.Running); n > 0 {
+			return sdk.Rule("worker %q still runs %d job(s) (%v); drain it and wait for them to finish", p.WorkerID, n, w.Running)
+		}
+		w.State = Removed
+	default:
+		return sdk.Invalid("action", "unknown action %q; use drain, undrain or remove", p.Action)
+	}
+	if err := c.PutJSON(workerKey(p.WorkerID), w); err != nil {
+		return err
+	}
+	return c.SetResult(map[string]string{"worker_id": p.WorkerID, "state": w.State})
+}
+
+func assign(_ context.Context, c *sdk.Call) error {
+	p, err := sdk.As[*jobsgen.JobAssign](c)
+	if err != nil {
+		return err
+	}
+	j, jok, err := loadJob(c, p.JobID)
+	if err != nil {
+		return err
+	}
+	w, wok, err := loadWorker(c, p.WorkerID)
+	if err != nil || !c.Known(jobKey(p.JobID)) || !c.Known(workerKey(p.WorkerID)) {
+		return err
+	}
+	if !jok {
+		return sdk.Rule("job %q does not exist", p.JobID)
+	}
+	if j.State != Pending {
+		return sdk.Rule("job %q is %s; only a PENDING job can be assigned", p.JobID, j.State)
+	}
+	if !wok {
+		return sdk.Rule("worker %q does not exist", p.WorkerID)
+	}
+	if w.State != Ready {
+		return sdk.Rule("worker %q is %s; jobs are assigned only to READY workers", p.WorkerID, w.State)
+	}
+	if int64(len(w.Running)) >= w.Capacity {
+		return sdk.Rule("worker %q is full: %d running, capacity %d", p.WorkerID, len(w.Running), w.Capacity)
+	}
+	q, qok, err := loadQueue(c, j.Queue)
+	if err != nil || !c.Known(queueKey(j.Queue)) {
+		return err
+	}
+	if qok && q.State == Paused {
+		return sdk.Rule("queue %q is PAUSED; its jobs are not dispatched until it is resumed", j.Queue)
+	}
+	j.State, j.Worker, j.PendingReason = Dispatched, p.WorkerID, ""
+	w.addRunning(p.JobID)
+	if err := c.PutJSON(jobKey(p.JobID), j); err != nil {
+		return err
+	}
+	if err := c.PutJSON(workerKey(p.WorkerID), w); err != nil {
+		return err
+	}
+	return c.SetResult(map[string]string{"job_id": p.JobID, "worker_id": p.WorkerID, "state": Dispatched})
+}
+
+func stateReport(_ context.Context, c *sdk.Call) error {
+	p, err := sdk.As[*jobsgen.JobStateReport](c)
+	if err != nil {
+		return err
+	}
+	j, jok, err := loadJob(c, p.JobID)
+	if err != nil {
+		return err
+	}
+	w, wok, err := loadWorker(c, p.WorkerID)
+	if err != nil || !c.Known(jobKey(p.JobID)) || !c.Known(workerKey(p.WorkerID)) {
+		return err
+	}
+	if !jok {
+		return sdk.Rule("state report %s names job %q, which does not exist", p.ReportID, p.JobID)
+	}
+	if p.Seq <= j.Seq && j.Seq > 0 {
+		return nil // stale or duplicate report: nothing changes
+	}
+	if terminal(j.State) {
+		return nil // the guard quarantines a regression; the document keeps the final state
+	}
+	prevWorker := j.Worker
+	j.State, j.Seq, j.Worker = p.State, p.Seq, p.WorkerID
+	if p.ExitCode != nil {
+		j.ExitCode = p.ExitCode
+	}
+	if p.Message != nil {
+		j.Message = *p.Message
+	}
+	if p.State != Running {
+		j.Worker = ""
+	}
+	j.PendingReason = ""
+	if err := c.PutJSON(jobKey(p.JobID), j); err != nil {
+		return err
+	}
+	if wok {
+		changed := false
+		if p.State == Running {
+			if !contains(w.Running, p.JobID) {
+				w.addRunning(p.JobID)
+				changed = true
+			}
+		} else {
+			changed = w.removeRunning(p.JobID)
+		}
+		if changed {
+			if err := c.PutJSON(workerKey(p.WorkerID), w); err != nil {
+				return err
+			}
+		}
+	}
+	if prevWorker != "" && prevWorker != p.WorkerID {
+		// The job moved: drop it from the worker it was dispatched to.
+		pw, ok, err := loadWorker(c, prevWorker)
+		if err != nil {
+			return err
+		}
+		if ok && pw.removeRunning(p.JobID) {
+			return c.PutJSON(workerKey(prevWorker), pw)
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func usage(_ context.Context, c *sdk.Call) error {
+	p, err := sdk.As[*jobsgen.WorkerUsage](c)
+	if err != nil {
+		return err
+	}
+	w, ok, err := loadWorker(c, p.WorkerID)
+	if err != nil || !c.Known(workerKey(p.WorkerID)) {
+		return err
+	}
+	if !ok {
+		return sdk.Rule("usage report %s names worker %q, which has not joined", p.ReportID, p.WorkerID)
+	}
+	if w.Usage != nil && p.Seq <= w.Usage.Seq {
+		return nil // older report: keep the newer one
+	}
+	w.Usage = &Usage{CPUMillis: p.CPUMillis, MemBytes: p.MemBytes, Seq: p.Seq}
+	return c.PutJSON(workerKey(p.WorkerID), w)
+}
+
+func pendingReason(_ context.Context, c *sdk.Call) error {
+	p, err := sdk.As[*jobsgen.JobPendingReason](c)
+	if err != nil {
+		return err
+	}
+	j, ok, err := loadJob(c, p.JobID)
+	if err != nil || !c.Known(jobKey(p.JobID)) {
+		return err
+	}
+	if !ok {
+		return sdk.Rule("pending reason %s names job %q, which does not exist", p.ReportID, p.JobID)
+	}
+	if j.State != Pending && j.State != Held {
+		return nil // the job no longer waits; the reason is moot
+	}
+	if p.Seq <= j.ReasonSeq && j.ReasonSeq > 0 {
+		return nil
+	}
+	j.PendingReason, j.ReasonSeq = p.Reason, p.Seq
+	return c.PutJSON(jobKey(p.JobID), j)
+}
+
+func death(_ context.Context, c *sdk.Call) error {
+	p, err := sdk.As[*jobsgen.WorkerDeath](c)
+	if err != nil {
+		return err
+	}
+	w, ok, err := loadWorker(c, p.WorkerID)
+	if err != nil || !c.Known(workerKey(p.WorkerID)) {
+		return err
+	}
+	if !ok {
+		return sdk.Rule("death report %s names worker %q, which has not joined", p.ReportID, p.WorkerID)
+	}
+	if w.State == Dead || w.State == Removed {
+		return nil // already dead (duplicate detection) or gone
+	}
+	// Read every job the worker holds first: a job not in the given state
+	// makes the SDK ask for it, and the entry is evaluated again.
+	jobs := make([]*Job, 0, len(w.Running))
+	for _, id := range w.Running {
+		j, jok, err := loadJob(c, id)
+		if err != nil {
+			return err
+		}
+		if jok {
+			jobs = append(jobs, j)
+		}
+	}
+	for _, j := range jobs {
+		if terminal(j.State) || (j.State != Dispatched && j.State != Running) || j.Worker != p.WorkerID {
+			continue // already finished or moved on
+		}
+		j.State, j.Worker, j.Requeues = Pending, "", j.Requeues+1
+		if err := c.PutJSON(jobKey(j.JobID), j); err != nil {
+			return err
+		}
+		c.Transition("job", j.JobID, Pending)
+	}
+	w.State, w.Running, w.Deaths, w.DetectedBy = Dead, []string{}, w.Deaths+1, p.DetectedBy
+	return c.PutJSON(workerKey(p.WorkerID), w)
+}
