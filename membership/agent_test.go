@@ -36,19 +36,24 @@ func TestAgent_FakeVoters_JoinThroughSeedsFormsFiveVoters(t *testing.T) {
 		return len(v) == 5 && len(l) == 2
 	})
 	// Every node sees all 7 alive in gossip and the same configuration.
-	var want string
-	waitFor(t, 10*time.Second, "all views to agree", func() bool {
-		want = ""
+	var want, last string
+	agree := func() bool {
+		want, last = "", ""
 		for _, id := range []string{"n1", "n2", "n3", "n4", "n5", "n6", "n7"} {
 			view := agents[id].View()
 			var rows []string
+			ok := true
 			for _, m := range view.Members {
 				if m.Gossip != GossipAlive || m.Raft == RaftNone {
-					return false
+					ok = false
 				}
-				rows = append(rows, m.ID+"="+m.Raft)
+				rows = append(rows, m.ID+"="+m.Gossip+"/"+m.Raft)
 			}
 			got := join(rows)
+			last += "\n" + id + ": " + got
+			if !ok {
+				return false
+			}
 			if want == "" {
 				want = got
 			} else if got != want {
@@ -56,7 +61,14 @@ func TestAgent_FakeVoters_JoinThroughSeedsFormsFiveVoters(t *testing.T) {
 			}
 		}
 		return true
-	})
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !agree() {
+		if time.Now().After(deadline) {
+			t.Fatalf("views did not agree within 20s:%s", last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	t.Logf("agreed view: %s", want)
 
 	history, _, violations, _ := f.report()
