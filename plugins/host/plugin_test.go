@@ -36,7 +36,9 @@ func TestMain(m *testing.M) {
 			return
 		}
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeJobsPlugin()
+	os.Exit(code)
 }
 
 // testCatalog is a small static schema for host tests.
