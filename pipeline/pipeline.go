@@ -1376,6 +1376,7 @@ func (p *Pipeline) Tick() {
 // Applied is the kv.ApplyObserver: it completes waits, records outcomes and
 // feeds the watch stream, in log order.
 func (p *Pipeline) Applied(index uint64, batch []kv.Command, results []kv.Result) {
+	n := min(len(batch), len(results))
 	var hooks []ConfigActivation
 	p.mu.Lock()
 	if index > p.applied {
@@ -1384,10 +1385,7 @@ func (p *Pipeline) Applied(index uint64, batch []kv.Command, results []kv.Result
 	if p.ring.first == 0 {
 		p.ring.first = index
 	}
-	for i := range batch {
-		if i >= len(results) {
-			break
-		}
+	for i := 0; i < n; i++ {
 		cmd, res := &batch[i], results[i]
 		if res.Index == 0 {
 			res.Index = index
@@ -1398,6 +1396,21 @@ func (p *Pipeline) Applied(index uint64, batch []kv.Command, results []kv.Result
 				hooks = append(hooks, a)
 			}
 		}
+	}
+	if len(hooks) > 0 {
+		// The reload hook runs before the requester is answered, so a
+		// COMMITTED configuration change has been reloaded on this node.
+		p.mu.Unlock()
+		for _, h := range hooks {
+			p.cfg.OnConfigActivated(h)
+		}
+		p.mu.Lock()
+	}
+	for i := 0; i < n; i++ {
+		cmd, res := &batch[i], results[i]
+		if res.Index == 0 {
+			res.Index = index
+		}
 		if e := p.live[cmd.ID]; e != nil {
 			p.resolveLocked(e, cmd, res)
 		} else if att, ok := p.uncert[cmd.ID]; ok {
@@ -1406,9 +1419,6 @@ func (p *Pipeline) Applied(index uint64, batch []kv.Command, results []kv.Result
 	}
 	p.ring.wake()
 	p.mu.Unlock()
-	for _, h := range hooks {
-		p.cfg.OnConfigActivated(h)
-	}
 }
 
 func (p *Pipeline) observeLocked(cmd *kv.Command, res kv.Result, pos int) {
