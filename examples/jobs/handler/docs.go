@@ -61,6 +61,17 @@ type Usage struct {
 	Seq       uint64 `json:"seq"`
 }
 
+// Result is the document a committed request returns to its requester.
+type Result struct {
+	JobID    string `json:"job_id,omitempty"`
+	Queue    string `json:"queue,omitempty"`
+	WorkerID string `json:"worker_id,omitempty"`
+	State    string `json:"state,omitempty"`
+	Capacity int64  `json:"capacity,omitempty"`
+	// Running is the worker's running count (worker.update only).
+	Running int `json:"running,omitempty"`
+}
+
 // Job, queue and worker states.
 const (
 	Pending    = "PENDING"

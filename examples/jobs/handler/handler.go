@@ -97,7 +97,7 @@ func submit(_ context.Context, c *sdk.Call) error {
 	if err := c.PutJSON(jobKey(p.JobID), j); err != nil {
 		return err
 	}
-	return c.SetResult(map[string]string{"job_id": p.JobID, "state": Pending})
+	return c.SetResult(Result{JobID: p.JobID, State: Pending})
 }
 
 func jobControl(_ context.Context, c *sdk.Call) error {
@@ -149,7 +149,7 @@ func jobControl(_ context.Context, c *sdk.Call) error {
 	if err := c.PutJSON(jobKey(p.JobID), j); err != nil {
 		return err
 	}
-	return c.SetResult(map[string]string{"job_id": p.JobID, "state": j.State})
+	return c.SetResult(Result{JobID: p.JobID, State: j.State})
 }
 
 func queueControl(_ context.Context, c *sdk.Call) error {
@@ -189,7 +189,7 @@ func queueControl(_ context.Context, c *sdk.Call) error {
 	if err := c.PutJSON(queueKey(p.Queue), q); err != nil {
 		return err
 	}
-	return c.SetResult(map[string]string{"queue": p.Queue, "state": to})
+	return c.SetResult(Result{Queue: p.Queue, State: to})
 }
 
 func workerJoin(_ context.Context, c *sdk.Call) error {
@@ -220,7 +220,7 @@ func workerJoin(_ context.Context, c *sdk.Call) error {
 	if err := c.PutJSON(workerKey(p.WorkerID), w); err != nil {
 		return err
 	}
-	return c.SetResult(map[string]any{"worker_id": p.WorkerID, "state": Ready, "capacity": p.Capacity})
+	return c.SetResult(Result{WorkerID: p.WorkerID, State: Ready, Capacity: p.Capacity})
 }
 
 func workerUpdate(_ context.Context, c *sdk.Call) error {
@@ -242,7 +242,7 @@ func workerUpdate(_ context.Context, c *sdk.Call) error {
 	if err := c.PutJSON(workerKey(p.WorkerID), w); err != nil {
 		return err
 	}
-	return c.SetResult(map[string]any{"worker_id": p.WorkerID, "capacity": p.Capacity, "running": len(w.Running)})
+	return c.SetResult(Result{WorkerID: p.WorkerID, Capacity: p.Capacity, Running: len(w.Running)})
 }
 
 func workerControl(_ context.Context, c *sdk.Call) error {
@@ -282,7 +282,7 @@ func workerControl(_ context.Context, c *sdk.Call) error {
 	if err := c.PutJSON(workerKey(p.WorkerID), w); err != nil {
 		return err
 	}
-	return c.SetResult(map[string]string{"worker_id": p.WorkerID, "state": w.State})
+	return c.SetResult(Result{WorkerID: p.WorkerID, State: w.State})
 }
 
 func assign(_ context.Context, c *sdk.Call) error {
@@ -328,7 +328,7 @@ func assign(_ context.Context, c *sdk.Call) error {
 	if err := c.PutJSON(workerKey(p.WorkerID), w); err != nil {
 		return err
 	}
-	return c.SetResult(map[string]string{"job_id": p.JobID, "worker_id": p.WorkerID, "state": Dispatched})
+	return c.SetResult(Result{JobID: p.JobID, WorkerID: p.WorkerID, State: Dispatched})
 }
 
 func stateReport(_ context.Context, c *sdk.Call) error {
