@@ -12,7 +12,7 @@ all: build
 
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -o $(BIN)/ ./cmd/... ./examples/jobs/cmd/writ-jobs
 
 demo: build
 	$(GO) build -o $(BIN)/ ./examples/jobs/cmd/writ-jobs
