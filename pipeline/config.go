@@ -130,8 +130,9 @@ func (p *Pipeline) planConfig(ctx context.Context, log Log, e *entry) {
 	p.mu.Unlock()
 	staged := stagedConfig{ID: e.userID, Type: e.typ, Doc: e.json}
 	mk := func(typ string, v Verdict, writes ...kv.Write) {
+		e.attempt = p.attempts.Add(1)
 		e.cmd = kv.Command{ID: e.cmdID, Type: typ, Class: uint8(ir.ClassConfig), Key: e.userID, Verdict: uint8(v),
-			Guard: (&guardInfo{}).appendTo(nil), Payload: e.json, Origin: p.cfg.NodeID}
+			Guard: (&guardInfo{Attempt: e.attempt}).appendTo(nil), Payload: e.json, Origin: p.cfg.NodeID}
 		e.cmd.Effect.Writes = writes
 		e.plan = planPropose
 	}

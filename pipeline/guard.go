@@ -43,6 +43,9 @@ type MachineRecord struct {
 
 // AppendJSON appends the canonical encoding {"state":"S","order":N}.
 func (r MachineRecord) AppendJSON(b []byte) []byte {
+	if b == nil {
+		b = make([]byte, 0, len(r.State)+40)
+	}
 	b = append(b, `{"state":`...)
 	b = strconv.AppendQuote(b, r.State)
 	if r.HasOrder {
@@ -150,6 +153,16 @@ func appendOpt(b []byte, v uint64, ok bool) []byte {
 	}
 	b = append(b, 1)
 	return binary.AppendUvarint(b, v)
+}
+
+// size is an upper bound of the encoded length.
+func (g *guardInfo) size() int {
+	n := 1 + 10 + 10 + len(g.Reason) + 10
+	for i := range g.Transitions {
+		t := &g.Transitions[i]
+		n += 5*10 + 3*10 + 2 + len(t.Machine) + len(t.Instance) + len(t.From) + len(t.To)
+	}
+	return n
 }
 
 func (g *guardInfo) appendTo(b []byte) []byte {
@@ -267,6 +280,15 @@ func decodeGuard(b []byte) (guardInfo, error) {
 	return g, nil
 }
 
+// nextMachineRecord is the machine record an applying transition writes.
+func nextMachineRecord(t *guardTransition) MachineRecord {
+	next := MachineRecord{State: t.To, Order: t.Order, HasOrder: t.HasOrder}
+	if !t.HasOrder && t.FromHas {
+		next.Order, next.HasOrder = t.FromOrder, true
+	}
+	return next
+}
+
 // errGuardMovedText marks a veto caused by state that moved between
 // evaluation and apply; the proposer re-evaluates such commands.
 const errGuardMovedText = "pipeline: guard moved"
@@ -299,7 +321,8 @@ func (c *Checker) Check(cmd *kv.Command, state kv.Reader) error {
 		return nil
 	}
 	illegal := illegalVerdict(ir.Class(cmd.Class))
-	want := map[string][]byte{}
+	var keyBuf [4]string
+	keys := keyBuf[:0]
 	for i := range g.Transitions {
 		t := &g.Transitions[i]
 		m, ok := c.cat.Machine(t.Machine)
@@ -307,6 +330,7 @@ func (c *Checker) Check(cmd *kv.Command, state kv.Reader) error {
 			return fmt.Errorf("pipeline: guard: unknown machine %q (schema skew between replicas?)", t.Machine)
 		}
 		key := MachineKey(t.Machine, t.Instance)
+		keys = append(keys, key)
 		rec, exists := state.Get(key)
 		var cur MachineRecord
 		if exists {
@@ -322,31 +346,37 @@ func (c *Checker) Check(cmd *kv.Command, state kv.Reader) error {
 		} else if v != t.Verdict {
 			return fmt.Errorf("pipeline: guard: %s: verdict %s at apply, %s at evaluation", key, v, t.Verdict)
 		}
-		if t.Verdict == VerdictApply {
-			next := MachineRecord{State: t.To, Order: t.Order, HasOrder: t.HasOrder}
-			if !t.HasOrder && t.FromHas {
-				next.Order, next.HasOrder = t.FromOrder, true
+		if t.Verdict != VerdictApply {
+			continue
+		}
+		var buf [96]byte
+		want := nextMachineRecord(t).AppendJSON(buf[:0])
+		found := false
+		for _, w := range cmd.Effect.Writes {
+			if w.Key != key {
+				continue
 			}
-			want[key] = next.AppendJSON(nil)
+			if found || w.Delete || w.Unconditional || !bytes.Equal(want, w.Value) {
+				return fmt.Errorf("pipeline: guard: effect write of %s does not match its transition", key)
+			}
+			found = true
+		}
+		if !found {
+			return fmt.Errorf("pipeline: guard: applying transition of %s has no write", key)
 		}
 	}
 	for _, w := range cmd.Effect.Writes {
 		if !strings.HasPrefix(w.Key, MachinePrefix) {
 			continue
 		}
-		v, ok := want[w.Key]
+		ok := false
+		for i, k := range keys {
+			if k == w.Key && g.Transitions[i].Verdict == VerdictApply {
+				ok = true
+			}
+		}
 		if !ok {
 			return fmt.Errorf("pipeline: guard: effect writes %s without an applying transition", w.Key)
-		}
-		if w.Delete || w.Unconditional || !bytes.Equal(v, w.Value) {
-			return fmt.Errorf("pipeline: guard: effect write of %s does not match its transition", w.Key)
-		}
-		delete(want, w.Key)
-	}
-	for i := range g.Transitions {
-		key := MachineKey(g.Transitions[i].Machine, g.Transitions[i].Instance)
-		if _, missing := want[key]; missing {
-			return fmt.Errorf("pipeline: guard: applying transition of %s has no write", key)
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/writ-dev/writ/kv"
@@ -120,6 +121,7 @@ type entry struct {
 	json    []byte
 	machine *ir.Machine
 	inst    string
+	mkey    string
 	keys    []string
 	rounds  int // NeedKeys rounds
 
@@ -139,7 +141,7 @@ type entry struct {
 	receiptItem bool
 	recordOnly  string // receipt item rejection to record in the log
 
-	provisional *kv.Effect
+	provisional kv.Effect
 	result      []byte
 	verdict     Verdict
 
@@ -188,8 +190,11 @@ type Pipeline struct {
 	outcomes *outcomeCache
 	ring     watchRing
 	applied  uint64
-	attempts uint64
+	attempts atomic.Uint64
 	flushing bool
+	batchBuf []*entry
+	itemsBuf []EvalItem
+	idxBuf   []int
 	started  bool
 	stopped  bool
 
@@ -244,7 +249,7 @@ func New(cfg Config) (*Pipeline, error) {
 	if !cfg.Manual {
 		// Attempt numbers match apply results to proposals; start from the
 		// clock so a restarted node never reuses a live number.
-		p.attempts = uint64(cfg.Clock.Now().UnixNano())
+		p.attempts.Store(uint64(cfg.Clock.Now().UnixNano()))
 	}
 	p.ring.cap = cfg.WatchRing
 	p.ring.notify = make(chan struct{})
@@ -492,7 +497,8 @@ func (p *Pipeline) newEntry(k kind, ps parsed, cmdID string) *entry {
 	e.keys = make([]string, 0, n)
 	e.keys = append(e.keys, keys...)
 	if e.machine != nil && e.inst != "" {
-		e.keys = append(e.keys, MachineKey(e.machine.Name, e.inst))
+		e.mkey = MachineKey(e.machine.Name, e.inst)
+		e.keys = append(e.keys, e.mkey)
 		if e.class != ir.ClassRequest {
 			e.keys = append(e.keys, ConflictKey(e.machine.Name, e.inst))
 		}
@@ -776,7 +782,7 @@ func (p *Pipeline) Flush(ctx context.Context) {
 	}
 	p.flushing = true
 	now := p.clock.Now()
-	batch := make([]*entry, 0, min(len(p.queue), p.cfg.MaxBatch))
+	batch := p.batchBuf[:0]
 	clear(p.blocked)
 	rest := p.queue[:0]
 	for _, e := range p.queue {
@@ -801,12 +807,12 @@ func (p *Pipeline) Flush(ctx context.Context) {
 	if len(batch) > 0 {
 		p.process(ctx, log, batch)
 	}
+	clear(batch)
 
 	p.mu.Lock()
+	p.batchBuf = batch[:0]
 	p.flushing = false
-	more := len(p.queue) > 0
 	p.mu.Unlock()
-	_ = more
 }
 
 func (p *Pipeline) latchLocked(e *entry) bool {
@@ -832,12 +838,15 @@ func (p *Pipeline) unlatchLocked(e *entry) {
 		}
 	}
 	e.held = false
-	e.provisional = nil
+	e.provisional = kv.Effect{}
 }
 
 func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
-	var items []EvalItem
-	var evalIdx []int
+	items, evalIdx := p.itemsBuf[:0], p.idxBuf[:0]
+	defer func() {
+		clear(items)
+		p.itemsBuf, p.idxBuf = items[:0], evalIdx[:0]
+	}()
 	for i, e := range batch {
 		e.plan, e.planOut = planNone, Outcome{}
 		e.cmd = kv.Command{}
@@ -863,7 +872,9 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 			switch own.Verdict {
 			case VerdictApply:
 			case VerdictDuplicate, VerdictStale:
-				p.trace("guard", e, 0, own.Verdict.String())
+				if p.cfg.Trace != nil {
+					p.trace("guard", e, 0, own.Verdict.String())
+				}
 				e.cmd = p.baseCmd(e, own.Verdict, guardInfo{Transitions: []guardTransition{own}})
 				e.plan = planPropose
 				continue
@@ -902,7 +913,6 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 	var cmds []kv.Command
 	for _, e := range batch {
 		if e.plan == planPropose {
-			p.attemptsInc(e)
 			cmds = append(cmds, e.cmd)
 		}
 	}
@@ -915,6 +925,7 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 	defer p.mu.Unlock()
 	now := p.clock.Now()
 	var proposed []*entry
+	await := prop != nil && !p.cfg.Manual
 	for _, e := range batch {
 		switch e.plan {
 		case planPropose:
@@ -929,11 +940,14 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 				continue
 			}
 			e.proposed, e.proposedAt = true, now
-			eff := e.cmd.Effect
-			e.provisional = &eff
+			e.provisional = e.cmd.Effect
 			p.live[e.cmdID] = e
-			p.trace("propose", e, 0, fmt.Sprintf("attempt=%d writes=%d verdict=%s", e.attempt, len(e.cmd.Effect.Writes), Verdict(e.cmd.Verdict)))
-			proposed = append(proposed, e)
+			if p.cfg.Trace != nil {
+				p.trace("propose", e, 0, fmt.Sprintf("attempt=%d writes=%d verdict=%s", e.attempt, len(e.cmd.Effect.Writes), Verdict(e.cmd.Verdict)))
+			}
+			if await {
+				proposed = append(proposed, e)
+			}
 		case planFinish:
 			p.finishLocked(e, e.planOut)
 		case planIdentity:
@@ -952,7 +966,7 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 		e.cmd = kv.Command{}
 		e.state = nil
 	}
-	if prop != nil && !p.cfg.Manual {
+	if await {
 		p.wg.Add(1)
 		go p.await(prop, proposed, cmds)
 	}
@@ -965,17 +979,6 @@ func (p *Pipeline) traceLocked(stage string, e *entry, idx uint64, d string) {
 	p.mu.Lock()
 	p.trace(stage, e, idx, d)
 	p.mu.Unlock()
-}
-
-func (p *Pipeline) attemptsInc(e *entry) {
-	p.mu.Lock()
-	p.attempts++
-	e.attempt = p.attempts
-	p.mu.Unlock()
-	// stamp the attempt into the guard so results can be matched
-	g, _ := decodeGuard(e.cmd.Guard)
-	g.Attempt = e.attempt
-	e.cmd.Guard = g.appendTo(e.cmd.Guard[:0:0])
 }
 
 // await completes entries from the proposal's own wait (the observer does
@@ -1055,7 +1058,7 @@ func (p *Pipeline) handlerState(e *entry) []kv.Record {
 }
 
 func (p *Pipeline) machineState(e *entry) (MachineRecord, bool, uint64, error) {
-	rec, _ := e.stateOf(MachineKey(e.machine.Name, e.inst))
+	rec, _ := e.stateOf(e.mkey)
 	if rec.Rev == 0 {
 		return MachineRecord{}, false, 0, nil
 	}
@@ -1089,8 +1092,10 @@ func (p *Pipeline) decideOwn(e *entry) (Verdict, string) {
 }
 
 func (p *Pipeline) baseCmd(e *entry, v Verdict, g guardInfo) kv.Command {
+	e.attempt = p.attempts.Add(1)
+	g.Attempt = e.attempt
 	return kv.Command{ID: e.cmdID, Type: e.typ, Class: uint8(e.class), Key: e.inst, Verdict: uint8(v),
-		Guard: g.appendTo(nil), Payload: e.json, Origin: p.cfg.NodeID}
+		Guard: g.appendTo(make([]byte, 0, g.size())), Payload: e.json, Origin: p.cfg.NodeID}
 }
 
 func (p *Pipeline) rejectPlan(e *entry, reason string) {
@@ -1165,7 +1170,7 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 			return
 		}
 		g.Transitions = append(g.Transitions, own)
-		writes = append(writes, machineWrite(own))
+		writes = append(writes, machineWriteKey(own, e.mkey))
 		verdict = VerdictApply
 	}
 	for _, tr := range r.Transitions {
@@ -1221,7 +1226,9 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 			return
 		}
 	}
-	p.traceLocked("guard", e, 0, verdict.String())
+	if p.cfg.Trace != nil {
+		p.traceLocked("guard", e, 0, verdict.String())
+	}
 	e.cmd = p.baseCmd(e, verdict, g)
 	e.cmd.Effect.Writes = writes
 	e.result = r.Result
@@ -1238,11 +1245,11 @@ func (p *Pipeline) handlerBroke(e *entry, msg string) {
 }
 
 func machineWrite(t guardTransition) kv.Write {
-	next := MachineRecord{State: t.To, Order: t.Order, HasOrder: t.HasOrder}
-	if !t.HasOrder && t.FromHas {
-		next.Order, next.HasOrder = t.FromOrder, true
-	}
-	return kv.Write{Key: MachineKey(t.Machine, t.Instance), Value: next.AppendJSON(nil), IfRev: t.ExpectRev}
+	return machineWriteKey(t, MachineKey(t.Machine, t.Instance))
+}
+
+func machineWriteKey(t guardTransition, key string) kv.Write {
+	return kv.Write{Key: key, Value: nextMachineRecord(&t).AppendJSON(nil), IfRev: t.ExpectRev}
 }
 
 // ---- completion ------------------------------------------------------
@@ -1274,7 +1281,9 @@ func (p *Pipeline) finishLocked(e *entry, out Outcome) {
 	case kindConfig:
 		p.outcomes.put(configCmdID(e.userID, "stage"), out)
 	}
-	p.trace("reply", e, out.Index, out.String())
+	if p.cfg.Trace != nil {
+		p.trace("reply", e, out.Index, out.String())
+	}
 	close(e.done)
 	p.wakeup()
 }
@@ -1485,7 +1494,9 @@ func (p *Pipeline) resolveLocked(e *entry, cmd *kv.Command, res kv.Result) {
 		if res.Status == kv.StatusDuplicate && res.FirstIndex != 0 {
 			idx = res.FirstIndex
 		}
-		p.trace("apply", e, res.Index, res.Status.String())
+		if p.cfg.Trace != nil {
+			p.trace("apply", e, res.Index, res.Status.String())
+		}
 		if e.kind == kindFact {
 			p.factDoneLocked(e, res.Index, "done")
 			return

@@ -51,6 +51,8 @@ type watchRing struct {
 	// first is the lowest index still fully retained.
 	first  uint64
 	notify chan struct{}
+	// taken: a watcher waits on notify, so wake must replace it.
+	taken bool
 }
 
 func (r *watchRing) add(ev Event) {
@@ -63,8 +65,12 @@ func (r *watchRing) add(ev Event) {
 }
 
 func (r *watchRing) wake() {
+	if !r.taken {
+		return
+	}
 	close(r.notify)
 	r.notify = make(chan struct{})
+	r.taken = false
 }
 
 // Watcher reads the watch stream from a position.
@@ -114,6 +120,7 @@ func (w *Watcher) nextLocked() (Event, bool, chan struct{}, error) {
 			return e, true, nil, nil
 		}
 	}
+	r.taken = true
 	return Event{}, false, r.notify, nil
 }
 

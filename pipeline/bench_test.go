@@ -1,0 +1,112 @@
+package pipeline_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/writ-dev/writ/examples/jobs/jobsgen"
+	"github.com/writ-dev/writ/kv"
+	"github.com/writ-dev/writ/pipeline"
+	"github.com/writ-dev/writ/pipeline/pipelinetest"
+)
+
+// nopEvaluator is the cheapest possible handler, so the benchmark measures
+// the pipeline, not the handler.
+type nopEvaluator struct{ res []pipeline.EvalResult }
+
+func (n *nopEvaluator) Evaluate(ctx context.Context, items []pipeline.EvalItem) ([]pipeline.EvalResult, error) {
+	if cap(n.res) < len(items) {
+		n.res = make([]pipeline.EvalResult, len(items))
+	}
+	return n.res[:len(items)], nil
+}
+
+var _ pipeline.Evaluator = (*nopEvaluator)(nil)
+
+func benchPipeline(b *testing.B) (*pipeline.Pipeline, *pipelinetest.FakeLog) {
+	log := pipelinetest.NewFakeLog()
+	p, err := pipeline.New(pipeline.Config{NodeID: "n1", Catalog: jobsgen.Catalog(), Log: log, Evaluator: &nopEvaluator{},
+		DataDir: b.TempDir(), Manual: true, Logger: quiet(), WatchRing: 1024, OutcomeCache: 1024})
+	if err != nil {
+		b.Fatal(err)
+	}
+	log.Checker, log.Observer = p.Checker(), p
+	if err := p.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { p.Stop() })
+	return p, log
+}
+
+// BenchmarkSubmit_FakeLog: job.submit on fresh keys, one at a time.
+func BenchmarkSubmit_FakeLog(b *testing.B) {
+	p, log := benchPipeline(b)
+	ctx := context.Background()
+	entries := make([]pipeline.Entry, b.N)
+	for i := range entries {
+		bin, _ := (&jobsgen.JobSubmit{JobID: "j" + strconv.Itoa(i), Queue: "q" + strconv.Itoa(i), Priority: 1, Command: "x"}).AppendBinary(nil)
+		entries[i] = pipeline.Entry{Type: "job.submit", ID: strconv.Itoa(i), Format: pipeline.FormatBinary, Payload: bin}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		h := p.SubmitAsync(ctx, entries[i])
+		p.Flush(ctx)
+		log.CommitNext()
+		select {
+		case <-h.Done():
+		default:
+			b.Fatal("no reply after commit")
+		}
+	}
+}
+
+// BenchmarkSubmitBatch64_FakeLog: 64 requests share one evaluation call and
+// one proposal; reported per request.
+func BenchmarkSubmitBatch64_FakeLog(b *testing.B) {
+	p, log := benchPipeline(b)
+	ctx := context.Background()
+	n := b.N
+	entries := make([]pipeline.Entry, n)
+	for i := range entries {
+		bin, _ := (&jobsgen.JobSubmit{JobID: "j" + strconv.Itoa(i), Queue: "q" + strconv.Itoa(i), Priority: 1, Command: "x"}).AppendBinary(nil)
+		entries[i] = pipeline.Entry{Type: "job.submit", ID: strconv.Itoa(i), Format: pipeline.FormatBinary, Payload: bin}
+	}
+	hs := make([]*pipeline.Handle, 0, 64)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < n; i += 64 {
+		hs = hs[:0]
+		for j := i; j < min(i+64, n); j++ {
+			hs = append(hs, p.SubmitAsync(ctx, entries[j]))
+		}
+		p.Flush(ctx)
+		log.CommitNext()
+		for _, h := range hs {
+			select {
+			case <-h.Done():
+			default:
+				b.Fatal("no reply after commit")
+			}
+		}
+	}
+}
+
+// BenchmarkFakeLogOnly: the in-memory log's own cost per single-command
+// batch (propose + commit + apply), to subtract from the figures above.
+func BenchmarkFakeLogOnly(b *testing.B) {
+	log := pipelinetest.NewFakeLog()
+	ctx := context.Background()
+	cmds := make([][]kv.Command, b.N)
+	for i := range cmds {
+		k := "k" + strconv.Itoa(i)
+		cmds[i] = []kv.Command{{ID: k, Effect: kv.Effect{Writes: []kv.Write{{Key: k, Value: []byte("v")}}}}}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		log.Propose(ctx, cmds[i])
+		log.CommitNext()
+	}
+}
