@@ -102,6 +102,9 @@ type ConfigState struct {
 	Tag      string
 	Document []byte
 	Index    uint64
+	// Activated is false when no upgrade activated yet; Document then holds
+	// the node's own settings.
+	Activated bool
 }
 
 // ConfigChange is a configuration upgrade request.
@@ -168,6 +171,8 @@ type NodeStatus struct {
 	OpenConflicts   uint64
 	Version         string
 	RestartRequired []string
+	StateHash       string
+	StateIndex      uint64
 }
 
 // MemberInfo is one node as gossip and consensus see it.

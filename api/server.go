@@ -391,7 +391,7 @@ func (s *Server) Status(ctx context.Context, _ *writv1.StatusRequest) (*writv1.S
 		Health: st.Health, ApiAddr: st.APIAddr, LeaderApi: st.LeaderAPI, RaftAddr: st.RaftAddr,
 		GossipAddr: st.GossipAddr, SchemaFingerprint: st.Fingerprint, ConfigTag: st.ConfigTag,
 		OutboxDepth: st.OutboxDepth, OpenConflicts: st.OpenConflicts, Version: st.Version,
-		RestartRequired: st.RestartRequired,
+		RestartRequired: st.RestartRequired, StateHash: st.StateHash, StateIndex: st.StateIndex,
 	}, nil
 }
 
@@ -420,7 +420,7 @@ func (s *Server) ConfigShow(ctx context.Context, _ *writv1.ConfigShowRequest) (*
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &writv1.ConfigShowResponse{Tag: c.Tag, Document: c.Document, Index: c.Index}, nil
+	return &writv1.ConfigShowResponse{Tag: c.Tag, Document: c.Document, Index: c.Index, Activated: c.Activated}, nil
 }
 
 // ConfigUpgrade runs a configuration change through the config class and

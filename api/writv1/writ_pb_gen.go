@@ -1621,8 +1621,12 @@ type StatusResponse struct {
 	OpenConflicts     uint64   `protobuf:"varint,17,opt,name=open_conflicts,json=openConflicts,proto3" json:"open_conflicts,omitempty"`
 	Version           string   `protobuf:"bytes,18,opt,name=version,proto3" json:"version,omitempty"`
 	RestartRequired   []string `protobuf:"bytes,19,rep,name=restart_required,json=restartRequired,proto3" json:"restart_required,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Digest of the replicated state at state_index: replicas at the same
+	// applied index have equal digests.
+	StateHash     string `protobuf:"bytes,20,opt,name=state_hash,json=stateHash,proto3" json:"state_hash,omitempty"`
+	StateIndex    uint64 `protobuf:"varint,21,opt,name=state_index,json=stateIndex,proto3" json:"state_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
@@ -1786,6 +1790,20 @@ func (x *StatusResponse) GetRestartRequired() []string {
 		return x.RestartRequired
 	}
 	return nil
+}
+
+func (x *StatusResponse) GetStateHash() string {
+	if x != nil {
+		return x.StateHash
+	}
+	return ""
+}
+
+func (x *StatusResponse) GetStateIndex() uint64 {
+	if x != nil {
+		return x.StateIndex
+	}
+	return 0
 }
 
 type MembersRequest struct {
@@ -2181,9 +2199,12 @@ func (*ConfigShowRequest) Descriptor() ([]byte, []int) {
 type ConfigShowResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The committed (activated) configuration tag; advances only at activation.
-	Tag           string `protobuf:"bytes,1,opt,name=tag,proto3" json:"tag,omitempty"`
+	Tag string `protobuf:"bytes,1,opt,name=tag,proto3" json:"tag,omitempty"`
+	// The activated document, or (when nothing activated yet: activated =
+	// false) the settings this node runs with.
 	Document      []byte `protobuf:"bytes,2,opt,name=document,proto3" json:"document,omitempty"`
 	Index         uint64 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	Activated     bool   `protobuf:"varint,4,opt,name=activated,proto3" json:"activated,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2237,6 +2258,13 @@ func (x *ConfigShowResponse) GetIndex() uint64 {
 		return x.Index
 	}
 	return 0
+}
+
+func (x *ConfigShowResponse) GetActivated() bool {
+	if x != nil {
+		return x.Activated
+	}
+	return false
 }
 
 type ConfigUpgradeRequest struct {
@@ -2513,7 +2541,7 @@ const file_writ_proto_rawDesc = "" +
 	"\x05depth\x18\x02 \x01(\x04R\x05depth\x12\"\n" +
 	"\roldest_age_ms\x18\x03 \x01(\x03R\voldestAgeMs\x12)\n" +
 	"\x05facts\x18\x04 \x03(\v2\x13.writ.v1.OutboxFactR\x05facts\"\x0f\n" +
-	"\rStatusRequest\"\xd6\x04\n" +
+	"\rStatusRequest\"\x96\x05\n" +
 	"\x0eStatusResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\tleader_id\x18\x02 \x01(\tR\bleaderId\x12\x1b\n" +
@@ -2537,7 +2565,11 @@ const file_writ_proto_rawDesc = "" +
 	"\foutbox_depth\x18\x10 \x01(\x04R\voutboxDepth\x12%\n" +
 	"\x0eopen_conflicts\x18\x11 \x01(\x04R\ropenConflicts\x12\x18\n" +
 	"\aversion\x18\x12 \x01(\tR\aversion\x12)\n" +
-	"\x10restart_required\x18\x13 \x03(\tR\x0frestartRequired\"\x10\n" +
+	"\x10restart_required\x18\x13 \x03(\tR\x0frestartRequired\x12\x1d\n" +
+	"\n" +
+	"state_hash\x18\x14 \x01(\tR\tstateHash\x12\x1f\n" +
+	"\vstate_index\x18\x15 \x01(\x04R\n" +
+	"stateIndex\"\x10\n" +
 	"\x0eMembersRequest\"\xfa\x01\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
@@ -2562,11 +2594,12 @@ const file_writ_proto_rawDesc = "" +
 	"\brestarts\x18\x06 \x01(\rR\brestarts\"<\n" +
 	"\x0fPluginsResponse\x12)\n" +
 	"\aplugins\x18\x01 \x03(\v2\x0f.writ.v1.PluginR\aplugins\"\x13\n" +
-	"\x11ConfigShowRequest\"X\n" +
+	"\x11ConfigShowRequest\"v\n" +
 	"\x12ConfigShowResponse\x12\x10\n" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\x1a\n" +
 	"\bdocument\x18\x02 \x01(\fR\bdocument\x12\x14\n" +
-	"\x05index\x18\x03 \x01(\x04R\x05index\"\x88\x01\n" +
+	"\x05index\x18\x03 \x01(\x04R\x05index\x12\x1c\n" +
+	"\tactivated\x18\x04 \x01(\bR\tactivated\"\x88\x01\n" +
 	"\x14ConfigUpgradeRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1a\n" +

@@ -38,6 +38,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdGen(args[1:], stdout, stderr)
 	case "vet":
 		return cmdVet(args[1:], stdout, stderr)
+	case "conformance":
+		return cmdConformance(args[1:], stdout, stderr)
 	case "table":
 		return cmdTable(args[1:], stdout, stderr)
 	case "help", "-h", "--help":

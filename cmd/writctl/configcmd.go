@@ -38,10 +38,10 @@ func (a *app) configShowCmd() *cobra.Command {
 				return a.rpcErr(err)
 			}
 			if a.output == "json" {
-				return a.printAny(map[string]any{"tag": r.Tag, "index": r.Index, "document": rawOrString(r.Document)})
+				return a.printAny(map[string]any{"tag": r.Tag, "index": r.Index, "activated": r.Activated, "document": rawOrString(r.Document)})
 			}
-			if len(r.Document) == 0 {
-				fmt.Fprintf(a.out, "tag %q: no configuration upgrade has activated; nodes run their own settings\n", r.Tag)
+			if !r.Activated {
+				fmt.Fprintf(a.out, "tag %q: no configuration upgrade has activated; this node runs with\n%s\n", r.Tag, r.Document)
 				return nil
 			}
 			fmt.Fprintf(a.out, "tag %q (activated at index %d)\n%s\n", r.Tag, r.Index, r.Document)
@@ -124,8 +124,11 @@ func (a *app) configUpgradeCmd() *cobra.Command {
 					break
 				}
 				if err != nil {
-					if d, ok := api.OutcomeFromError(err); ok && d.Outcome != writv1.Outcome_UNCERTAIN {
+					if d, ok := api.OutcomeFromError(err); ok {
 						a.emit(&writv1.ConfigProgress{Phase: writv1.ConfigProgress_FAILED, Message: d.Reason, Outcome: d.Outcome})
+						if d.Outcome == writv1.Outcome_UNCERTAIN {
+							return fail(exitUncertain, "configuration %q did NOT activate (%s); the node keeps proposing its abort, and only the requesting node ever proposes an activation, so it will not activate later; the committed tag is unchanged", want.Version, d.Reason)
+						}
 						return fail(exitUncertain, "configuration %q did NOT activate and will not activate later: %s", want.Version, d.Reason)
 					}
 					return fail(exitUncertain, "lost the upgrade stream before a definite answer (%v): check `writctl config show` on a majority", err)

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -182,9 +183,16 @@ func (w *writer) ConfigShow(ctx context.Context) (api.ConfigState, error) {
 		return api.ConfigState{}, &api.Error{Outcome: api.Unavailable, Reason: "reading the committed configuration: " + err.Error()}
 	}
 	if !ok {
-		return api.ConfigState{Tag: "0"}, nil
+		w.n.mu.Lock()
+		cur := w.n.current
+		w.n.mu.Unlock()
+		return api.ConfigState{Tag: "0", Document: config.ClusterOf(cur).Payload()}, nil
 	}
-	return api.ConfigState{Tag: versionOf(t.Doc), Document: t.Doc}, nil
+	st := api.ConfigState{Tag: versionOf(t.Doc), Document: t.Doc, Activated: true}
+	if rec, ok, err := w.n.rs.Get(ctx, pipeline.ConfigCommittedKey, false); err == nil && ok {
+		st.Index = rec.Rev
+	}
+	return st, nil
 }
 
 const configType = "cluster.config"
@@ -315,13 +323,19 @@ func (i *info) Status(ctx context.Context) api.NodeStatus {
 	st.ConfigTag = n.cfgTag
 	st.RestartRequired = append([]string(nil), n.restart...)
 	n.mu.Unlock()
-	if ps.Config != nil {
+	// The tag is the configuration this node has loaded (set by the
+	// activation hook), so "reloaded" means the hook ran here.
+	if st.ConfigTag == "" && ps.Config != nil {
 		st.ConfigTag = versionOf(ps.Config.Doc)
-	} else if st.ConfigTag == "" {
+	}
+	if st.ConfigTag == "" {
 		st.ConfigTag = "0"
 	}
 	if ls.LeaderID != "" {
 		st.LeaderAPI = i.apiOf(ls.LeaderID)
+	}
+	if idx, h, err := n.rs.StateHash(); err == nil {
+		st.StateIndex, st.StateHash = idx, hex.EncodeToString(h[:])
 	}
 	var why []string
 	if ls.LeaderID == "" {
