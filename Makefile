@@ -15,7 +15,6 @@ build:
 	$(GO) build -o $(BIN)/ ./cmd/... ./examples/jobs/cmd/writ-jobs
 
 demo: build
-	$(GO) build -o $(BIN)/ ./examples/jobs/cmd/writ-jobs
 	KEEP=$(KEEP) BIN=$(BIN) ./scripts/demo.sh
 
 test: verify unit
