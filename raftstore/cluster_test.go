@@ -19,7 +19,7 @@ import (
 // Loopback addresses: in-process clusters use 127.0.1.1–127.0.1.9, the
 // crash-recovery processes 127.0.1.21–127.0.1.23 (ports are kernel-chosen).
 
-func testLogger(t testing.TB) *slog.Logger {
+func testLogger(testing.TB) *slog.Logger {
 	if os.Getenv("WRIT_TEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

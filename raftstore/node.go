@@ -118,12 +118,7 @@ func Start(c Config) (*Node, error) {
 			return nil, fmt.Errorf("raftstore: listen on RaftAddr %q: %w", cfg.RaftAddr, err)
 		}
 	}
-	n.tr = newTransport(n.id, lis, cfg.SendQueue, cfg.MaxBatchBytes, n, n.log)
-	for id, m := range n.members {
-		if id != n.id {
-			n.tr.setPeer(id, m.Addr)
-		}
-	}
+	addr := lis.Addr().String()
 	rc := &raft.Config{
 		ID:                        n.id,
 		ElectionTick:              cfg.ElectionTicks,
@@ -140,33 +135,45 @@ func Start(c Config) (*Node, error) {
 	fresh := n.wal == nil
 	if fresh {
 		if err := n.createWAL(); err != nil {
-			n.tr.close()
+			_ = lis.Close()
 			n.closeStorage()
 			return nil, err
 		}
+	}
+	peers := cfg.Peers
+	if len(peers) == 0 {
+		peers = []Peer{{ID: cfg.NodeID, Addr: addr}}
 	}
 	switch {
 	case !fresh || cfg.Join:
 		n.rn = raft.RestartNode(rc)
 	default:
-		peers := cfg.Peers
-		if len(peers) == 0 {
-			peers = []Peer{{ID: cfg.NodeID, Addr: n.tr.addr}}
-		}
 		rpeers := make([]raft.Peer, len(peers))
 		for i, p := range peers {
-			addr := p.Addr
+			a := p.Addr
 			if p.ID == cfg.NodeID {
-				addr = n.tr.addr
-			} else {
-				n.tr.setPeer(RaftID(p.ID), p.Addr)
+				a = addr
 			}
-			rpeers[i] = raft.Peer{ID: RaftID(p.ID), Context: encodeMemberContext(p.ID, addr)}
+			rpeers[i] = raft.Peer{ID: RaftID(p.ID), Context: encodeMemberContext(p.ID, a)}
 		}
 		n.rn = raft.StartNode(rc, rpeers)
 		if len(peers) == 1 {
 			// A fresh single-node cluster need not wait an election timeout.
 			_ = n.rn.Campaign(context.Background())
+		}
+	}
+	// The transport starts after raft: it steps incoming messages into it.
+	n.tr = newTransport(n.id, lis, cfg.SendQueue, cfg.MaxBatchBytes, n, n.log)
+	for id, m := range n.members {
+		if id != n.id {
+			n.tr.setPeer(id, m.Addr)
+		}
+	}
+	if fresh && !cfg.Join {
+		for _, p := range peers {
+			if p.ID != cfg.NodeID {
+				n.tr.setPeer(RaftID(p.ID), p.Addr)
+			}
 		}
 	}
 	n.wg.Add(2)
@@ -617,6 +624,11 @@ func (n *Node) restoreSnapshot(s *raftpb.Snapshot) error {
 func (n *Node) maybeSnapshot() error {
 	if n.applied.Load()-n.snapIndex < n.cfg.SnapshotCount {
 		return nil
+	}
+	// The snapshot is where older WAL entries stop being the only durable
+	// copy of the state: make the state durable first.
+	if err := n.st.sync(); err != nil {
+		return fmt.Errorf("raftstore: sync state before snapshot: %w", err)
 	}
 	idx, data, err := n.st.snapshotData()
 	if err != nil {

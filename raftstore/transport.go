@@ -37,6 +37,7 @@ const (
 	maxFrameBytes    = 1 << 30
 	backoffMin       = 20 * time.Millisecond
 	backoffMax       = time.Second
+	removeGrace      = 2 * time.Second
 )
 
 type rawCodec struct{}
@@ -79,18 +80,19 @@ type transport struct {
 	lis net.Listener
 	srv *grpc.Server
 
-	mu      sync.Mutex
-	peers   map[uint64]*peer
-	removed map[uint64]bool
-	closed  bool
-	wg      sync.WaitGroup
+	mu       sync.Mutex
+	peers    map[uint64]*peer
+	removed  map[uint64]bool
+	draining map[*peer]bool
+	closed   bool
+	wg       sync.WaitGroup
 }
 
 func newTransport(self uint64, lis net.Listener, queueLen, maxBatch int, h raftHandler, log *slog.Logger) *transport {
 	t := &transport{
 		self: self, addr: lis.Addr().String(), queueLen: queueLen, maxBatch: maxBatch,
 		h: h, log: log, lis: lis,
-		peers: map[uint64]*peer{}, removed: map[uint64]bool{},
+		peers: map[uint64]*peer{}, removed: map[uint64]bool{}, draining: map[*peer]bool{},
 	}
 	if ta, ok := lis.Addr().(*net.TCPAddr); ok && !ta.IP.IsUnspecified() {
 		t.localIP = ta.IP
@@ -208,13 +210,22 @@ func (t *transport) addPeerLocked(id uint64, addr string) {
 	}()
 }
 
+// removePeer stops sending to a removed member after a grace period, so
+// that messages already queued (notably the one that tells it the removal
+// committed) still reach it.
 func (t *transport) removePeer(id uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.removed[id] = true
 	if p, ok := t.peers[id]; ok {
-		p.stop()
 		delete(t.peers, id)
+		t.draining[p] = true
+		time.AfterFunc(removeGrace, func() {
+			t.mu.Lock()
+			delete(t.draining, p)
+			t.mu.Unlock()
+			p.stop()
+		})
 	}
 }
 
@@ -250,6 +261,10 @@ func (t *transport) close() {
 	for id, p := range t.peers {
 		p.stop()
 		delete(t.peers, id)
+	}
+	for p := range t.draining {
+		p.stop()
+		delete(t.draining, p)
 	}
 	t.mu.Unlock()
 	t.srv.Stop()
