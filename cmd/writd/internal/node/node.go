@@ -113,6 +113,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 			return nil, startErr("cannot create a temporary data directory: %v: set data_dir", err)
 		}
 		n.dataDir, n.tempDir = d, true
+		cleanup = append(cleanup, func() { _ = os.RemoveAll(d) })
 	}
 	if err := os.MkdirAll(n.dataDir, 0o700); err != nil {
 		return nil, startErr("data_dir %s: %v: point data_dir at a writable directory", n.dataDir, err)

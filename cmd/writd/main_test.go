@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBadInputOneLine: bad configuration and occupied ports stop writd
+// before anything starts, with one line naming the problem and the fix, and
+// nothing written to the data directory.
+func TestBadInputOneLine(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.3.30:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "writ.yaml")
+	if err := os.WriteFile(cfg, []byte("api:\n  adress: 127.0.0.1:1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"--data-dir", data, "--raft-addr", "127.0.3.30:7071", "--gossip-addr", "127.0.3.30:7072"}
+	for _, c := range []struct {
+		name string
+		args []string
+		env  []string
+		want []string
+	}{
+		{"unknown flag", []string{"--api-adress", "x"}, nil, []string{"unknown flag: --api-adress"}},
+		{"unknown file key", []string{"--config", cfg}, nil, []string{"api.adress", "unknown key"}},
+		{"unknown env", nil, []string{"WRIT_NODE_NAME=x"}, []string{"WRIT_NODE_NAME", "unknown variable"}},
+		{"bad duration", []string{"--pipeline-commit-timeout", "soon"}, nil, []string{"pipeline.commit_timeout", "not a duration"}},
+		{"bad port", []string{"--api-addr", "127.0.0.1:70000"}, nil, []string{"api.addr", "65535"}},
+		{"port in use", append([]string{"--api-addr", busy.Addr().String(), "--plugins-jobs", "/bin/true"}, base...), nil, []string{"api.addr", "address already in use", "set api.addr"}},
+		{"raft port in use", []string{"--data-dir", data, "--api-addr", "127.0.3.30:0", "--raft-addr", busy.Addr().String(), "--gossip-addr", "127.0.3.30:7072", "--plugins-jobs", "/bin/true"}, nil, []string{"raft.addr", "address already in use"}},
+		{"missing plugin", []string{"--plugins-jobs", filepath.Join(dir, "nope")}, nil, []string{"plugins.jobs", "no such file"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(c.args, c.env, &out, &errb)
+			msg := strings.TrimSpace(errb.String())
+			if code == 0 {
+				t.Fatal("writd accepted bad input")
+			}
+			if strings.Contains(msg, "\n") {
+				t.Errorf("not one line: %q", msg)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("%q does not mention %q", msg, w)
+				}
+			}
+		})
+	}
+	if ents, _ := os.ReadDir(data); len(ents) != 0 {
+		t.Fatalf("bad input touched the data directory: %v", ents)
+	}
+}
