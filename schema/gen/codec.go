@@ -422,7 +422,7 @@ func jsonObject(typ, prefix, name string, val []byte) error {
 }
 
 func unknownField(typ, prefix, key string, known []string) error {
-	return fieldErr(typ, join(prefix, key), "closed struct", fmt.Sprintf("is not a field of %s (fix: remove it; known fields: %s)", typ, strings.Join(known, ", ")))
+	return fieldErr(typ, join(prefix, key), "closed struct", fmt.Sprintf("is not a declared field (fix: remove it; known fields: %s)", strings.Join(known, ", ")))
 }
 
 func duplicateField(typ, prefix, key string) error {

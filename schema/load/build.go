@@ -397,7 +397,7 @@ func (b *builder) conjunct(path string, f *ir.Field, c ast.Expr, lo, hi **bound,
 		}
 		return bad("identifier", "use a predeclared type such as string, int64, uint64, float or bool")
 	case *ast.UnaryExpr:
-		lit, ok := x.X.(*ast.BasicLit)
+		lit, ok := literalOf(x.X)
 		if !ok {
 			return bad("operand is not a literal", "write the bound or pattern as a literal")
 		}
@@ -495,6 +495,25 @@ func (b *builder) conjunct(path string, f *ir.Field, c ast.Expr, lo, hi **bound,
 		return true // the element is analysed through the value
 	}
 	return bad(fmt.Sprintf("%T", c), "use only types, bounds, =~ patterns, string enums and length limits")
+}
+
+// literalOf returns a literal operand, folding a sign into number literals.
+func literalOf(e ast.Expr) (*ast.BasicLit, bool) {
+	switch x := e.(type) {
+	case *ast.BasicLit:
+		return x, true
+	case *ast.UnaryExpr:
+		lit, ok := x.X.(*ast.BasicLit)
+		if !ok || (x.Op != token.SUB && x.Op != token.ADD) || (lit.Kind != token.INT && lit.Kind != token.FLOAT) {
+			return nil, false
+		}
+		v := lit.Value
+		if x.Op == token.SUB {
+			v = "-" + v
+		}
+		return &ast.BasicLit{Kind: lit.Kind, Value: v}, true
+	}
+	return nil, false
 }
 
 func normLit(r *big.Rat, k ir.Kind) string {

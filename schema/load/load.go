@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -27,6 +28,9 @@ type Result struct {
 	Findings []ir.Finding
 	// Value is the user's schema unified with the meta-schema's #Schema.
 	Value cue.Value
+	// user is the schema as declared, before unification with the
+	// meta-schema (whose payload: {...} would leave payloads open).
+	user cue.Value
 }
 
 // Failed reports whether any finding is BLOCKED or INCOMPLETE.
@@ -49,7 +53,7 @@ func (r *Result) Err() error {
 // PayloadValue returns the CUE value of an entry type's payload, closed, so
 // that unifying it with concrete data gives CUE's own verdict on that data.
 func (r *Result) PayloadValue(entry string) (cue.Value, error) {
-	p := r.Value.LookupPath(cue.MakePath(cue.Str("entries"), cue.Str(entry), cue.Str("payload")))
+	p := r.user.LookupPath(cue.MakePath(cue.Str("entries"), cue.Str(entry), cue.Str("payload")))
 	if !p.Exists() {
 		return cue.Value{}, fmt.Errorf("load: no entry type %q", entry)
 	}
@@ -136,10 +140,11 @@ func Files(files []File) *Result {
 	badClass := r.checkClasses(user)
 	unified := user.Unify(metaV.LookupPath(cue.ParsePath("#Schema")))
 	r.Value = unified
+	r.user = user
 	if err := unified.Validate(); err != nil {
 		for _, e := range cueerrors.Errors(err) {
 			p := e.Path()
-			if len(p) >= 3 && p[0] == "entries" && p[len(p)-1] == "class" && badClass[p[1]] {
+			if len(p) >= 3 && p[0] == "entries" && p[len(p)-1] == "class" && badClass[unquote(p[1])] {
 				continue
 			}
 			r.addCUEOne(e, ir.CodeSchemaInvalid, "make the declaration match the writ meta-schema (see docs/schema.md)")
@@ -158,6 +163,13 @@ func Files(files []File) *Result {
 		r.Schema = s
 	}
 	return r
+}
+
+func unquote(s string) string {
+	if u, err := strconv.Unquote(s); err == nil {
+		return u
+	}
+	return s
 }
 
 func dedupe(r *Result) {

@@ -254,8 +254,8 @@ var model = &ir.Schema{
 			Keys: []string{"job/{job_id}", "worker/{worker_id}"}, Item: "", ItemsField: "",
 			Doc: "Assign a pending job to a worker (carried by job.dispatch).", Pos: ir.Pos{File: "writ.cue", Line: 70, Col: 24},
 			Fields: []*ir.Field{
-				{Name: "job_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 183, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
-				{Name: "worker_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 184, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
+				{Name: "job_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 207, Col: 2}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
+				{Name: "worker_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 208, Col: 2}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 			},
 		},
 		{
@@ -264,15 +264,15 @@ var model = &ir.Schema{
 			Keys: []string{"_config/cluster"}, Item: "", ItemsField: "",
 			Doc: "A cluster configuration upgrade (staged, then activated).", Pos: ir.Pos{File: "writ.cue", Line: 70, Col: 24},
 			Fields: []*ir.Field{
-				{Name: "version", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 193, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[0-9]{1,9}(\\.[0-9]{1,9}){0,2}$"}},
-				{Name: "settings", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 194, Col: 4}, Kind: ir.KindStruct, Fields: []*ir.Field{
-					{Name: "commit_timeout", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 195, Col: 5}, Kind: ir.KindString, Patterns: []string{"^[0-9]{1,6}(ms|s|m|h)$"}},
-					{Name: "heartbeat", Optional: true, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 196, Col: 5}, Kind: ir.KindString, Patterns: []string{"^[0-9]{1,6}(ms|s|m|h)$"}},
-					{Name: "max_batch", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 197, Col: 5}, Kind: ir.KindInt, Min: &ir.Bound{Value: "1", Exclusive: false}, Max: &ir.Bound{Value: "4096", Exclusive: false}},
-					{Name: "max_inflight", Optional: true, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 198, Col: 5}, Kind: ir.KindInt, Min: &ir.Bound{Value: "1", Exclusive: false}, Max: &ir.Bound{Value: "1000000", Exclusive: false}},
-					{Name: "log_level", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 199, Col: 5}, Kind: ir.KindString, Enum: []string{"debug", "info", "warn", "error"}},
-					{Name: "fact_retry", Optional: true, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 200, Col: 5}, Kind: ir.KindString, Patterns: []string{"^[0-9]{1,6}(ms|s|m|h)$"}},
-					{Name: "dead_worker_grace", Optional: true, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 201, Col: 5}, Kind: ir.KindString, Patterns: []string{"^[0-9]{1,6}(ms|s|m|h)$"}},
+				{Name: "version", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 190, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[0-9]{1,9}(\\.[0-9]{1,9}){0,2}$"}},
+				{Name: "settings", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 191, Col: 4}, Kind: ir.KindStruct, Fields: []*ir.Field{
+					{Name: "commit_timeout", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 192, Col: 5}, Kind: ir.KindString, Patterns: []string{"^[0-9]{1,6}(ms|s|m|h)$"}},
+					{Name: "heartbeat", Optional: true, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 193, Col: 5}, Kind: ir.KindString, Patterns: []string{"^[0-9]{1,6}(ms|s|m|h)$"}},
+					{Name: "max_batch", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 194, Col: 5}, Kind: ir.KindInt, Min: &ir.Bound{Value: "1", Exclusive: false}, Max: &ir.Bound{Value: "4096", Exclusive: false}},
+					{Name: "max_inflight", Optional: true, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 195, Col: 5}, Kind: ir.KindInt, Min: &ir.Bound{Value: "1", Exclusive: false}, Max: &ir.Bound{Value: "1000000", Exclusive: false}},
+					{Name: "log_level", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 196, Col: 5}, Kind: ir.KindString, Enum: []string{"debug", "info", "warn", "error"}},
+					{Name: "fact_retry", Optional: true, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 197, Col: 5}, Kind: ir.KindString, Patterns: []string{"^[0-9]{1,6}(ms|s|m|h)$"}},
+					{Name: "dead_worker_grace", Optional: true, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 198, Col: 5}, Kind: ir.KindString, Patterns: []string{"^[0-9]{1,6}(ms|s|m|h)$"}},
 				}},
 			},
 		},
