@@ -1,0 +1,376 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/writ-dev/writ/pipeline"
+	"github.com/writ-dev/writ/schema/ir"
+)
+
+func init() {
+	register(&Check{ID: "property.validate-cue", Tier: TierProperty, Invariants: []string{"W2", "W6"},
+		Title: "generated validation agrees with CUE on drawn valid and invalid payloads", Run: checkValidateCUE})
+	register(&Check{ID: "property.codec-roundtrip", Tier: TierProperty, Invariants: []string{"W7", "W9"},
+		Title: "every valid payload survives the stable binary encoding unchanged", Run: checkCodecRoundtrip})
+	register(&Check{ID: "property.guard-sequences", Tier: TierProperty, Invariants: []string{"W8", "W9"},
+		Title: "guards: fact sequences with duplicates, reorderings and replays converge; terminal states hold; regressions quarantine", Run: checkGuardSequences})
+}
+
+// maxFindings bounds the findings one property check reports; the rest are
+// counted in a summary finding.
+const maxFindings = 5
+
+type collector struct {
+	out   Outcome
+	extra map[string]int
+}
+
+func (c *collector) add(f Finding) {
+	n := 0
+	for _, x := range c.out.Findings {
+		if x.Code == f.Code && x.Subject == f.Subject {
+			n++
+		}
+	}
+	if n >= maxFindings {
+		if c.extra == nil {
+			c.extra = map[string]int{}
+		}
+		c.extra[f.Code+"\x00"+f.Subject]++
+		return
+	}
+	c.out.Findings = append(c.out.Findings, f)
+}
+
+func (c *collector) done() Outcome {
+	for _, k := range sortedKeys(c.extra) {
+		code, subj, _ := cutByte(k)
+		c.out.Findings = append(c.out.Findings, Finding{Code: code, Status: ir.StatusBlocked, Subject: subj,
+			Message: fmt.Sprintf("%d more case(s) like the above", c.extra[k]), Fix: "see the cases above"})
+	}
+	return c.out
+}
+
+func cutByte(s string) (string, string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+// perType splits the case budget across n types (at least 1 each).
+func perType(total, n int) int {
+	if n == 0 {
+		return 0
+	}
+	return max(1, (total+n-1)/n)
+}
+
+func checkValidateCUE(_ context.Context, e *Env) Outcome {
+	if r, ok := e.needCatalog(); !ok {
+		return notRun("%s", r)
+	}
+	var c collector
+	types := e.Catalog.Types()
+	per := perType(e.Opts.Cases, len(types))
+	for ti, td := range types {
+		en, ok := e.Schema.Entry(td.Name)
+		if !ok || td.ParseJSON == nil {
+			continue // static.table-complete reports it
+		}
+		d := newDrawer(e.Schema, e.Opts.Seed, uint64(ti)+1)
+		d.pool = []string{"a", "b", "a1"}
+		valid, invalid := 0, 0
+		for i := 0; i < per; i++ {
+			obj := d.object(en.Fields)
+			what := "valid draw"
+			if d.rng.IntN(2) == 0 {
+				what = d.mutate(obj, en.Fields)
+			}
+			data, err := json.Marshal(obj)
+			if err != nil {
+				c.add(Finding{Code: CodeCheckCrashed, Status: ir.StatusBlocked, Subject: td.Name, Message: "drawn payload does not marshal: " + err.Error()})
+				continue
+			}
+			_, genErr := td.ParseJSON(data)
+			cueErr := e.Load.CheckPayloadJSON(td.Name, data)
+			c.out.Cases++
+			if cueErr == nil {
+				valid++
+			} else {
+				invalid++
+			}
+			if (genErr == nil) != (cueErr == nil) {
+				c.add(Finding{Code: CodeValidationDisagrees, Status: ir.StatusBlocked, Subject: td.Name,
+					Message: fmt.Sprintf("payload %s (%s): generated validation says %s, CUE says %s", data, what, verdictText(genErr), verdictText(cueErr)),
+					Fix:     "regenerate with `writ gen`; if it persists, the generator mis-compiles this constraint (report it)"})
+			}
+		}
+		if valid == 0 || invalid == 0 {
+			c.add(Finding{Code: CodeValidationDisagrees, Status: ir.StatusReviewRequired, Subject: td.Name,
+				Message: fmt.Sprintf("coverage is one-sided: %d valid and %d invalid payloads drawn", valid, invalid),
+				Fix:     "simplify the type's constraints or raise --cases"})
+		}
+	}
+	return c.done()
+}
+
+func verdictText(err error) string {
+	if err == nil {
+		return "valid"
+	}
+	return "invalid (" + err.Error() + ")"
+}
+
+func checkCodecRoundtrip(_ context.Context, e *Env) Outcome {
+	if r, ok := e.needCatalog(); !ok {
+		return notRun("%s", r)
+	}
+	var c collector
+	types := e.Catalog.Types()
+	per := perType(e.Opts.Cases, len(types))
+	for ti, td := range types {
+		en, ok := e.Schema.Entry(td.Name)
+		if !ok || td.ParseJSON == nil || td.ParseBinary == nil {
+			continue
+		}
+		d := newDrawer(e.Schema, e.Opts.Seed, 1000+uint64(ti))
+		for i := 0; i < per; i++ {
+			data, _ := json.Marshal(d.object(en.Fields))
+			p, err := td.ParseJSON(data)
+			if err != nil {
+				continue // not a valid draw; property.validate-cue covers validation
+			}
+			c.out.Cases++
+			b1, err := p.AppendBinary(nil)
+			if err != nil {
+				c.add(Finding{Code: CodeApplyNotIdempotent, Status: ir.StatusBlocked, Subject: td.Name,
+					Message: fmt.Sprintf("valid payload %s does not encode: %v", data, err), Fix: "regenerate with `writ gen`"})
+				continue
+			}
+			q, err := td.ParseBinary(b1)
+			if err != nil {
+				c.add(Finding{Code: CodeApplyNotIdempotent, Status: ir.StatusBlocked, Subject: td.Name,
+					Message: fmt.Sprintf("encoding of valid payload %s does not decode: %v", data, err), Fix: "regenerate with `writ gen`"})
+				continue
+			}
+			b2, err := q.AppendBinary(nil)
+			if err != nil || !bytes.Equal(b1, b2) || p.InstanceKey() != q.InstanceKey() || p.IdempotencyKey() != q.IdempotencyKey() {
+				c.add(Finding{Code: CodeApplyNotIdempotent, Status: ir.StatusBlocked, Subject: td.Name,
+					Message: fmt.Sprintf("payload %s changes across encode → decode → encode", data), Fix: "regenerate with `writ gen`"})
+			}
+		}
+	}
+	return c.done()
+}
+
+// seqFact is one fact of a generated sequence, as the guard sees it.
+type seqFact struct {
+	id       string
+	to       string
+	order    uint64
+	hasOrder bool
+}
+
+// foldGuard applies facts through decide the way every replica does:
+// deduplicated by fact ID, the machine record advanced only on Apply. It
+// returns the final record, the verdict of each delivered fact (0 for an
+// ID duplicate), and the first terminal-state exit it saw.
+func foldGuard(decide decideFunc, m *ir.Machine, start pipeline.MachineRecord, facts []seqFact) (pipeline.MachineRecord, []pipeline.Verdict, string) {
+	cur := start
+	seen := map[string]bool{}
+	verdicts := make([]pipeline.Verdict, len(facts))
+	left := ""
+	for i, f := range facts {
+		if seen[f.id] {
+			continue
+		}
+		seen[f.id] = true
+		v, _ := decide(m, cur, true, f.to, f.order, f.hasOrder, pipeline.VerdictQuarantine)
+		verdicts[i] = v
+		if v != pipeline.VerdictApply {
+			continue
+		}
+		next := pipeline.MachineRecord{State: f.to, Order: f.order, HasOrder: f.hasOrder}
+		if !f.hasOrder && cur.HasOrder {
+			next.Order, next.HasOrder = cur.Order, true
+		}
+		if m.IsTerminal(cur.State) && next.State != cur.State && left == "" {
+			left = fmt.Sprintf("%s → %s (fact %s)", cur.State, next.State, f.id)
+		}
+		cur = next
+	}
+	return cur, verdicts, left
+}
+
+// factMachines lists, per machine, the target states its fact types can
+// report and whether they carry an order.
+type factTargets struct {
+	m       *ir.Machine
+	types   []string
+	targets []string
+	ordered bool
+}
+
+func (e *Env) factTargets() []factTargets {
+	var out []factTargets
+	for _, m := range e.machines() {
+		ft := factTargets{m: m}
+		seen := map[string]bool{}
+		for _, en := range e.entries() {
+			if en.Class != ir.ClassFact || en.Machine != m.Name {
+				continue
+			}
+			ts := targetsOf(en)
+			if len(ts) == 0 {
+				continue
+			}
+			ft.types = append(ft.types, en.Name)
+			if en.Order != "" {
+				ft.ordered = true
+			}
+			for _, t := range ts {
+				if !seen[t] && m.HasState(t) {
+					seen[t] = true
+					ft.targets = append(ft.targets, t)
+				}
+			}
+		}
+		if len(ft.targets) > 0 {
+			out = append(out, ft)
+		}
+	}
+	return out
+}
+
+// legalPath draws up to n facts from start, each a declared transition or
+// a re-report of the current state, with increasing order.
+func legalPath(rng *rand.Rand, ft factTargets, start string, n int) []seqFact {
+	var out []seqFact
+	cur := start
+	order := uint64(0)
+	for len(out) < n {
+		var opts []string
+		for _, t := range ft.targets {
+			if t == cur || ft.m.Allowed(cur, t) {
+				opts = append(opts, t)
+			}
+		}
+		if len(opts) == 0 {
+			break
+		}
+		t := opts[rng.IntN(len(opts))]
+		order += 1 + uint64(rng.IntN(3))
+		out = append(out, seqFact{id: "f" + strconv.Itoa(len(out)), to: t, order: order, hasOrder: ft.ordered})
+		cur = t
+	}
+	return out
+}
+
+// perturb delivers a sequence with duplicates (same ID), re-sends under a
+// new ID, local reorderings and replays of earlier facts.
+func perturb(rng *rand.Rand, base []seqFact) []seqFact {
+	out := append([]seqFact(nil), base...)
+	// local reorderings (only ordered facts may be reordered: without an
+	// order the guard cannot tell old from new, and nobody promises it)
+	for i := range out {
+		j := i + rng.IntN(3)
+		if j < len(out) && out[i].hasOrder && out[j].hasOrder {
+			out[i], out[j] = out[j], out[i]
+		}
+	}
+	extra := rng.IntN(len(base) + 1)
+	for k := 0; k < extra; k++ {
+		f := base[rng.IntN(len(base))]
+		if rng.IntN(2) == 0 && f.hasOrder {
+			f.id += "-resent" // the same report under a new ID
+		}
+		pos := rng.IntN(len(out) + 1)
+		if !f.hasOrder {
+			pos = len(out) // replays of unordered facts only after the fact
+		}
+		out = append(out[:pos], append([]seqFact{f}, out[pos:]...)...)
+	}
+	return out
+}
+
+func checkGuardSequences(_ context.Context, e *Env) Outcome {
+	if r, ok := e.needSchema(); !ok {
+		return notRun("%s", r)
+	}
+	fts := e.factTargets()
+	if len(fts) == 0 {
+		return notRun("the schema has no fact type that moves a machine")
+	}
+	decide := e.decide()
+	rng := rand.New(rand.NewPCG(e.Opts.Seed, 77))
+	var c collector
+	for i := 0; i < e.Opts.Cases; i++ {
+		ft := fts[i%len(fts)]
+		start := pipeline.MachineRecord{State: ft.m.States[rng.IntN(len(ft.m.States))]}
+		base := legalPath(rng, ft, start.State, 1+rng.IntN(6))
+		if len(base) == 0 {
+			continue
+		}
+		want, _, _ := foldGuard(decide, ft.m, start, base)
+		delivered := perturb(rng, base)
+		// Regressions arrive last: a later report of a state the machine
+		// may not move to from where it ended.
+		var regressions []seqFact
+		var illegal []string
+		for _, t := range ft.targets {
+			if t != want.State && !ft.m.Allowed(want.State, t) {
+				illegal = append(illegal, t)
+			}
+		}
+		if len(illegal) > 0 && rng.IntN(2) == 0 {
+			r := seqFact{id: "regress", to: illegal[rng.IntN(len(illegal))], order: base[len(base)-1].order + 1 + uint64(rng.IntN(3)), hasOrder: ft.ordered}
+			regressions = append(regressions, r, r)
+		}
+		got, verdicts, left := foldGuard(decide, ft.m, start, append(delivered, regressions...))
+		c.out.Cases++
+		subj := "machines." + ft.m.Name
+		trace := fmt.Sprintf("start %s, ordered %s, delivered %s", start.State, describeSeq(base), describeSeq(append(delivered, regressions...)))
+		if left != "" {
+			c.add(Finding{Code: CodeTerminalLeft, Status: ir.StatusBlocked, Subject: subj,
+				Message: fmt.Sprintf("the guard let an instance leave a terminal state: %s; %s", left, trace),
+				Fix:     "terminal states must quarantine every later fact; regenerate guards with `writ gen`"})
+		}
+		if got.State != want.State {
+			c.add(Finding{Code: CodeSequenceDiverges, Status: ir.StatusBlocked, Subject: subj,
+				Message: fmt.Sprintf("ended in %s, the deduplicated ordered sequence ends in %s; %s", got.State, want.State, trace),
+				Fix:     "give the fact types an order field, or declare the transitions a reordered delivery needs"})
+		}
+		if len(regressions) > 0 {
+			if v := verdicts[len(verdicts)-2]; v != pipeline.VerdictQuarantine {
+				c.add(Finding{Code: CodeRegressionNotQuarantined, Status: ir.StatusBlocked, Subject: subj,
+					Message: fmt.Sprintf("regression %s → %s got verdict %s, want quarantine; %s", want.State, regressions[0].to, v, trace),
+					Fix:     "illegal fact transitions must become conflict cases"})
+			}
+		}
+	}
+	return c.done()
+}
+
+func describeSeq(fs []seqFact) string {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i, f := range fs {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s:%s", f.id, f.to)
+		if f.hasOrder {
+			fmt.Fprintf(&b, "@%d", f.order)
+		}
+	}
+	b.WriteByte(']')
+	return b.String()
+}
