@@ -30,22 +30,29 @@
 // entry in log order, (b) releases the Proposal waiters of entries this node
 // proposed, and (c) every SnapshotCount entries takes a snapshot of the
 // state, saves it (snap file + WAL record), compacts the in-memory log to
-// SnapshotCatchUp entries behind it and releases older WAL segments.
+// SnapshotCatchUp entries behind it and releases older WAL segments (a
+// background purge keeps the newest few on disk).
 //
 // # Applied state and why bbolt
 //
 // The state is a bbolt database (state.db): keys with their value and
 // revision (the log index that last wrote them), the outcome/dedup table,
 // and metadata (applied index, members). bbolt gives serializable,
-// crash-safe, single-writer transactions with fsync on commit, which is
-// exactly the shape of apply: one writer, in log order, and the applied
-// index written in the SAME transaction as the state it describes (W9). A
-// crash therefore leaves the state at some applied index i, and replay
-// resumes at i+1; an entry is never half-applied nor applied twice. It is
-// pure Go, already used by etcd, needs no background compaction, and reads
-// (serializable Get/List) run concurrently with the writer in MVCC
-// read transactions. An LSM (pebble) would write faster but adds a
-// compaction machinery this state size does not need.
+// crash-safe, single-writer transactions, which is exactly the shape of
+// apply: one writer, in log order, and the applied index written in the
+// SAME transaction as the state it describes (W9). A crash therefore leaves
+// the state at some applied index i, and replay resumes at i+1; an entry is
+// never half-applied nor applied twice. It is pure Go, already used by
+// etcd, needs no background compaction, and reads (serializable Get/List)
+// run concurrently with the writer in MVCC read transactions. An LSM
+// (pebble) would write faster but adds compaction machinery this state size
+// does not need.
+//
+// State commits do not fsync: an applied entry is already durable in the
+// WAL of a quorum, and the state is a deterministic function of the log.
+// The state is synced before every snapshot (after which older WAL segments
+// may be released and purged) and on Stop. This keeps the apply path off
+// the disk's sync latency without weakening W10.
 //
 // # Apply (W7)
 //

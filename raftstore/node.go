@@ -16,6 +16,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/client/pkg/v3/fileutil"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/snap"
 	"go.etcd.io/etcd/server/v3/storage/wal"
 	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
@@ -26,6 +27,9 @@ import (
 
 	"github.com/writ-dev/writ/kv"
 )
+
+// maxWALFiles is how many released WAL segments are kept on disk.
+const maxWALFiles = 5
 
 var (
 	// ErrNotLeader: the operation must run on the leader.
@@ -179,6 +183,17 @@ func Start(c Config) (*Node, error) {
 	n.wg.Add(2)
 	go n.run()
 	go n.applier()
+	// Delete WAL segments that snapshots released, keeping the newest few.
+	purgeErr := fileutil.PurgeFile(zap.NewNop(), filepath.Join(cfg.DataDir, "wal"), "wal", maxWALFiles, 30*time.Second, n.stopc)
+	go func() {
+		select {
+		case err := <-purgeErr:
+			if err != nil {
+				n.log.Warn("raftstore: purging old WAL segments failed", "err", err)
+			}
+		case <-n.stopc:
+		}
+	}()
 	n.log.Info("raftstore: started", "raft_id", n.id, "addr", n.tr.addr, "fresh", fresh, "join", cfg.Join, "applied", n.applied.Load())
 	return n, nil
 }
