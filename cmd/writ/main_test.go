@@ -40,7 +40,7 @@ func copySchema(t *testing.T, extra string) string {
 
 const unclassified = `
 entries: "job.teleport": {
-	number: 99
+	type_number: 99
 	keys: ["job/{job_id}"]
 	payload: job_id: #ID
 }

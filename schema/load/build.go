@@ -91,7 +91,7 @@ func (b *builder) entry(name string, v cue.Value) *ir.Entry {
 	e := &ir.Entry{Name: name, Pos: pos(v.Pos()),
 		Machine: str(v, "machine"), Order: str(v, "order"), ID: str(v, "id")}
 	e.Doc = str(v, "doc")
-	if n, err := v.LookupPath(cue.ParsePath("number")).Int64(); err == nil {
+	if n, err := v.LookupPath(cue.ParsePath("type_number")).Int64(); err == nil {
 		e.Number = uint32(n)
 	}
 	e.Class, _ = ir.ParseClass(str(v, "class"))

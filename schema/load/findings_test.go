@@ -21,21 +21,21 @@ func TestFindings(t *testing.T) {
 		name, src, want string
 	}{
 		{"syntax", "package t\nentries: {", "x.cue:2:11: BLOCKED WRIT_CUE_ERROR"},
-		{"unclassified", base + `entries: "m.x": {number: 1, machine: "m", keys: [], payload: id: string}`, "x.cue:10:10: BLOCKED WRIT_UNCLASSIFIED_TYPE"},
-		{"unknown class", base + `entries: "m.x": {number: 1, class: "wish", keys: [], payload: id: string}`, "BLOCKED WRIT_UNKNOWN_CLASS"},
-		{"guard unknown state", base + `entries: "m.x": {number: 1, class: "request", machine: "m", to: state: "Z", keys: [], payload: id: string}`, "WRIT_GUARD_UNKNOWN_STATE"},
+		{"unclassified", base + `entries: "m.x": {type_number: 1, machine: "m", keys: [], payload: id: string}`, "x.cue:10:10: BLOCKED WRIT_UNCLASSIFIED_TYPE"},
+		{"unknown class", base + `entries: "m.x": {type_number: 1, class: "wish", keys: [], payload: id: string}`, "BLOCKED WRIT_UNKNOWN_CLASS"},
+		{"guard unknown state", base + `entries: "m.x": {type_number: 1, class: "request", machine: "m", to: state: "Z", keys: [], payload: id: string}`, "WRIT_GUARD_UNKNOWN_STATE"},
 		{"transition to unknown state", strings.Replace(base, `B: ["A", "C"]`, `B: ["A", "Q"]`, 1), "WRIT_GUARD_UNKNOWN_STATE"},
 		{"terminal has exit", strings.Replace(base, `B: ["A", "C"]}`, `B: ["A", "C"], C: ["A"]}`, 1), "BLOCKED WRIT_TERMINAL_HAS_EXIT"},
 		{"unreachable", strings.Replace(base, `states: ["A", "B", "C"]`, `states: ["A", "B", "C", "D"]`, 1), "REVIEW_REQUIRED WRIT_UNREACHABLE_STATE"},
-		{"fact without id", base + `entries: "m.x": {number: 1, class: "fact", keys: [], payload: id: string}`, "INCOMPLETE WRIT_FACT_WITHOUT_ID"},
-		{"duplicate number", base + `entries: "m.x": {number: 1, class: "request", keys: [], payload: id: string}
-entries: "m.y": {number: 1, class: "request", keys: [], payload: id: string}`, "BLOCKED WRIT_DUPLICATE_TYPE_NUMBER"},
-		{"default value", base + `entries: "m.x": {number: 1, class: "request", keys: [], payload: {id: string, l: *"a" | "b"}}`, "WRIT_UNSUPPORTED_CONSTRAINT: entries.m.x.payload.l"},
-		{"unbounded int", base + `entries: "m.x": {number: 1, class: "request", keys: [], payload: {id: string, n: int}}`, "integer without both bounds"},
-		{"map", base + `entries: "m.x": {number: 1, class: "request", keys: [], payload: {id: string, n: [string]: int}}`, "pattern constraint"},
-		{"custom validator", strings.Replace(base, "package t\n", "package t\n\nimport \"strings\"\n", 1) + `entries: "m.x": {number: 1, class: "request", keys: [], payload: {id: strings.HasPrefix("x")}}`, "WRIT_UNSUPPORTED_CONSTRAINT"},
-		{"meta-schema", base + `entries: "m.x": {number: 1, class: "request", keys: [], colour: "red", payload: id: string}`, "BLOCKED WRIT_SCHEMA_INVALID"},
-		{"key template", base + `entries: "m.x": {number: 1, class: "request", keys: ["m/{nope}"], payload: id: string}`, "WRIT_UNKNOWN_FIELD"},
+		{"fact without id", base + `entries: "m.x": {type_number: 1, class: "fact", keys: [], payload: id: string}`, "INCOMPLETE WRIT_FACT_WITHOUT_ID"},
+		{"duplicate number", base + `entries: "m.x": {type_number: 1, class: "request", keys: [], payload: id: string}
+entries: "m.y": {type_number: 1, class: "request", keys: [], payload: id: string}`, "BLOCKED WRIT_DUPLICATE_TYPE_NUMBER"},
+		{"default value", base + `entries: "m.x": {type_number: 1, class: "request", keys: [], payload: {id: string, l: *"a" | "b"}}`, "WRIT_UNSUPPORTED_CONSTRAINT: entries.m.x.payload.l"},
+		{"unbounded int", base + `entries: "m.x": {type_number: 1, class: "request", keys: [], payload: {id: string, n: int}}`, "integer without both bounds"},
+		{"map", base + `entries: "m.x": {type_number: 1, class: "request", keys: [], payload: {id: string, n: [string]: int}}`, "pattern constraint"},
+		{"custom validator", strings.Replace(base, "package t\n", "package t\n\nimport \"strings\"\n", 1) + `entries: "m.x": {type_number: 1, class: "request", keys: [], payload: {id: strings.HasPrefix("x")}}`, "WRIT_UNSUPPORTED_CONSTRAINT"},
+		{"meta-schema", base + `entries: "m.x": {type_number: 1, class: "request", keys: [], colour: "red", payload: id: string}`, "BLOCKED WRIT_SCHEMA_INVALID"},
+		{"key template", base + `entries: "m.x": {type_number: 1, class: "request", keys: ["m/{nope}"], payload: id: string}`, "WRIT_UNKNOWN_FIELD"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := Files([]File{{Name: "x.cue", Src: []byte(tc.src)}})
