@@ -99,6 +99,9 @@ func Start(cfg Config, voters Voters) (*Agent, error) {
 		sc.ReconnectInterval = 2 * time.Second
 		sc.LeavePropagateDelay = 100 * time.Millisecond
 		sc.BroadcastTimeout = 2 * time.Second
+		// Queries (key rotation) wait GossipInterval*mult*log10(n+1):
+		// keep them at about 3 s despite the faster gossip.
+		sc.QueryTimeoutMult = 60
 	}
 
 	s, err := serf.Create(sc)
@@ -240,10 +243,7 @@ func (a *Agent) drain() {
 		case e := <-a.events:
 			me, ok := e.(serf.MemberEvent)
 			if !ok {
-				if q, isQuery := e.(*serf.Query); isQuery {
-					_ = q.Respond(nil)
-				}
-				continue
+				continue // user events and queries are not used
 			}
 			a.mu.Lock()
 			for _, m := range me.Members {
@@ -379,10 +379,25 @@ func (a *Agent) reconcileOnce() bool {
 	v := a.voters
 	a.mu.Unlock()
 	if v == nil {
-		a.updateRefused(p, now, gossip, nil)
+		a.updateRefused(p, now, nil, nil)
 		return false
 	}
 	members := v.Members()
+	admitted := false
+	for _, m := range members {
+		if m.ID == p.self {
+			admitted = true
+		}
+	}
+	if !admitted {
+		// A node outside the configuration cannot judge others (it would
+		// report the cluster itself as incompatible); it only waits.
+		a.updateRefused(p, now, nil, nil)
+		a.mu.Lock()
+		a.waiting = "this node is not in the raft configuration yet: waiting for the leader to admit it"
+		a.mu.Unlock()
+		return false
+	}
 	refused := a.updateRefused(p, now, gossip, members)
 	if !v.IsLeader() {
 		a.mu.Lock()

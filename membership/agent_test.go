@@ -96,7 +96,7 @@ func TestAgent_FakeVoters_JoinThroughSeedsFormsFiveVoters(t *testing.T) {
 	}
 }
 
-func threeVoters(t *testing.T, grace time.Duration, ips [3]string) (*fakeRaft, [3]*Agent) {
+func threeVoters(t *testing.T, profile string, grace time.Duration, ips [3]string) (*fakeRaft, [3]*Agent) {
 	t.Helper()
 	f := newFakeRaft("n1", ips[0]+":9000")
 	t.Cleanup(f.close)
@@ -109,6 +109,7 @@ func threeVoters(t *testing.T, grace time.Duration, ips [3]string) (*fakeRaft, [
 		}
 		cfg := testConfig(id, ip, seeds...)
 		cfg.FailedGrace = grace
+		cfg.Profile = profile
 		agents[i] = startAgent(t, cfg, f.node(id))
 	}
 	waitFor(t, 15*time.Second, "3 voters", func() bool {
@@ -120,7 +121,7 @@ func threeVoters(t *testing.T, grace time.Duration, ips [3]string) (*fakeRaft, [
 
 func TestAgent_FakeVoters_GracefulLeaveIsRemoved(t *testing.T) {
 	// A grace far beyond the test's wait proves the leave path acted.
-	f, agents := threeVoters(t, time.Minute, [3]string{"127.0.2.8", "127.0.2.9", "127.0.2.10"})
+	f, agents := threeVoters(t, ProfileLAN, time.Minute, [3]string{"127.0.2.8", "127.0.2.9", "127.0.2.10"})
 	if err := agents[2].Leave(); err != nil {
 		t.Fatal(err)
 	}
@@ -141,13 +142,13 @@ func TestAgent_FakeVoters_GracefulLeaveIsRemoved(t *testing.T) {
 }
 
 func TestAgent_FakeVoters_KilledNodeRemovedAfterGraceButNeverBelowTwoVoters(t *testing.T) {
-	const grace = 2 * time.Second
-	f, agents := threeVoters(t, grace, [3]string{"127.0.2.11", "127.0.2.12", "127.0.2.13"})
+	const grace = 3 * time.Second
+	f, agents := threeVoters(t, ProfileLocal, grace, [3]string{"127.0.2.11", "127.0.2.12", "127.0.2.13"})
 
 	killed := time.Now()
 	_ = agents[2].Shutdown() // no leave: the others must detect the failure
 	f.setAlive("n3", false)
-	waitFor(t, 2*time.Second+grace+8*time.Second, "n3 removed", func() bool {
+	waitFor(t, grace+15*time.Second, "n3 removed", func() bool {
 		v, _ := f.snapshot()
 		return join(v) == "n1,n2"
 	})
@@ -265,6 +266,14 @@ func TestAgent_FakeVoters_IncompatibleFingerprintRefusedWithReason(t *testing.T)
 		t.Errorf("refusal logged %d times, want once", strings.Count(sink.String(), "node refused"))
 	}
 
+	// The refused node itself does not judge the cluster; it says it waits.
+	if r := n2.Refused(); len(r) != 0 {
+		t.Errorf("refused node lists %+v as refused", r)
+	}
+	if w := n2.View().Waiting; !strings.Contains(w, "not in the raft configuration yet") {
+		t.Errorf("refused node's view waiting = %q", w)
+	}
+
 	// Once n2 runs the cluster's schema it is admitted and the refusal clears.
 	if err := n2.SetFingerprint("fp-1"); err != nil {
 		t.Fatal(err)
@@ -335,9 +344,14 @@ func TestStart_SeedThatDoesNotAnswerIsAClearError(t *testing.T) {
 
 // The local profile declares a hard-killed node failed in about a second.
 func TestAgent_LocalProfileDetectsKilledNodeQuickly(t *testing.T) {
-	n1 := startAgent(t, testConfig("d1", "127.0.2.27"), nil)
-	startAgent(t, testConfig("d2", "127.0.2.28", n1.Addr()), nil)
-	n3 := startAgent(t, testConfig("d3", "127.0.2.29", n1.Addr()), nil)
+	local := func(id, ip string, seeds ...string) Config {
+		c := testConfig(id, ip, seeds...)
+		c.Profile = ProfileLocal
+		return c
+	}
+	n1 := startAgent(t, local("d1", "127.0.2.27"), nil)
+	startAgent(t, local("d2", "127.0.2.28", n1.Addr()), nil)
+	n3 := startAgent(t, local("d3", "127.0.2.29", n1.Addr()), nil)
 	waitFor(t, 10*time.Second, "3 alive", func() bool { return aliveCount(n1) == 3 })
 	time.Sleep(500 * time.Millisecond)
 	killed := time.Now()

@@ -32,8 +32,10 @@ func (s *logSink) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(s, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
-// testConfig is a node on the local timing profile with short grace and
-// reconcile periods. ip must be one of 127.0.2.1–127.0.2.40.
+// testConfig is a node with short grace and reconcile periods on the LAN
+// timing profile, which tolerates a heavily loaded test machine; tests about
+// failure detection switch to ProfileLocal. ip must be one of
+// 127.0.2.1–127.0.2.40.
 func testConfig(id, ip string, seeds ...string) Config {
 	return Config{
 		NodeID:            id,
@@ -45,7 +47,7 @@ func testConfig(id, ip string, seeds ...string) Config {
 		APIAddr:           ip + ":9001",
 		Fingerprint:       "fp-1",
 		Version:           "test",
-		Profile:           ProfileLocal,
+		Profile:           ProfileLAN,
 		FailedGrace:       2 * time.Second,
 		ReconcileInterval: 200 * time.Millisecond,
 		ChangeTimeout:     2 * time.Second,

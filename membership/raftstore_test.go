@@ -137,7 +137,7 @@ func agree(t *testing.T, timeout time.Duration, nodes []*node, want string) {
 // lose a node gracefully and two by kill -9 semantics, and never shrink
 // below 2 voters.
 func TestCluster_RealRaftstore_FormsAndHealsFromGossip(t *testing.T) {
-	const grace = 2 * time.Second
+	const grace = 3 * time.Second
 	n1 := startNode(t, "r1", "127.0.2.32", true, grace)
 	n2 := startNode(t, "r2", "127.0.2.33", false, grace, n1.mem.Addr())
 	n3 := startNode(t, "r3", "127.0.2.34", false, grace, n1.mem.Addr())

@@ -120,15 +120,22 @@ func (a *Agent) keyOp(op, key string) (KeyReport, error) {
 		resp *serf.KeyResponse
 		err  error
 	)
-	switch op {
-	case "install":
-		resp, err = km.InstallKey(key)
-	case "use":
-		resp, err = km.UseKey(key)
-	case "remove":
-		resp, err = km.RemoveKey(key)
-	default:
-		resp, err = km.ListKeys()
+	// Every operation is idempotent, so a query that timed out before every
+	// node answered is simply asked again.
+	for attempt := 0; attempt < 3; attempt++ {
+		switch op {
+		case "install":
+			resp, err = km.InstallKey(key)
+		case "use":
+			resp, err = km.UseKey(key)
+		case "remove":
+			resp, err = km.RemoveKey(key)
+		default:
+			resp, err = km.ListKeys()
+		}
+		if resp == nil || resp.NumErr > 0 || resp.NumResp >= resp.NumNodes {
+			break
+		}
 	}
 	var rep KeyReport
 	if resp != nil {
