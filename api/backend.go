@@ -198,8 +198,19 @@ type PluginInfo struct {
 	Restarts uint32
 }
 
+// Route is the cheap view the API needs on every call: who this node is and
+// where the leader's API is.
+type Route struct {
+	NodeID    string
+	IsLeader  bool
+	LeaderAPI string
+	APIAddr   string
+}
+
 // Info is the node's self and cluster view.
 type Info interface {
+	// Route must be cheap: it is called on every request.
+	Route(ctx context.Context) Route
 	Status(ctx context.Context) NodeStatus
 	Members(ctx context.Context) []MemberInfo
 	Plugins(ctx context.Context) []PluginInfo

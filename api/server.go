@@ -184,8 +184,8 @@ func (s *Server) leaderConn(ctx context.Context) (*grpc.ClientConn, string) {
 	if md, ok := metadata.FromIncomingContext(ctx); ok && len(md.Get(forwardedKey)) > 0 {
 		return nil, ""
 	}
-	st := s.cfg.Info.Status(ctx)
-	if st.Log.IsLeader || st.LeaderAPI == "" || st.LeaderAPI == st.APIAddr {
+	st := s.cfg.Info.Route(ctx)
+	if st.IsLeader || st.LeaderAPI == "" || st.LeaderAPI == st.APIAddr {
 		return nil, ""
 	}
 	s.mu.Lock()
@@ -243,12 +243,11 @@ func (s *Server) Submit(ctx context.Context, r *writv1.SubmitRequest) (*writv1.S
 			le.Outcome = Uncertain
 		}
 		if le.Outcome == Unavailable {
-			le.LeaderAPI = s.cfg.Info.Status(ctx).LeaderAPI
+			le.LeaderAPI = s.cfg.Info.Route(ctx).LeaderAPI
 		}
 		return nil, StatusError(le)
 	}
-	st := s.cfg.Info.Status(ctx)
-	return &writv1.SubmitResponse{Outcome: Committed, RequestId: res.ID, Index: res.Index, Result: res.Result, Reason: res.Reason, ServedBy: st.Log.NodeID}, nil
+	return &writv1.SubmitResponse{Outcome: Committed, RequestId: res.ID, Index: res.Index, Result: res.Result, Reason: res.Reason, ServedBy: s.cfg.Info.Route(ctx).NodeID}, nil
 }
 
 // Report accepts a fact into this node's outbox (never forwarded: W3).
@@ -264,7 +263,7 @@ func (s *Server) Report(ctx context.Context, r *writv1.ReportRequest) (*writv1.R
 	if res.ID == "" {
 		res.ID = e.ID
 	}
-	return &writv1.ReportResponse{Received: true, FactId: res.ID, NodeId: s.cfg.Info.Status(ctx).Log.NodeID, OutboxDepth: res.OutboxDepth}, nil
+	return &writv1.ReportResponse{Received: true, FactId: res.ID, NodeId: s.cfg.Info.Route(ctx).NodeID, OutboxDepth: res.OutboxDepth}, nil
 }
 
 // Deliver accepts a receipt; item outcomes go to Watch (W4).
@@ -375,7 +374,7 @@ func (s *Server) Outbox(ctx context.Context, _ *writv1.OutboxRequest) (*writv1.O
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	out := &writv1.OutboxResponse{NodeId: s.cfg.Info.Status(ctx).Log.NodeID, Depth: o.Depth, OldestAgeMs: o.OldestAge.Milliseconds()}
+	out := &writv1.OutboxResponse{NodeId: s.cfg.Info.Route(ctx).NodeID, Depth: o.Depth, OldestAgeMs: o.OldestAge.Milliseconds()}
 	for _, f := range o.Facts {
 		out.Facts = append(out.Facts, &writv1.OutboxFact{Id: f.ID, Type: f.Type, AgeMs: f.Age.Milliseconds(), Attempts: f.Attempts})
 	}

@@ -94,6 +94,11 @@ func (f *fakeNode) Status(context.Context) NodeStatus {
 	defer f.mu.Unlock()
 	return NodeStatus{Log: kv.LogStatus{NodeID: f.id, IsLeader: f.leader}, LeaderAPI: f.leaderAPI, APIAddr: f.apiAddr, Ready: true, Health: "ok"}
 }
+func (f *fakeNode) Route(context.Context) Route {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return Route{NodeID: f.id, IsLeader: f.leader, LeaderAPI: f.leaderAPI, APIAddr: f.apiAddr}
+}
 func (f *fakeNode) Members(context.Context) []MemberInfo { return []MemberInfo{{ID: f.id}} }
 func (f *fakeNode) Plugins(context.Context) []PluginInfo { return nil }
 

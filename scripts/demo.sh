@@ -174,7 +174,7 @@ version: "2"
 settings:
   commit_timeout: 4s
   max_batch: 128
-  log_level: debug
+  log_level: warn
 YAML
 show n1 config show
 show n2 config upgrade --file "$DATA/upgrade.yaml" || die "config upgrade failed"

@@ -66,14 +66,14 @@ func (a *app) benchCmd() *cobra.Command {
 			}
 			pad := strings.Repeat("x", size)
 			fact := factTypes[typ]
-			gen := func(i int) *writv1.Entry {
+			gen := func(i, w int) *writv1.Entry {
 				job := fmt.Sprintf("%s-%d", run, i)
 				if typ == "job.submit" {
 					cmd := "run"
 					if size > 0 {
 						cmd = pad
 					}
-					return &writv1.Entry{Type: typ, Id: "r-" + job, Payload: fmt.Appendf(nil, `{"job_id":%q,"queue":%q,"priority":1,"command":%q}`, job, run, cmd)}
+					return &writv1.Entry{Type: typ, Id: "r-" + job, Payload: fmt.Appendf(nil, `{"job_id":%q,"queue":%q,"priority":1,"command":%q}`, job, benchQueue(run, w), cmd)}
 				}
 				return &writv1.Entry{Type: typ, Payload: fmt.Appendf(nil, `{"report_id":%q,"job_id":%q,"state":"RUNNING","seq":1,"worker_id":%q,"message":%q}`, "rep-"+job, job, run+"-w", pad)}
 			}
@@ -92,7 +92,7 @@ func (a *app) benchCmd() *cobra.Command {
 						if i >= ops {
 							return
 						}
-						e := gen(i)
+						e := gen(i, w)
 						ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 						t0 := time.Now()
 						var err error
@@ -170,12 +170,19 @@ func (a *app) benchCmd() *cobra.Command {
 	return cmd
 }
 
+// maxBenchQueues bounds the queues bench spreads jobs over: every job.submit
+// reads its queue, and entries touching the same key are serialised by the
+// write path's latches, so one queue per client keeps clients independent.
+const maxBenchQueues = 128
+
+func benchQueue(run string, i int) string { return fmt.Sprintf("%s-q%d", run, i%maxBenchQueues) }
+
 // benchSetup creates what the generated operations refer to, untimed.
 func (a *app) benchSetup(c writv1.WritClient, typ, run string, ops, clients int, prepare bool) error {
 	sub := func(t, p string) error {
 		ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 		defer cancel()
-		_, err := c.Submit(ctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: t, Id: "setup-" + run + "-" + t, Payload: []byte(p)}})
+		_, err := c.Submit(ctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: t, Payload: []byte(p)}})
 		if d, ok := api.OutcomeFromError(err); ok && d.Outcome == writv1.Outcome_REJECTED {
 			return nil // already there
 		}
@@ -184,8 +191,10 @@ func (a *app) benchSetup(c writv1.WritClient, typ, run string, ops, clients int,
 		}
 		return nil
 	}
-	if err := sub("queue.control", fmt.Sprintf(`{"queue":%q,"action":"create"}`, run)); err != nil {
-		return err
+	for q := 0; q < min(clients, maxBenchQueues); q++ {
+		if err := sub("queue.control", fmt.Sprintf(`{"queue":%q,"action":"create"}`, benchQueue(run, q))); err != nil {
+			return err
+		}
 	}
 	if typ != "job.state_report" || !prepare {
 		return nil
@@ -209,7 +218,7 @@ func (a *app) benchSetup(c writv1.WritClient, typ, run string, ops, clients int,
 				job := fmt.Sprintf("%s-%d", run, i)
 				ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 				_, err := c.Submit(ctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: "job.submit", Id: "r-" + job,
-					Payload: fmt.Appendf(nil, `{"job_id":%q,"queue":%q,"priority":1,"command":"run"}`, job, run)}})
+					Payload: fmt.Appendf(nil, `{"job_id":%q,"queue":%q,"priority":1,"command":"run"}`, job, benchQueue(run, i%clients))}})
 				cancel()
 				if err != nil {
 					errc <- a.rpcErr(err)

@@ -373,7 +373,7 @@ func (a *app) reportCmd() *cobra.Command {
 			if a.output == "json" {
 				return a.printJSON(r)
 			}
-			fmt.Fprintf(a.out, "RECEIVED fact %s by %s (outbox depth %d); it will be committed without resending\n", r.FactId, r.NodeId, r.OutboxDepth)
+			fmt.Fprintf(a.out, "RECEIVED fact %s by %s (durable in its outbox); it will be committed without resending\n", r.FactId, r.NodeId)
 			return nil
 		},
 	}

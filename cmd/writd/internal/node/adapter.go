@@ -77,7 +77,7 @@ func (w *writer) Report(ctx context.Context, e api.Entry) (api.ReportResult, err
 	if !a.Received {
 		return api.ReportResult{}, ackErr(a)
 	}
-	return api.ReportResult{ID: a.ID, OutboxDepth: uint64(w.n.pl.Outbox().Depth)}, nil
+	return api.ReportResult{ID: a.ID}, nil
 }
 
 func (w *writer) Deliver(ctx context.Context, e api.Entry) (api.DeliverResult, error) {
@@ -310,6 +310,16 @@ func remoteStatus(ctx context.Context, addr string) (*writv1.StatusResponse, err
 type info struct{ n *Node }
 
 var _ api.Info = (*info)(nil)
+
+func (i *info) Route(context.Context) api.Route {
+	n := i.n
+	ls := n.rs.Status()
+	r := api.Route{NodeID: ls.NodeID, IsLeader: ls.IsLeader, APIAddr: n.APIAddr()}
+	if ls.LeaderID != "" && !ls.IsLeader {
+		r.LeaderAPI = i.apiOf(ls.LeaderID)
+	}
+	return r
+}
 
 func (i *info) Status(ctx context.Context) api.NodeStatus {
 	n := i.n
