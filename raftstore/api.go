@@ -384,3 +384,6 @@ func (n *Node) TransferLeadership(ctx context.Context, toID string) error {
 		}
 	}
 }
+
+// CommitIndex is this node's commit index (on the leader: the cluster's).
+func (n *Node) CommitIndex() uint64 { return n.commit.Load() }

@@ -447,12 +447,26 @@ func TestWALFailureStopsWithoutAcknowledging(t *testing.T) {
 func TestProposeWithoutLeaderIsDefinite(t *testing.T) {
 	c := newCluster(t, 3, nil)
 	li := c.leader(5 * time.Second)
+	n := c.nodes[li]
+	mustPropose(t, n, put("w", "w", "1"))
 	c.stop((li + 1) % 3)
 	c.stop((li + 2) % 3)
-	n := c.nodes[li]
+	// Quorum is gone. While the old leader still believes it leads, a
+	// proposal is accepted but cannot commit: Wait ends with ErrUnknown.
+	// Once it stepped down, Propose fails definitely with ErrNoLeader.
+	ctx0, cancel0 := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	p, err := n.Propose(ctx0, []kv.Command{put("maybe", "maybe", "1")})
+	if err == nil {
+		if _, err := p.Wait(ctx0); !errors.Is(err, kv.ErrUnknown) {
+			t.Fatalf("wait without quorum: %v", err)
+		}
+	} else if !errors.Is(err, kv.ErrNoLeader) && !errors.Is(err, kv.ErrUnknown) {
+		t.Fatalf("propose without quorum: %v", err)
+	}
+	cancel0()
 	waitFor(t, 5*time.Second, "leader steps down (CheckQuorum)", func() bool { return !n.IsLeader() })
 	waitFor(t, 5*time.Second, "leader unknown", func() bool { return n.Status().LeaderID == "" })
-	_, err := n.Propose(context.Background(), []kv.Command{put("x", "x", "1")})
+	_, err = n.Propose(context.Background(), []kv.Command{put("x", "x", "1")})
 	if !errors.Is(err, kv.ErrNoLeader) {
 		t.Fatalf("propose without leader: %v", err)
 	}
