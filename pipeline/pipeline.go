@@ -149,6 +149,14 @@ type entry struct {
 	done  chan struct{}
 	out   Outcome
 
+	// inFlush: the entry is being evaluated outside the lock; completion
+	// and timeouts that arrive meanwhile are deferred to the end of the
+	// flush (lateCmd/lateRes, timeoutWhy).
+	inFlush    bool
+	lateCmd    *kv.Command
+	lateRes    kv.Result
+	timeoutWhy string
+
 	// scratch for one flush
 	plan    plan
 	planOut Outcome
@@ -198,9 +206,11 @@ type Pipeline struct {
 	started  bool
 	stopped  bool
 
-	kick   chan struct{}
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	kick    chan struct{}
+	cancel  context.CancelFunc
+	runCtx  context.Context
+	wg      sync.WaitGroup // the loop
+	awaitWG sync.WaitGroup // proposal awaiters
 }
 
 var _ kv.ApplyObserver = (*Pipeline)(nil)
@@ -307,6 +317,7 @@ func (p *Pipeline) Start(ctx context.Context) error {
 		return nil
 	}
 	ctx, p.cancel = context.WithCancel(ctx)
+	p.runCtx = ctx
 	p.wg.Add(1)
 	go p.run(ctx)
 	return nil
@@ -327,7 +338,10 @@ func (p *Pipeline) Stop() error {
 	if cancel != nil {
 		cancel()
 	}
+	// The loop is the only caller of process, which starts awaiters; once
+	// it has exited no awaiter can be added.
 	p.wg.Wait()
+	p.awaitWG.Wait()
 	p.mu.Lock()
 	for _, e := range p.live {
 		if e.kind == kindFact {
@@ -797,6 +811,7 @@ func (p *Pipeline) Flush(ctx context.Context) {
 			continue
 		}
 		e.queued = false
+		e.inFlush = true
 		batch = append(batch, e)
 	}
 	clear(p.queue[len(rest):])
@@ -927,6 +942,7 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 	var proposed []*entry
 	await := prop != nil && !p.cfg.Manual
 	for _, e := range batch {
+		e.inFlush = false
 		switch e.plan {
 		case planPropose:
 			if perr != nil {
@@ -965,10 +981,19 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 		}
 		e.cmd = kv.Command{}
 		e.state = nil
+		if e.lateCmd != nil {
+			cmd := e.lateCmd
+			e.lateCmd = nil
+			p.resolveLocked(e, cmd, e.lateRes)
+		}
+		if why := e.timeoutWhy; why != "" {
+			e.timeoutWhy = ""
+			p.timeoutLocked(e, why)
+		}
 	}
-	if await {
-		p.wg.Add(1)
-		go p.await(prop, proposed, cmds)
+	if await && !p.stopped {
+		p.awaitWG.Add(1)
+		go p.await(p.runCtx, prop, proposed, cmds)
 	}
 }
 
@@ -983,9 +1008,9 @@ func (p *Pipeline) traceLocked(stage string, e *entry, idx uint64, d string) {
 
 // await completes entries from the proposal's own wait (the observer does
 // the same; whichever comes first wins).
-func (p *Pipeline) await(prop kv.Proposal, entries []*entry, cmds []kv.Command) {
-	defer p.wg.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.CommitTimeout+p.cfg.ConfigTimeout)
+func (p *Pipeline) await(ctx context.Context, prop kv.Proposal, entries []*entry, cmds []kv.Command) {
+	defer p.awaitWG.Done()
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.CommitTimeout+p.cfg.ConfigTimeout)
 	defer cancel()
 	res, err := prop.Wait(ctx)
 	p.mu.Lock()
@@ -1332,6 +1357,10 @@ func (p *Pipeline) timeoutLocked(e *entry, why string) {
 	if e.replied {
 		return
 	}
+	if e.inFlush {
+		e.timeoutWhy = why
+		return
+	}
 	switch e.kind {
 	case kindFact:
 		return
@@ -1481,6 +1510,15 @@ func (p *Pipeline) resolveUncertainLocked(cmd *kv.Command, res kv.Result, att ui
 // resolveLocked handles the apply result of a command for a live entry.
 func (p *Pipeline) resolveLocked(e *entry, cmd *kv.Command, res kv.Result) {
 	if e.finished {
+		return
+	}
+	if e.inFlush {
+		// An earlier proposal's result while a new one is being built:
+		// only an application matters (it completes the entry).
+		if res.Status == kv.StatusApplied || res.Status == kv.StatusDuplicate {
+			c := *cmd
+			e.lateCmd, e.lateRes = &c, res
+		}
 		return
 	}
 	if e.kind == kindConfig {

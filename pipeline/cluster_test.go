@@ -1,0 +1,298 @@
+package pipeline_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/writ-dev/writ/examples/jobs/jobsgen"
+	"github.com/writ-dev/writ/pipeline"
+	"github.com/writ-dev/writ/pipeline/pipelinetest"
+	"github.com/writ-dev/writ/raftstore"
+)
+
+// Loopback addresses for pipeline cluster tests: 127.0.4.1–127.0.4.3,
+// kernel-chosen ports.
+
+type rnode struct {
+	cfg     raftstore.Config
+	node    *raftstore.Node
+	p       *pipeline.Pipeline
+	outbox  string
+	mu      sync.Mutex
+	reloads []string
+}
+
+type rcluster struct {
+	t     *testing.T
+	nodes []*rnode
+	eval  *pipelinetest.FakeEvaluator
+}
+
+func newRaftCluster(t *testing.T) *rcluster {
+	root := t.TempDir()
+	c := &rcluster{t: t, eval: pipelinetest.NewFakeEvaluator()}
+	var peers []raftstore.Peer
+	var lis []net.Listener
+	for i := 0; i < 3; i++ {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.4.%d:0", i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lis = append(lis, l)
+		peers = append(peers, raftstore.Peer{ID: fmt.Sprintf("n%d", i+1), Addr: l.Addr().String()})
+	}
+	for i := 0; i < 3; i++ {
+		n := &rnode{outbox: filepath.Join(root, peers[i].ID, "pipeline")}
+		n.cfg = raftstore.Config{NodeID: peers[i].ID, DataDir: filepath.Join(root, peers[i].ID, "raft"), RaftAddr: peers[i].Addr,
+			Listener: lis[i], Peers: peers, Logger: quiet()}
+		c.nodes = append(c.nodes, n)
+		c.start(i)
+	}
+	t.Cleanup(func() {
+		for i := range c.nodes {
+			c.stop(i)
+		}
+	})
+	return c
+}
+
+func (c *rcluster) start(i int) {
+	c.t.Helper()
+	n := c.nodes[i]
+	p, err := pipeline.New(pipeline.Config{NodeID: n.cfg.NodeID, Catalog: jobsgen.Catalog(), Evaluator: c.eval, DataDir: n.outbox,
+		CommitTimeout: 2 * time.Second, ConfigTimeout: 3 * time.Second, RetryMin: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond,
+		TickInterval: 5 * time.Millisecond, Logger: quiet(),
+		OnConfigActivated: func(a pipeline.ConfigActivation) { n.mu.Lock(); n.reloads = append(n.reloads, a.ID); n.mu.Unlock() }})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cfg := n.cfg
+	cfg.Checker, cfg.Observer = p.Checker(), p
+	var node *raftstore.Node
+	for try := 0; try < 50; try++ {
+		node, err = raftstore.Start(cfg)
+		if err == nil || !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		c.t.Fatalf("start %s: %v", cfg.NodeID, err)
+	}
+	n.cfg.Listener, n.cfg.RaftAddr = nil, node.Addr()
+	p.SetLog(node)
+	if err := p.Start(context.Background()); err != nil {
+		c.t.Fatal(err)
+	}
+	n.node, n.p = node, p
+}
+
+func (c *rcluster) stop(i int) {
+	n := c.nodes[i]
+	if n.p != nil {
+		n.p.Stop()
+		n.p = nil
+	}
+	if n.node != nil {
+		n.node.Stop()
+		<-n.node.Done()
+		n.node = nil
+	}
+}
+
+func (c *rcluster) leader(timeout time.Duration) int {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		for i, n := range c.nodes {
+			if n.node != nil && n.node.IsLeader() {
+				return i
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.t.Fatal("no leader")
+	return -1
+}
+
+// eventually waits until every live node's applied state has key = value.
+func (c *rcluster) eventually(key, value string) {
+	c.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok := true
+		var got []string
+		for _, n := range c.nodes {
+			if n.node == nil {
+				continue
+			}
+			rec, found, err := n.node.Get(context.Background(), key, false)
+			if err != nil || !found || string(rec.Value) != value {
+				ok = false
+			}
+			got = append(got, string(rec.Value))
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s: want %s on every node, have %q", key, value, got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func submit(p *pipeline.Pipeline, typ, id, payload string) pipeline.Outcome {
+	return p.Submit(context.Background(), pipeline.Entry{Type: typ, ID: id, Payload: []byte(payload)})
+}
+
+// TestRaftCluster3_FakeEvaluator runs the invariants over a real 3-node
+// raftstore cluster (etcd raft, WAL, gRPC transport on 127.0.4.x), one real
+// pipeline per node, with a fake domain handler: requests commit from any
+// node (W1), facts are accepted without quorum and committed after it
+// returns without resending (W3), a receipt's items commit through their own
+// class (W4), a configuration activates everywhere (W5), the guard runs on
+// every replica (W8: same conflict case everywhere), and replicas agree.
+func TestRaftCluster3_FakeEvaluator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real cluster")
+	}
+	c := newRaftCluster(t)
+	lead := c.leader(10 * time.Second)
+	fol := (lead + 1) % 3
+
+	// W1: COMMITTED from the leader and from a follower.
+	if o := submit(c.nodes[lead].p, "job.submit", "r1", `{"job_id":"j1","queue":"q","priority":1,"command":"x"}`); o.Status != pipeline.StatusCommitted {
+		t.Fatalf("leader submit: %s", o)
+	}
+	if o := submit(c.nodes[fol].p, "job.submit", "r2", `{"job_id":"j2","queue":"q","priority":1,"command":"x"}`); o.Status != pipeline.StatusCommitted {
+		t.Fatalf("follower submit: %s", o)
+	}
+	// W9: a retry with the same ID on another node is answered from the
+	// first application.
+	if o := submit(c.nodes[(lead+2)%3].p, "job.submit", "r1", `{"job_id":"j1","queue":"q","priority":1,"command":"x"}`); o.Status != pipeline.StatusCommitted || !o.Duplicate {
+		t.Fatalf("retry: %s", o)
+	}
+	c.eventually("_m/job/j1", `{"state":"PENDING"}`)
+
+	// W4: a receipt on a follower; items commit through their own class.
+	a := c.nodes[fol].p.Deliver(context.Background(), pipeline.Entry{Type: "job.dispatch",
+		Payload: []byte(`{"dispatch_id":"d1","scheduler":"s","items":[{"job_id":"j1","worker_id":"w1"},{"job_id":"j2","worker_id":"w2"}]}`)})
+	if !a.Received || len(a.ItemIDs) != 2 {
+		t.Fatalf("deliver: %+v", a)
+	}
+	c.eventually("_m/job/j1", `{"state":"DISPATCHED"}`)
+	c.eventually("_m/job/j2", `{"state":"DISPATCHED"}`)
+
+	// W8 on every replica: completion, then a terminal regression.
+	report := func(i int, id, job, state string, seq int) {
+		t.Helper()
+		a := c.nodes[i].p.Report(context.Background(), pipeline.Entry{Type: "job.state_report",
+			Payload: []byte(fmt.Sprintf(`{"report_id":"%s","job_id":"%s","state":"%s","seq":%d,"worker_id":"w1"}`, id, job, state, seq))})
+		if !a.Received {
+			t.Fatalf("report %s: %+v", id, a)
+		}
+	}
+	report(fol, "f1", "j1", "COMPLETED", 2)
+	c.eventually("_m/job/j1", `{"state":"COMPLETED","order":2}`)
+	report(lead, "f2", "j1", "RUNNING", 3)
+	deadline := time.Now().Add(10 * time.Second)
+	for _, n := range c.nodes {
+		for {
+			h, open, err := n.p.Health(context.Background())
+			if err == nil && h == pipeline.HealthDegraded && open == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: health %s open=%d err=%v", n.cfg.NodeID, h, open, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	c.eventually("_m/job/j1", `{"state":"COMPLETED","order":2}`)
+
+	// W5: a configuration change activates and every node reloads.
+	doc := `{"version":"2","settings":{"commit_timeout":"5s","max_batch":64,"log_level":"info"}}`
+	if o := c.nodes[lead].p.ConfigUpgrade(context.Background(), pipeline.Entry{Type: "cluster.config", ID: "v2", Payload: []byte(doc)}); o.Status != pipeline.StatusCommitted {
+		t.Fatalf("config: %s", o)
+	}
+	for _, n := range c.nodes {
+		for {
+			n.mu.Lock()
+			ok := len(n.reloads) == 1 && n.reloads[0] == "v2"
+			n.mu.Unlock()
+			if ok {
+				break
+			}
+			if time.Now().After(deadline.Add(5 * time.Second)) {
+				t.Fatalf("%s did not reload", n.cfg.NodeID)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	// W2 + W3 under quorum loss: keep one node, stop the other two.
+	keep := fol
+	for i := range c.nodes {
+		if i != keep {
+			c.stop(i)
+		}
+	}
+	report(keep, "f3", "j2", "RUNNING", 1)
+	o := submit(c.nodes[keep].p, "job.submit", "r3", `{"job_id":"j3","queue":"q","priority":1,"command":"x"}`)
+	if o.Status == pipeline.StatusCommitted || o.Status == pipeline.StatusRejected {
+		t.Fatalf("request without quorum: %s", o)
+	}
+	if d := c.nodes[keep].p.Outbox().Depth; d != 1 {
+		t.Fatalf("outbox depth without quorum = %d, want 1", d)
+	}
+	// restart the receiving node too: the fact is reloaded from its outbox
+	c.stop(keep)
+	c.start(keep)
+	for i := range c.nodes {
+		if i != keep {
+			c.start(i)
+		}
+	}
+	c.leader(10 * time.Second)
+	c.eventually("_m/job/j2", `{"state":"RUNNING","order":1}`)
+	drainBy := time.Now().Add(10 * time.Second)
+	for c.nodes[keep].p.Outbox().Depth != 0 {
+		if time.Now().After(drainBy) {
+			t.Fatal("outbox not drained")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// an UNCERTAIN request may have committed after quorum returned; its
+	// outcome is queryable and a retry with the same ID is safe.
+	o2 := submit(c.nodes[keep].p, "job.submit", "r3", `{"job_id":"j3","queue":"q","priority":1,"command":"x"}`)
+	if o2.Status != pipeline.StatusCommitted {
+		t.Fatalf("retry of %s after heal: %s", o, o2)
+	}
+	c.eventually("_m/job/j3", `{"state":"PENDING"}`)
+	// replicas agree on the whole state at the same applied index
+	agreeBy := time.Now().Add(10 * time.Second)
+	for {
+		var hashes []string
+		for _, n := range c.nodes {
+			idx, h, err := n.node.StateHash()
+			if err != nil {
+				t.Fatal(err)
+			}
+			hashes = append(hashes, fmt.Sprintf("%d:%x", idx, h))
+		}
+		if hashes[0] == hashes[1] && hashes[1] == hashes[2] {
+			break
+		}
+		if time.Now().After(agreeBy) {
+			t.Fatalf("replicas disagree: %v", hashes)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
