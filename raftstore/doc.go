@@ -79,6 +79,10 @@
 // An entry that cannot be decoded (written by a newer version) stops the
 // node rather than letting replicas diverge.
 //
+// The observer sees each entry once per application: normally once, but
+// again if the node rebuilds a lost state.db from the log, so observers key
+// their effects by log index.
+//
 // # Restart and replay
 //
 // Start loads the newest snapshot that the WAL refers to, replays the WAL

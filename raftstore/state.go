@@ -173,7 +173,7 @@ func (s *stateDB) applyCommands(tx *bolt.Tx, index uint64, cmds []kv.Command, ch
 			if checker != nil {
 				if err := checker.Check(c, txReader{kvb}); err != nil {
 					res.Status = kv.StatusRejected
-					res.Reason = "rejected: " + err.Error()
+					res.Reason = err.Error()
 					break
 				}
 			}
