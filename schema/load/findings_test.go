@@ -73,3 +73,23 @@ func TestJobsSchemaIsClean(t *testing.T) {
 		t.Fatalf("entries %d machines %d", len(r.Schema.Entries), len(r.Schema.Machines))
 	}
 }
+
+// TestFingerprintThroughCUE: reformatting and re-commenting a schema keeps
+// its fingerprint; changing a constraint changes it.
+func TestFingerprintThroughCUE(t *testing.T) {
+	src := base + `entries: "m.x": {type_number: 1, class: "request", machine: "m", to: state: "B", keys: ["m/{id}"], payload: {id: string & =~"^[a-z]+$"}}`
+	fp := func(s string) string {
+		r := Files([]File{{Name: "x.cue", Src: []byte(s)}})
+		if r.Failed() {
+			t.Fatal(r.Err())
+		}
+		return r.Schema.Fingerprint()
+	}
+	a := fp(src)
+	if b := fp("// a comment\n\n" + strings.ReplaceAll(src, "\n", "\n\n")); b != a {
+		t.Fatal("reformatting changed the fingerprint")
+	}
+	if c := fp(strings.Replace(src, "^[a-z]+$", "^[a-z0-9]+$", 1)); c == a {
+		t.Fatal("a changed pattern kept the fingerprint")
+	}
+}

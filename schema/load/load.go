@@ -130,7 +130,7 @@ func Files(files []File) *Result {
 		r.addCUE(err, "fix the CUE error at the position shown")
 		return r
 	}
-	metaV := ctx.CompileBytes(schema.Meta(), cue.Filename(schema.MetaFile))
+	metaV := ctx.CompileBytes(schema.Meta(), cue.Filename(metaName))
 	if err := metaV.Err(); err != nil {
 		r.addCUE(err, "the embedded meta-schema is broken; rebuild writ")
 		return r
@@ -138,9 +138,9 @@ func Files(files []File) *Result {
 	// Class presence is checked before the meta-schema so that a missing
 	// class is reported as what it is.
 	badClass := r.checkClasses(user)
+	r.user = user
 	unified := user.Unify(metaV.LookupPath(cue.ParsePath("#Schema")))
 	r.Value = unified
-	r.user = user
 	if err := unified.Validate(); err != nil {
 		for _, e := range cueerrors.Errors(err) {
 			p := e.Path()
@@ -220,10 +220,34 @@ func (r *Result) addCUE(err error, fix string) {
 	}
 }
 
+// metaName is the file name positions inside the meta-schema carry.
+const metaName = "writ-meta-schema.cue"
+
 func (r *Result) addCUEOne(e cueerrors.Error, code, fix string) {
-	p := e.Position()
-	if ps := cueerrors.Positions(e); !p.IsValid() && len(ps) > 0 {
-		p = ps[0]
+	// Prefer a position in the user's files over one in the meta-schema.
+	var p token.Pos
+	for _, c := range append([]token.Pos{e.Position()}, cueerrors.Positions(e)...) {
+		if c.IsValid() && c.Filename() != metaName {
+			p = c
+			break
+		}
+	}
+	if !p.IsValid() && r.user.Exists() && len(e.Path()) > 0 {
+		sels := make([]cue.Selector, 0, len(e.Path()))
+		for _, el := range e.Path() {
+			if n, err := strconv.Atoi(el); err == nil {
+				sels = append(sels, cue.Index(n))
+			} else {
+				sels = append(sels, cue.Str(unquote(el)))
+			}
+		}
+		for len(sels) > 0 && !p.IsValid() {
+			p = r.user.LookupPath(cue.MakePath(sels...)).Pos()
+			sels = sels[:len(sels)-1]
+		}
+	}
+	if !p.IsValid() {
+		p = e.Position()
 	}
 	format, args := e.Msg()
 	msg := fmt.Sprintf(format, args...)
