@@ -96,7 +96,7 @@ func (d *drawer) str(f *ir.Field) string {
 	for try := 0; try < 20; try++ {
 		var s string
 		if len(f.Patterns) > 0 {
-			if len(d.pool) > 0 && d.rng.IntN(3) > 0 {
+			if len(d.pool) > 0 && d.rng.IntN(8) > 0 {
 				s = d.pool[d.rng.IntN(len(d.pool))]
 			} else {
 				s = d.fromPattern(f.Patterns[0])

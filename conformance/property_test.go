@@ -1,6 +1,8 @@
 package conformance
 
 import (
+	"context"
+	"fmt"
 	"testing"
 
 	"github.com/writ-dev/writ/examples/jobs/jobsgen"
@@ -39,5 +41,45 @@ func TestCanaryGuardAllowsTerminalExit(t *testing.T) {
 	c, _ := rep.Check("property.guard-sequences")
 	if c.Result != Fail || !hasCode(c.Findings, CodeTerminalLeft) || !hasCode(c.Findings, CodeRegressionNotQuarantined) {
 		t.Fatalf("property.guard-sequences: %s %v, want FAIL with %s and %s", c.Result, c.Findings, CodeTerminalLeft, CodeRegressionNotQuarantined)
+	}
+}
+
+func TestJobsPropertyWorkload(t *testing.T) {
+	opts := jobsOptions(t, TierProperty)
+	opts.Cases = 2000
+	rep := mustRun(t, opts)
+	for _, id := range []string{"property.eval-pure", "property.apply-idempotent", "property.fact-sequences", "property.conflict-cases", "property.reply-after-commit", "property.fact-ack-durable"} {
+		c, _ := rep.Check(id)
+		t.Logf("%s: %s cases=%d %s", id, c.Result, c.Cases, c.Reason)
+		if c.Result != Pass {
+			t.Errorf("%s: %s %s %v", id, c.Result, c.Reason, c.Findings)
+		}
+	}
+}
+
+// impureEval is the canary "impure handler": a double around the real
+// plugin that changes its answer on every call.
+type impureEval struct {
+	inner pipeline.Evaluator
+	n     int
+}
+
+func (i *impureEval) Evaluate(ctx context.Context, items []pipeline.EvalItem) ([]pipeline.EvalResult, error) {
+	rs, err := i.inner.Evaluate(ctx, items)
+	for k := range rs {
+		i.n++
+		rs[k].Result = []byte(fmt.Sprintf(`{"call":%d}`, i.n))
+	}
+	return rs, err
+}
+
+func TestCanaryImpureHandler(t *testing.T) {
+	opts := jobsOptions(t, TierProperty)
+	opts.Cases = 1000
+	opts.doubles.evaluator = func(e pipeline.Evaluator) pipeline.Evaluator { return &impureEval{inner: e} }
+	rep := mustRun(t, opts)
+	c, _ := rep.Check("property.eval-pure")
+	if c.Result != Fail || !hasCode(c.Findings, CodeEvalImpure) {
+		t.Fatalf("property.eval-pure: %s %v, want FAIL with %s", c.Result, c.Findings, CodeEvalImpure)
 	}
 }

@@ -73,6 +73,7 @@ type Env struct {
 	pluginO sync.Once
 	plugin  *pluginHandle
 	plugErr error
+	wl      workload
 }
 
 // Run executes the selected checks and returns the deterministic report. It

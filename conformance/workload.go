@@ -1,0 +1,600 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/writ-dev/writ/kv"
+	"github.com/writ-dev/writ/pipeline"
+	"github.com/writ-dev/writ/pipeline/pipelinetest"
+	"github.com/writ-dev/writ/schema/ir"
+)
+
+// The pipeline workload drives the REAL pipeline (stages, latches, guards,
+// apply-time Checker, outbox file) with the user's REAL plugin as its
+// evaluator, over pipelinetest's in-memory log with manual commit: the log
+// applies exactly the kv contract (dedup by ID, Checker veto, revision
+// preconditions), and manual commit lets the suite observe replies before
+// and after commit. The real raft log is exercised by the cluster tier.
+
+func init() {
+	register(&Check{ID: "property.eval-pure", Tier: TierProperty, Invariants: []string{"W7"},
+		Title: "evaluating through the real plugin twice gives the same effect", Run: workloadCheck(func(w *workload) *collector { return &w.pure })})
+	register(&Check{ID: "property.apply-idempotent", Tier: TierProperty, Invariants: []string{"W9"},
+		Title: "applying every committed entry again leaves state unchanged", Run: workloadCheck(func(w *workload) *collector { return &w.idem })})
+	register(&Check{ID: "property.fact-sequences", Tier: TierProperty, Invariants: []string{"W8", "W9", "W3"},
+		Title: "through the pipeline: perturbed fact sequences end as the ordered one, never leaving a terminal state", Run: workloadCheck(func(w *workload) *collector { return &w.seq })})
+	register(&Check{ID: "property.conflict-cases", Tier: TierProperty, Invariants: []string{"W8"},
+		Title: "through the pipeline: a regression becomes a durable conflict case and state is preserved", Run: workloadCheck(func(w *workload) *collector { return &w.conflict })})
+	register(&Check{ID: "property.reply-after-commit", Tier: TierProperty, Invariants: []string{"W1", "W2"},
+		Title: "through the pipeline: no request is answered COMMITTED before its entry is committed and applied", Run: workloadCheck(func(w *workload) *collector { return &w.reply })})
+	register(&Check{ID: "property.fact-ack-durable", Tier: TierProperty, Invariants: []string{"W3", "W10"},
+		Title: "through the pipeline: a fact is acknowledged only once it is in the outbox file", Run: workloadCheck(func(w *workload) *collector { return &w.ack })})
+}
+
+type workload struct {
+	once     sync.Once
+	notRun   string
+	pure     collector
+	idem     collector
+	seq      collector
+	conflict collector
+	reply    collector
+	ack      collector
+}
+
+func workloadCheck(pick func(*workload) *collector) func(context.Context, *Env) Outcome {
+	return func(ctx context.Context, e *Env) Outcome {
+		w := e.runWorkload(ctx)
+		if w.notRun != "" {
+			return notRun("%s", w.notRun)
+		}
+		c := pick(w)
+		if c.out.Cases == 0 {
+			return notRun("the workload produced no case for this check (the drawn requests never created a machine instance facts could move)")
+		}
+		return c.done()
+	}
+}
+
+// pipelineCases is the number of workload cases for a run: each runs two
+// pipelines with a dozen requests and a fact sequence through the plugin.
+func pipelineCases(cases int) int { return max(10, cases/500) }
+
+func (e *Env) runWorkload(ctx context.Context) *workload {
+	e.wl.once.Do(func() {
+		if r, ok := e.needCatalog(); !ok {
+			e.wl.notRun = r
+			return
+		}
+		if e.Opts.PluginPath == "" {
+			e.wl.notRun = "no plugin given (--plugin PATH)"
+			return
+		}
+		p, err := e.startPlugin()
+		if err != nil {
+			e.wl.notRun = "the plugin did not start (see static.plugin-types): " + err.Error()
+			return
+		}
+		dir, err := os.MkdirTemp("", "writ-conformance-")
+		if err != nil {
+			e.wl.notRun = err.Error()
+			return
+		}
+		defer os.RemoveAll(dir)
+		ev := &purityEval{inner: p.eval, c: &e.wl.pure}
+		n := pipelineCases(e.Opts.Cases)
+		for i := 0; i < n && ctx.Err() == nil; i++ {
+			if err := e.workloadCase(ctx, ev, filepath.Join(dir, strconv.Itoa(i)), i); err != nil {
+				e.wl.notRun = fmt.Sprintf("workload case %d could not run: %v", i, err)
+				return
+			}
+		}
+	})
+	return &e.wl
+}
+
+// rig is one real pipeline over an in-memory log with manual commit.
+type rig struct {
+	log *pipelinetest.FakeLog
+	p   *pipeline.Pipeline
+	dir string
+}
+
+func newRig(dir string, cat ir.Catalog, ev pipeline.Evaluator) (*rig, error) {
+	log := pipelinetest.NewFakeLog()
+	p, err := pipeline.New(pipeline.Config{
+		NodeID: "conformance", Catalog: cat, Log: log, Evaluator: ev, Clock: pipelinetest.NewFakeClock(),
+		DataDir: dir, Manual: true, Strict: true, CommitTimeout: time.Hour, ConfigTimeout: time.Hour,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		return nil, err
+	}
+	log.Checker = p.Checker()
+	log.Observer = p
+	if err := p.Start(context.Background()); err != nil {
+		return nil, err
+	}
+	return &rig{log: log, p: p, dir: dir}, nil
+}
+
+func (r *rig) drain(ctx context.Context) {
+	for i := 0; i < 200; i++ {
+		r.p.Flush(ctx)
+		if !r.log.CommitNext() {
+			r.p.Tick()
+			r.p.Flush(ctx)
+			if r.log.Pending() == 0 {
+				return
+			}
+		}
+	}
+}
+
+func (r *rig) machine(ctx context.Context, m, inst string) (pipeline.MachineRecord, bool) {
+	rec, ok, err := r.log.Get(ctx, pipeline.MachineKey(m, inst), false)
+	if err != nil || !ok {
+		return pipeline.MachineRecord{}, false
+	}
+	mr, err := pipeline.ParseMachineRecord(rec.Value)
+	return mr, err == nil
+}
+
+func (r *rig) snapshot(ctx context.Context) []kv.Record {
+	recs, _ := r.log.List(ctx, "", false)
+	return recs
+}
+
+func (r *rig) stop() { r.p.Stop() }
+
+// drawnEntry is one setup operation.
+type drawnEntry struct {
+	typ   string
+	class ir.Class
+	id    string
+	data  []byte
+}
+
+// setupEntries draws valid request and receipt entries over a tiny pool of
+// identifiers so that they address the same instances.
+func (e *Env) setupEntries(rng *rand.Rand, d *drawer, n int) []drawnEntry {
+	var kinds []*ir.TypeDesc
+	for _, td := range e.Catalog.Types() {
+		if (td.Class == ir.ClassRequest || td.Class == ir.ClassReceipt) && td.ParseJSON != nil && td.Entry != nil {
+			kinds = append(kinds, td)
+		}
+	}
+	var creators, others, receipts []drawnEntry
+	// One creation per type that can create an instance, so that every
+	// machine gets instances.
+	for _, td := range kinds {
+		if td.Machine == nil {
+			continue
+		}
+		for try := 0; try < 30; try++ {
+			data, _ := json.Marshal(d.object(td.Entry.Fields))
+			if p, err := td.ParseJSON(data); err == nil && td.Machine.IsInitial(p.TargetState()) {
+				creators = append(creators, drawnEntry{typ: td.Name, class: td.Class, data: data})
+				break
+			}
+		}
+	}
+	for tries := 0; len(others)+len(receipts) < n && tries < n*20 && len(kinds) > 0; tries++ {
+		td := kinds[rng.IntN(len(kinds))]
+		data, _ := json.Marshal(d.object(td.Entry.Fields))
+		p, err := td.ParseJSON(data)
+		if err != nil {
+			continue
+		}
+		de := drawnEntry{typ: td.Name, class: td.Class, data: data}
+		switch {
+		case td.Class == ir.ClassReceipt:
+			receipts = append(receipts, de)
+		case td.Machine != nil && td.Machine.IsInitial(p.TargetState()):
+			creators = append(creators, de)
+		default:
+			others = append(others, de)
+		}
+	}
+	// Creations first (twice, so that creations depending on each other
+	// succeed in some order), then changes, then receipts: drawn entries
+	// then address instances that exist.
+	var out []drawnEntry
+	for _, de := range append(append(append(append(creators, creators...), others...), receipts...), others...) {
+		de.id = "r" + strconv.Itoa(len(out))
+		if td, ok := e.Catalog.Type(de.typ); ok {
+			if p, err := td.ParseJSON(de.data); err == nil && p.IdempotencyKey() != "" {
+				de.id = p.IdempotencyKey()
+			}
+		}
+		out = append(out, de)
+	}
+	return out
+}
+
+func (e *Env) workloadCase(ctx context.Context, ev pipeline.Evaluator, dir string, k int) error {
+	w := &e.wl
+	rng := rand.New(rand.NewPCG(e.Opts.Seed, 5000+uint64(k)))
+	d := newDrawer(e.Schema, e.Opts.Seed, 9000+uint64(k))
+	d.pool = []string{"a", "b"}
+	if k%2 == 0 {
+		d.pool = []string{"a"}
+	}
+	setup := e.setupEntries(rng, d, 6+rng.IntN(6))
+
+	a, err := newRig(filepath.Join(dir, "a"), e.Catalog, ev)
+	if err != nil {
+		return err
+	}
+	defer a.stop()
+	e.runSetup(ctx, a, setup, true)
+	// Pick an instance that facts can move, in the state setup left it.
+	fts := e.factTargets()
+	// Machines with more reportable states first: they exercise more.
+	sort.SliceStable(fts, func(i, j int) bool { return len(fts[i].targets) > len(fts[j].targets) })
+	var (
+		ft    factTargets
+		inst  string
+		start pipeline.MachineRecord
+		base  []seqFact
+	)
+	for _, cand := range fts {
+		recs, _ := a.log.List(ctx, pipeline.MachinePrefix+cand.m.Name+"/", false)
+		for _, rec := range recs {
+			mr, err := pipeline.ParseMachineRecord(rec.Value)
+			if err != nil {
+				continue
+			}
+			if path := legalPath(rng, cand, mr.State, 1+rng.IntN(5)); len(path) > 0 {
+				ft, inst, start, base = cand, strings.TrimPrefix(rec.Key, pipeline.MachinePrefix+cand.m.Name+"/"), mr, path
+				break
+			}
+		}
+		if inst != "" {
+			break
+		}
+	}
+	if inst == "" {
+		return nil // no movable instance this time; the case does not count
+	}
+	for i := range base {
+		base[i].id = fmt.Sprintf("c%d-f%d", k, i)
+		if start.HasOrder && base[i].hasOrder {
+			base[i].order += start.Order
+		}
+	}
+	payloads := map[string]drawnEntry{}
+	mk := func(f seqFact) (drawnEntry, bool) {
+		key := f.id + "/" + f.to + "/" + strconv.FormatUint(f.order, 10)
+		if de, ok := payloads[key]; ok {
+			return de, true
+		}
+		de, ok := e.factPayload(d, ft, inst, f)
+		if ok {
+			payloads[key] = de
+		}
+		return de, ok
+	}
+	for _, f := range base {
+		if _, ok := mk(f); !ok {
+			return nil // the schema's fields could not carry this fact; skip
+		}
+	}
+	// Run A: the deduplicated ordered sequence.
+	for _, f := range base {
+		de, _ := mk(f)
+		e.report(ctx, a, de, false)
+	}
+	want, _ := a.machine(ctx, ft.m.Name, inst)
+
+	// Run B: the same setup, then duplicates, reorderings, re-sends and
+	// replays, then (sometimes) a regression.
+	b, err := newRig(filepath.Join(dir, "b"), e.Catalog, ev)
+	if err != nil {
+		return err
+	}
+	defer b.stop()
+	e.runSetup(ctx, b, setup, false)
+	delivered := perturb(rng, base)
+	var regression *seqFact
+	var illegal []string
+	for _, t := range ft.targets {
+		if t != want.State && !ft.m.Allowed(want.State, t) {
+			illegal = append(illegal, t)
+		}
+	}
+	if len(illegal) > 0 {
+		r := seqFact{id: fmt.Sprintf("c%d-regress", k), to: illegal[rng.IntN(len(illegal))], order: base[len(base)-1].order + 1, hasOrder: ft.ordered}
+		regression = &r
+	}
+	subj := "machines." + ft.m.Name
+	trace := fmt.Sprintf("instance %s starting %s; ordered %s; delivered %s", inst, start.State, describeSeq(base), describeSeq(delivered))
+	prev, _ := b.machine(ctx, ft.m.Name, inst)
+	for _, f := range delivered {
+		de, ok := mk(f)
+		if !ok {
+			continue
+		}
+		e.report(ctx, b, de, true)
+		cur, _ := b.machine(ctx, ft.m.Name, inst)
+		if ft.m.IsTerminal(prev.State) && cur.State != prev.State {
+			w.seq.add(Finding{Code: CodeTerminalLeft, Status: ir.StatusBlocked, Subject: subj,
+				Message: fmt.Sprintf("instance %s left terminal state %s for %s after fact %s; %s", inst, prev.State, cur.State, f.id, trace),
+				Fix:     "terminal states must quarantine every later fact"})
+		}
+		prev = cur
+	}
+	got, _ := b.machine(ctx, ft.m.Name, inst)
+	w.seq.out.Cases++
+	if got.State != want.State {
+		w.seq.add(Finding{Code: CodeSequenceDiverges, Status: ir.StatusBlocked, Subject: subj,
+			Message: fmt.Sprintf("ended in %s, the deduplicated ordered sequence ended in %s; %s", got.State, want.State, trace),
+			Fix:     "give the fact types an order field, or declare the transitions a reordered delivery needs"})
+	}
+	if regression != nil {
+		if de, ok := mk(*regression); ok {
+			before, _, _ := b.log.Get(ctx, pipeline.ConflictKey(ft.m.Name, inst), false)
+			e.report(ctx, b, de, true)
+			after, _ := b.machine(ctx, ft.m.Name, inst)
+			cc, ok, _ := b.log.Get(ctx, pipeline.ConflictKey(ft.m.Name, inst), false)
+			w.conflict.out.Cases++
+			switch {
+			case after.State != got.State:
+				w.conflict.add(Finding{Code: CodeRegressionNotQuarantined, Status: ir.StatusBlocked, Subject: subj,
+					Message: fmt.Sprintf("regression %s → %s of instance %s changed its state to %s", got.State, regression.to, inst, after.State),
+					Fix:     "illegal fact transitions must be quarantined, state preserved"})
+			case !ok || cc.Rev == before.Rev:
+				w.conflict.add(Finding{Code: CodeRegressionNotQuarantined, Status: ir.StatusBlocked, Subject: subj,
+					Message: fmt.Sprintf("regression %s → %s of instance %s opened no conflict case at %s", got.State, regression.to, inst, pipeline.ConflictKey(ft.m.Name, inst)),
+					Fix:     "illegal fact transitions must open a durable conflict case"})
+			}
+		}
+	}
+	// Apply twice == apply once: replay every committed entry.
+	snap := b.snapshot(ctx)
+	last := b.log.Index()
+	for idx := uint64(1); idx <= last; idx++ {
+		b.log.Replay(idx)
+	}
+	w.idem.out.Cases += int(last)
+	if again := b.snapshot(ctx); !reflect.DeepEqual(snap, again) {
+		w.idem.add(Finding{Code: CodeApplyNotIdempotent, Status: ir.StatusBlocked, Subject: "workload",
+			Message: fmt.Sprintf("replaying %d committed entries changed state: %s", last, diffRecords(snap, again)),
+			Fix:     "every effect must be CAS-guarded or carry a command ID"})
+	}
+	return nil
+}
+
+// runSetup submits each setup entry and commits it; with instrument set it
+// also checks that no reply arrives before commit (W1).
+func (e *Env) runSetup(ctx context.Context, r *rig, setup []drawnEntry, instrument bool) {
+	w := &e.wl
+	for _, de := range setup {
+		en := pipeline.Entry{Type: de.typ, ID: de.id, Payload: de.data}
+		if de.class == ir.ClassReceipt {
+			r.p.Deliver(ctx, en)
+			r.drain(ctx)
+			continue
+		}
+		h := r.p.SubmitAsync(ctx, en)
+		r.p.Flush(ctx)
+		if instrument && r.log.Pending() > 0 {
+			w.reply.out.Cases++
+			select {
+			case <-h.Done():
+				if o := h.Outcome(); o.Status == pipeline.StatusCommitted {
+					w.reply.add(Finding{Code: CodeReplyBeforeCommit, Status: ir.StatusBlocked, Subject: de.typ,
+						Message: fmt.Sprintf("request %s was answered %s while its entry was proposed but not committed", de.id, o),
+						Fix:     "reply only after the entry is committed and applied (W1)"})
+				}
+			default:
+			}
+		}
+		r.drain(ctx)
+		select {
+		case <-h.Done():
+			if o := h.Outcome(); instrument && o.Status == pipeline.StatusCommitted && o.Index > r.log.Index() {
+				w.reply.add(Finding{Code: CodeReplyBeforeCommit, Status: ir.StatusBlocked, Subject: de.typ,
+					Message: fmt.Sprintf("request %s answered COMMITTED at index %d, but the log applied only up to %d", de.id, o.Index, r.log.Index()),
+					Fix:     "reply only after the entry is committed and applied (W1)"})
+			}
+		default:
+		}
+	}
+}
+
+// report hands one fact to the pipeline, checks the acknowledgement is
+// backed by the outbox file (W3), and commits it.
+func (e *Env) report(ctx context.Context, r *rig, de drawnEntry, instrument bool) {
+	ack := r.p.Report(ctx, pipeline.Entry{Type: de.typ, ID: de.id, Payload: de.data})
+	if instrument && ack.Received {
+		e.wl.ack.out.Cases++
+		if !outboxHas(r.dir, de.typ, de.id) && !e.committed(ctx, r, de) {
+			e.wl.ack.add(Finding{Code: CodeFactAckBeforeDurable, Status: ir.StatusBlocked, Subject: de.typ,
+				Message: fmt.Sprintf("fact %s was acknowledged as received but a fresh read of the outbox file does not have it", de.id),
+				Fix:     "acknowledge a fact only after it is fsync'd into the outbox (W3)"})
+		}
+	}
+	r.drain(ctx)
+}
+
+// committed reports whether the fact's command was already applied (an ID
+// duplicate is acknowledged without a new outbox record).
+func (e *Env) committed(_ context.Context, r *rig, de drawnEntry) bool {
+	_, ok := r.log.Outcome("fact:" + de.typ + ":" + de.id)
+	return ok
+}
+
+// outboxHas reads the outbox directory afresh, as a restarted node would.
+func outboxHas(dir, typ, id string) bool {
+	ob, items, err := pipeline.OpenOutbox(dir)
+	if err != nil {
+		return false
+	}
+	defer ob.Close()
+	for _, it := range items {
+		if it.Type == typ && strings.HasSuffix(it.ID, ":"+id) {
+			return true
+		}
+	}
+	return false
+}
+
+// factPayload builds a valid payload of one of ft's fact types reporting f
+// about instance inst.
+func (e *Env) factPayload(d *drawer, ft factTargets, inst string, f seqFact) (drawnEntry, bool) {
+	for _, name := range ft.types {
+		td, ok := e.Catalog.Type(name)
+		if !ok || td.ParseJSON == nil || td.Entry == nil {
+			continue
+		}
+		en := td.Entry
+		obj := d.object(en.Fields)
+		obj[ft.m.Key] = inst
+		switch {
+		case en.ToState != "":
+			if en.ToState != f.to {
+				continue
+			}
+		case en.ToMap != nil:
+			found := false
+			for _, k := range sortedKeys(en.ToMap) {
+				if en.ToMap[k] == f.to {
+					obj[en.To], found = k, true
+					break
+				}
+			}
+			if !found {
+				continue
+			}
+		case en.To != "":
+			obj[en.To] = f.to
+		default:
+			continue
+		}
+		if en.Order != "" && f.hasOrder {
+			obj[en.Order] = jsonNumber(strconv.FormatUint(f.order, 10))
+		}
+		if en.ID != "" {
+			obj[en.ID] = f.id
+		}
+		data, err := json.Marshal(obj)
+		if err != nil {
+			continue
+		}
+		p, err := td.ParseJSON(data)
+		if err != nil || p.InstanceKey() != inst {
+			continue
+		}
+		return drawnEntry{typ: name, class: ir.ClassFact, id: f.id, data: data}, true
+	}
+	return drawnEntry{}, false
+}
+
+func diffRecords(a, b []kv.Record) string {
+	am := map[string]kv.Record{}
+	for _, r := range a {
+		am[r.Key] = r
+	}
+	for _, r := range b {
+		if x, ok := am[r.Key]; !ok {
+			return fmt.Sprintf("%s appeared (%s)", r.Key, r.Value)
+		} else if x.Rev != r.Rev || !bytes.Equal(x.Value, r.Value) {
+			return fmt.Sprintf("%s changed from %s@%d to %s@%d", r.Key, x.Value, x.Rev, r.Value, r.Rev)
+		}
+		delete(am, r.Key)
+	}
+	for k := range am {
+		return k + " disappeared"
+	}
+	return "no visible difference"
+}
+
+// purityEval evaluates every batch twice through the plugin and compares.
+type purityEval struct {
+	inner pipeline.Evaluator
+	c     *collector
+}
+
+func (p *purityEval) Evaluate(ctx context.Context, items []pipeline.EvalItem) ([]pipeline.EvalResult, error) {
+	r1, err := p.inner.Evaluate(ctx, items)
+	if err != nil {
+		return r1, err
+	}
+	r2, err := p.inner.Evaluate(ctx, items)
+	if err != nil {
+		return r1, nil
+	}
+	for i := range items {
+		p.c.out.Cases++
+		if i >= len(r1) || i >= len(r2) {
+			break
+		}
+		if !sameResult(r1[i], r2[i]) {
+			p.c.add(Finding{Code: CodeEvalImpure, Status: ir.StatusBlocked, Subject: items[i].Type,
+				Message: fmt.Sprintf("item %s (%s) evaluated twice against the same state gave %s, then %s", items[i].ID, items[i].Payload, describeResult(r1[i]), describeResult(r2[i])),
+				Fix:     "handlers must be pure functions of the entry and the given state: no clocks, randomness or hidden state"})
+		}
+		if r1[i].Err != nil && r1[i].Err.Kind == pipeline.EvalInternal {
+			p.c.add(Finding{Code: CodeEvalFailed, Status: ir.StatusReviewRequired, Subject: items[i].Type,
+				Message: fmt.Sprintf("item %s (%s) failed inside the handler: %s", items[i].ID, items[i].Payload, r1[i].Err.Msg),
+				Fix:     "a valid entry should get an effect or a rule error, not an internal error"})
+		}
+	}
+	return r1, nil
+}
+
+func sameResult(a, b pipeline.EvalResult) bool {
+	norm := func(r pipeline.EvalResult) pipeline.EvalResult {
+		if len(r.Effect.Writes) == 0 {
+			r.Effect.Writes = nil
+		}
+		if len(r.Result) == 0 {
+			r.Result = nil
+		}
+		if len(r.NeedKeys) == 0 {
+			r.NeedKeys = nil
+		}
+		if len(r.Transitions) == 0 {
+			r.Transitions = nil
+		}
+		for i := range r.Effect.Writes {
+			if len(r.Effect.Writes[i].Value) == 0 {
+				r.Effect.Writes[i].Value = nil
+			}
+		}
+		return r
+	}
+	return reflect.DeepEqual(norm(a), norm(b))
+}
+
+func describeResult(r pipeline.EvalResult) string {
+	if r.Err != nil {
+		return "error " + r.Err.Msg
+	}
+	var b strings.Builder
+	for i, w := range r.Effect.Writes {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s=%s@if%d", w.Key, w.Value, w.IfRev)
+	}
+	if len(r.Result) > 0 {
+		fmt.Fprintf(&b, " result %s", r.Result)
+	}
+	return "{" + b.String() + "}"
+}
