@@ -967,6 +967,14 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 		case planFinish:
 			p.finishLocked(e, e.planOut)
 		case planIdentity:
+			if idx := e.planOut.Index; idx > p.applied && idx > log.Status().Applied {
+				// The log's outcome table is ahead of this node's apply
+				// notifications: do not reply before the apply (W1).
+				p.unlatchLocked(e)
+				e.notBefore = now.Add(time.Millisecond)
+				p.enqueueLocked(e, true)
+				continue
+			}
 			if e.kind == kindFact {
 				p.factDoneLocked(e, e.planOut.Index, "already applied")
 				continue
