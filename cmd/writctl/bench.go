@@ -75,7 +75,7 @@ func (a *app) benchCmd() *cobra.Command {
 					}
 					return &writv1.Entry{Type: typ, Id: "r-" + job, Payload: fmt.Appendf(nil, `{"job_id":%q,"queue":%q,"priority":1,"command":%q}`, job, benchQueue(run, w), cmd)}
 				}
-				return &writv1.Entry{Type: typ, Payload: fmt.Appendf(nil, `{"report_id":%q,"job_id":%q,"state":"RUNNING","seq":1,"worker_id":%q,"message":%q}`, "rep-"+job, job, run+"-w", pad)}
+				return &writv1.Entry{Type: typ, Payload: fmt.Appendf(nil, `{"report_id":%q,"job_id":%q,"state":"RUNNING","seq":1,"worker_id":%q,"message":%q}`, "rep-"+job, job, benchWorker(run, i), pad)}
 			}
 			lat := make([]time.Duration, ops)
 			var mu sync.Mutex
@@ -177,6 +177,38 @@ const maxBenchQueues = 128
 
 func benchQueue(run string, i int) string { return fmt.Sprintf("%s-q%d", run, i%maxBenchQueues) }
 
+// jobsPerWorker is how many prepared jobs bench assigns to one worker.
+const jobsPerWorker = 16
+
+func benchWorker(run string, job int) string { return fmt.Sprintf("%s-w%d", run, job/jobsPerWorker) }
+
+// parallel runs f(0..n-1) on up to workers goroutines and returns the
+// first error.
+func parallel(workers, n int, f func(int) error) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for w := 0; w < min(workers, n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := f(i); err != nil {
+					once.Do(func() { first = err })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
 // benchSetup creates what the generated operations refer to, untimed.
 func (a *app) benchSetup(c writv1.WritClient, typ, run string, ops, clients int, prepare bool) error {
 	sub := func(t, p string) error {
@@ -199,70 +231,76 @@ func (a *app) benchSetup(c writv1.WritClient, typ, run string, ops, clients int,
 	if typ != "job.state_report" || !prepare {
 		return nil
 	}
-	if err := sub("worker.join", fmt.Sprintf(`{"worker_id":%q,"capacity":4096}`, run+"-w")); err != nil {
-		return err
+	// Workers: one per jobsPerWorker jobs, so assignments to different
+	// workers do not serialise on one worker key.
+	nw := (ops + jobsPerWorker - 1) / jobsPerWorker
+	if err := parallel(clients, nw, func(k int) error {
+		return sub("worker.join", fmt.Sprintf(`{"worker_id":%q,"capacity":%d}`, benchWorker(run, k*jobsPerWorker), jobsPerWorker))
+	}); err != nil {
+		return fmt.Errorf("bench: preparing workers: %w", err)
 	}
-	// submit the jobs
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errc := make(chan error, clients)
-	for w := 0; w < clients; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= ops {
-					return
-				}
-				job := fmt.Sprintf("%s-%d", run, i)
-				ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
-				_, err := c.Submit(ctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: "job.submit", Id: "r-" + job,
-					Payload: fmt.Appendf(nil, `{"job_id":%q,"queue":%q,"priority":1,"command":"run"}`, job, benchQueue(run, i%clients))}})
-				cancel()
-				if err != nil {
-					errc <- a.rpcErr(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("bench: preparing jobs: %w", err)
-	default:
-	}
-	// dispatch them in receipts of up to 512 items
-	for lo := 0; lo < ops; lo += 512 {
-		hi := min(lo+512, ops)
-		var items []string
-		for i := lo; i < hi; i++ {
-			items = append(items, fmt.Sprintf(`{"job_id":"%s-%d","worker_id":%q}`, run, i, run+"-w"))
-		}
-		p := fmt.Sprintf(`{"dispatch_id":"%s-d%d","scheduler":"bench","items":[%s]}`, run, lo, strings.Join(items, ","))
+	if err := parallel(clients, ops, func(i int) error {
+		job := fmt.Sprintf("%s-%d", run, i)
 		ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
-		_, err := c.Deliver(ctx, &writv1.DeliverRequest{Entry: &writv1.Entry{Type: "job.dispatch", Payload: []byte(p)}})
-		cancel()
+		defer cancel()
+		_, err := c.Submit(ctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: "job.submit", Id: "r-" + job,
+			Payload: fmt.Appendf(nil, `{"job_id":%q,"queue":%q,"priority":1,"command":"run"}`, job, benchQueue(run, i%clients))}})
 		if err != nil {
-			return fmt.Errorf("bench: dispatching jobs: %w", a.rpcErr(err))
+			return a.rpcErr(err)
 		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("bench: preparing jobs: %w", err)
 	}
-	// wait until the last job of every receipt is DISPATCHED
-	deadline := time.Now().Add(a.timeout * 3)
-	for lo := 0; lo < ops; lo += 512 {
-		key := fmt.Sprintf("_m/job/%s-%d", run, min(lo+511, ops-1))
+	// Dispatch in receipts of up to 64 items; items that did not commit
+	// (receipt items report only on watch) are dispatched again.
+	pending := make([]int, ops)
+	for i := range pending {
+		pending[i] = i
+	}
+	for round := 0; len(pending) > 0; round++ {
+		if round == 5 {
+			return fail(exitError, "bench: %d jobs did not reach DISPATCHED after %d rounds of dispatch receipts", len(pending), round)
+		}
+		for lo := 0; lo < len(pending); lo += 64 {
+			hi := min(lo+64, len(pending))
+			var items []string
+			for _, i := range pending[lo:hi] {
+				items = append(items, fmt.Sprintf(`{"job_id":"%s-%d","worker_id":%q}`, run, i, benchWorker(run, i)))
+			}
+			p := fmt.Sprintf(`{"dispatch_id":"%s-d%d-%d","scheduler":"bench","items":[%s]}`, run, round, lo, strings.Join(items, ","))
+			ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+			_, err := c.Deliver(ctx, &writv1.DeliverRequest{Entry: &writv1.Entry{Type: "job.dispatch", Payload: []byte(p)}})
+			cancel()
+			if err != nil {
+				return fmt.Errorf("bench: dispatching jobs: %w", a.rpcErr(err))
+			}
+		}
+		deadline := time.Now().Add(a.timeout)
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
-			r, err := c.Get(ctx, &writv1.GetRequest{Key: key})
+			l, err := c.List(ctx, &writv1.ListRequest{Prefix: "_m/job/" + run + "-"})
 			cancel()
-			if err == nil && r.Found && strings.Contains(string(r.Record.Value), "DISPATCHED") {
+			if err != nil {
+				return fmt.Errorf("bench: reading job states: %w", a.rpcErr(err))
+			}
+			dispatched := map[string]bool{}
+			for _, r := range l.Records {
+				if strings.Contains(string(r.Value), `"DISPATCHED"`) {
+					dispatched[strings.TrimPrefix(r.Key, "_m/job/")] = true
+				}
+			}
+			var still []int
+			for _, i := range pending {
+				if !dispatched[fmt.Sprintf("%s-%d", run, i)] {
+					still = append(still, i)
+				}
+			}
+			if len(still) == 0 || time.Now().After(deadline) {
+				pending = still
 				break
 			}
-			if time.Now().After(deadline) {
-				return fail(exitError, "bench: %s did not reach DISPATCHED: is the dispatch handler running?", key)
-			}
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
 	return nil
