@@ -168,13 +168,21 @@ func decodeFrame(b []byte) ([]*raftpb.Message, error) {
 	return msgs, nil
 }
 
-// learnPeer records the address of a peer that contacted us, unless it is
-// already known or was removed.
+// learnPeer records the address a peer announced in its stream header: a
+// joiner learns the leader this way, and a peer that restarted on another
+// port is reached at its new address. Removed peers are not re-added.
 func (t *transport) learnPeer(id uint64, addr string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.peers[id]; ok || t.removed[id] || id == t.self {
+	if t.removed[id] || id == t.self || addr == "" {
 		return
+	}
+	if p, ok := t.peers[id]; ok {
+		if p.addr == addr {
+			return
+		}
+		p.stop()
+		delete(t.peers, id)
 	}
 	t.addPeerLocked(id, addr)
 }
