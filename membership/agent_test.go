@@ -15,10 +15,22 @@ func TestAgent_FakeVoters_JoinThroughSeedsFormsFiveVoters(t *testing.T) {
 	f := newFakeRaft("n1", "127.0.2.1:9000")
 	defer f.close()
 	agents := map[string]*Agent{}
+	// Nodes join one after another, each once gossip has spread the previous
+	// one: two nodes joining in the same instant through different seeds may
+	// miss each other's broadcast and only meet at the next anti-entropy
+	// push/pull (30 s on the LAN profile).
 	add := func(id, ip string, seeds ...string) {
 		cfg := testConfig(id, ip, seeds...)
 		cfg.MaxVoters = 5
 		agents[id] = startAgent(t, cfg, f.node(id))
+		waitFor(t, 10*time.Second, "gossip to spread "+id, func() bool {
+			for _, a := range agents {
+				if aliveCount(a) != len(agents) {
+					return false
+				}
+			}
+			return true
+		})
 	}
 	add("n1", "127.0.2.1")
 	add("n2", "127.0.2.2", agents["n1"].Addr())
