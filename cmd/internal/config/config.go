@@ -137,13 +137,17 @@ func (e *Error) Error() string {
 func AddFlags(fs *pflag.FlagSet) {
 	fs.StringP("config", "c", "", "configuration file (YAML or TOML)")
 	for _, k := range Keys {
+		help := k.Help + "; env " + k.Env()
+		if d := fmt.Sprint(k.Default); d != "" && d != "[]" && d != "false" {
+			help += fmt.Sprintf(" (default %s)", d)
+		}
 		switch k.Kind {
 		case Bool:
-			fs.Bool(k.Flag(), false, k.Help)
+			fs.Bool(k.Flag(), false, help)
 		case List:
-			fs.StringSlice(k.Flag(), nil, k.Help)
+			fs.StringSlice(k.Flag(), nil, help)
 		default:
-			fs.String(k.Flag(), "", k.Help)
+			fs.String(k.Flag(), "", help)
 		}
 	}
 }

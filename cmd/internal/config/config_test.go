@@ -181,3 +181,25 @@ func TestClusterDocument(t *testing.T) {
 		}
 	}
 }
+
+// TestOperatorDocListsEveryKey keeps docs/operator.md in step with Keys and
+// Settings.
+func TestOperatorDocListsEveryKey(t *testing.T) {
+	b, err := os.ReadFile("../../../docs/operator.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, k := range Keys {
+		for _, w := range []string{"`" + k.Name + "`", "`--" + k.Flag() + "`", "`" + k.Env()} {
+			if !strings.Contains(doc, w) {
+				t.Errorf("docs/operator.md does not mention %s", w)
+			}
+		}
+	}
+	for _, s := range Settings {
+		if !strings.Contains(doc, "  "+s.Name+":") {
+			t.Errorf("docs/operator.md's upgrade example does not show settings.%s", s.Name)
+		}
+	}
+}
