@@ -66,7 +66,7 @@ func (b *builder) schema(v cue.Value) *ir.Schema {
 }
 
 func (b *builder) machine(name string, v cue.Value) *ir.Machine {
-	m := &ir.Machine{Name: name, Key: str(v, "key"), Pos: pos(v.Pos()),
+	m := &ir.Machine{Name: name, Key: str(v, "key"), Pos: b.userPos(v, "machines", name),
 		States:      strList(v.LookupPath(cue.ParsePath("states"))),
 		Initial:     strList(v.LookupPath(cue.ParsePath("initial"))),
 		Terminal:    strList(v.LookupPath(cue.ParsePath("terminal"))),
@@ -88,7 +88,7 @@ func (b *builder) machine(name string, v cue.Value) *ir.Machine {
 }
 
 func (b *builder) entry(name string, v cue.Value) *ir.Entry {
-	e := &ir.Entry{Name: name, Pos: pos(v.Pos()),
+	e := &ir.Entry{Name: name, Pos: b.userPos(v, "entries", name),
 		Machine: str(v, "machine"), Order: str(v, "order"), ID: str(v, "id")}
 	e.Doc = str(v, "doc")
 	if n, err := v.LookupPath(cue.ParsePath("type_number")).Int64(); err == nil {
@@ -126,6 +126,17 @@ func (b *builder) entry(name string, v cue.Value) *ir.Entry {
 	p := v.LookupPath(cue.ParsePath("payload"))
 	e.Fields = b.structFields("entries."+name+".payload", p, e)
 	return e
+}
+
+// userPos is the position of a declaration in the user's files (the
+// unified value may report the meta-schema's position instead).
+func (b *builder) userPos(v cue.Value, section, name string) ir.Pos {
+	if b.r.user.Exists() {
+		if uv := b.r.user.LookupPath(cue.MakePath(cue.Str(section), cue.Str(name))); uv.Exists() && uv.Pos().IsValid() {
+			return pos(uv.Pos())
+		}
+	}
+	return pos(v.Pos())
 }
 
 // structFields translates the fields of a struct value.

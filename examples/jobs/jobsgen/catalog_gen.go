@@ -120,7 +120,7 @@ var model = &ir.Schema{
 			Name: "job.submit", Number: 1, Class: ir.ClassRequest,
 			Machine: "job", To: "", ToState: "PENDING", Order: "", ID: "",
 			Keys: []string{"job/{job_id}", "queue/{queue}"}, Item: "", ItemsField: "",
-			Doc: "Submit a job to a queue; it starts PENDING.", Pos: ir.Pos{File: "writ.cue", Line: 72, Col: 24},
+			Doc: "Submit a job to a queue; it starts PENDING.", Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 11, Col: 2},
 			Fields: []*ir.Field{
 				{Name: "job_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 19, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "queue", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 20, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
@@ -135,7 +135,7 @@ var model = &ir.Schema{
 			Machine: "job", To: "action", ToState: "", Order: "", ID: "",
 			ToMap: map[string]string{"cancel": "CANCELLED", "hold": "HELD", "release": "PENDING"},
 			Keys:  []string{"job/{job_id}"}, Item: "", ItemsField: "",
-			Doc: "Cancel, hold or release a job.", Pos: ir.Pos{File: "writ.cue", Line: 72, Col: 24},
+			Doc: "Cancel, hold or release a job.", Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 27, Col: 2},
 			Fields: []*ir.Field{
 				{Name: "job_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 38, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "action", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 39, Col: 4}, Kind: ir.KindString, Enum: []string{"cancel", "hold", "release"}},
@@ -147,7 +147,7 @@ var model = &ir.Schema{
 			Machine: "queue", To: "action", ToState: "", Order: "", ID: "",
 			ToMap: map[string]string{"create": "ACTIVE", "drain": "DRAINING", "pause": "PAUSED", "resume": "ACTIVE"},
 			Keys:  []string{"queue/{queue}"}, Item: "", ItemsField: "",
-			Doc: "Create, pause, resume or drain a queue.", Pos: ir.Pos{File: "writ.cue", Line: 72, Col: 24},
+			Doc: "Create, pause, resume or drain a queue.", Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 43, Col: 2},
 			Fields: []*ir.Field{
 				{Name: "queue", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 54, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "action", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 55, Col: 4}, Kind: ir.KindString, Enum: []string{"create", "pause", "resume", "drain"}},
@@ -157,7 +157,7 @@ var model = &ir.Schema{
 			Name: "worker.join", Number: 4, Class: ir.ClassRequest,
 			Machine: "worker", To: "", ToState: "READY", Order: "", ID: "",
 			Keys: []string{"worker/{worker_id}"}, Item: "", ItemsField: "",
-			Doc: "A worker registers with its capacity; it starts READY.", Pos: ir.Pos{File: "writ.cue", Line: 72, Col: 24},
+			Doc: "A worker registers with its capacity; it starts READY.", Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 58, Col: 2},
 			Fields: []*ir.Field{
 				{Name: "worker_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 66, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "capacity", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 67, Col: 4}, Kind: ir.KindInt, Min: &ir.Bound{Value: "1", Exclusive: false}, Max: &ir.Bound{Value: "4096", Exclusive: false}},
@@ -168,7 +168,7 @@ var model = &ir.Schema{
 			Name: "worker.update", Number: 5, Class: ir.ClassRequest,
 			Machine: "worker", To: "", ToState: "", Order: "", ID: "",
 			Keys: []string{"worker/{worker_id}"}, Item: "", ItemsField: "",
-			Doc: "A worker changes its capacity (no state change).", Pos: ir.Pos{File: "writ.cue", Line: 72, Col: 24},
+			Doc: "A worker changes its capacity (no state change).", Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 71, Col: 2},
 			Fields: []*ir.Field{
 				{Name: "worker_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 78, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "capacity", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 79, Col: 4}, Kind: ir.KindInt, Min: &ir.Bound{Value: "1", Exclusive: false}, Max: &ir.Bound{Value: "4096", Exclusive: false}},
@@ -179,7 +179,7 @@ var model = &ir.Schema{
 			Machine: "worker", To: "action", ToState: "", Order: "", ID: "",
 			ToMap: map[string]string{"drain": "DRAINING", "remove": "REMOVED", "undrain": "READY"},
 			Keys:  []string{"worker/{worker_id}"}, Item: "", ItemsField: "",
-			Doc: "Drain, undrain or remove a worker.", Pos: ir.Pos{File: "writ.cue", Line: 72, Col: 24},
+			Doc: "Drain, undrain or remove a worker.", Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 82, Col: 2},
 			Fields: []*ir.Field{
 				{Name: "worker_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 93, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "action", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 94, Col: 4}, Kind: ir.KindString, Enum: []string{"drain", "undrain", "remove"}},
@@ -189,7 +189,7 @@ var model = &ir.Schema{
 			Name: "job.state_report", Number: 7, Class: ir.ClassFact,
 			Machine: "job", To: "state", ToState: "", Order: "seq", ID: "report_id",
 			Keys: []string{"job/{job_id}", "worker/{worker_id}"}, Item: "", ItemsField: "",
-			Doc: "A worker reports that a job is running, completed or failed.", Pos: ir.Pos{File: "writ.cue", Line: 72, Col: 24},
+			Doc: "A worker reports that a job is running, completed or failed.", Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 97, Col: 2},
 			Fields: []*ir.Field{
 				{Name: "report_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 107, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "job_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 108, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
@@ -204,7 +204,7 @@ var model = &ir.Schema{
 			Name: "worker.usage", Number: 8, Class: ir.ClassFact,
 			Machine: "worker", To: "", ToState: "", Order: "seq", ID: "report_id",
 			Keys: []string{"worker/{worker_id}"}, Item: "", ItemsField: "",
-			Doc: "A worker reports its resource usage.", Pos: ir.Pos{File: "writ.cue", Line: 72, Col: 24},
+			Doc: "A worker reports its resource usage.", Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 116, Col: 2},
 			Fields: []*ir.Field{
 				{Name: "report_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 125, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "worker_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 126, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
@@ -217,7 +217,7 @@ var model = &ir.Schema{
 			Name: "job.pending_reason", Number: 9, Class: ir.ClassFact,
 			Machine: "job", To: "", ToState: "", Order: "seq", ID: "report_id",
 			Keys: []string{"job/{job_id}"}, Item: "", ItemsField: "",
-			Doc: "The scheduler reports why a job is still waiting.", Pos: ir.Pos{File: "writ.cue", Line: 72, Col: 24},
+			Doc: "The scheduler reports why a job is still waiting.", Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 132, Col: 2},
 			Fields: []*ir.Field{
 				{Name: "report_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 141, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "job_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 142, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
@@ -229,7 +229,7 @@ var model = &ir.Schema{
 			Name: "worker.death", Number: 10, Class: ir.ClassFact,
 			Machine: "worker", To: "", ToState: "DEAD", Order: "seq", ID: "report_id",
 			Keys: []string{"worker/{worker_id}"}, Item: "", ItemsField: "",
-			Doc: "The controller detected that a worker died.", Pos: ir.Pos{File: "writ.cue", Line: 72, Col: 24},
+			Doc: "The controller detected that a worker died.", Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 147, Col: 2},
 			Fields: []*ir.Field{
 				{Name: "report_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 157, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "worker_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 158, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
@@ -241,7 +241,7 @@ var model = &ir.Schema{
 			Name: "job.dispatch", Number: 11, Class: ir.ClassReceipt,
 			Machine: "", To: "", ToState: "", Order: "", ID: "dispatch_id",
 			Keys: []string{}, Item: "job.assign", ItemsField: "items",
-			Doc: "A scheduler's batch of job-to-worker assignments.", Pos: ir.Pos{File: "writ.cue", Line: 72, Col: 24},
+			Doc: "A scheduler's batch of job-to-worker assignments.", Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 163, Col: 2},
 			Fields: []*ir.Field{
 				{Name: "dispatch_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 170, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "scheduler", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 171, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
@@ -252,7 +252,7 @@ var model = &ir.Schema{
 			Name: "job.assign", Number: 12, Class: ir.ClassRequest,
 			Machine: "job", To: "", ToState: "DISPATCHED", Order: "", ID: "",
 			Keys: []string{"job/{job_id}", "worker/{worker_id}"}, Item: "", ItemsField: "",
-			Doc: "Assign a pending job to a worker (carried by job.dispatch).", Pos: ir.Pos{File: "writ.cue", Line: 72, Col: 24},
+			Doc: "Assign a pending job to a worker (carried by job.dispatch).", Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 175, Col: 2},
 			Fields: []*ir.Field{
 				{Name: "job_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 207, Col: 2}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "worker_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 208, Col: 2}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
@@ -262,7 +262,7 @@ var model = &ir.Schema{
 			Name: "cluster.config", Number: 13, Class: ir.ClassConfig,
 			Machine: "", To: "", ToState: "", Order: "", ID: "",
 			Keys: []string{"_config/cluster"}, Item: "", ItemsField: "",
-			Doc: "A cluster configuration upgrade (staged, then activated).", Pos: ir.Pos{File: "writ.cue", Line: 72, Col: 24},
+			Doc: "A cluster configuration upgrade (staged, then activated).", Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 184, Col: 2},
 			Fields: []*ir.Field{
 				{Name: "version", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 190, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[0-9]{1,9}(\\.[0-9]{1,9}){0,2}$"}},
 				{Name: "settings", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 191, Col: 4}, Kind: ir.KindStruct, Fields: []*ir.Field{
@@ -283,7 +283,7 @@ var model = &ir.Schema{
 			States:   []string{"PENDING", "HELD", "DISPATCHED", "RUNNING", "COMPLETED", "FAILED", "CANCELLED"},
 			Initial:  []string{"PENDING"},
 			Terminal: []string{"COMPLETED", "FAILED", "CANCELLED"},
-			Pos:      ir.Pos{File: "writ.cue", Line: 71, Col: 21},
+			Pos:      ir.Pos{File: "examples/jobs/schema/machines.cue", Line: 7, Col: 2},
 			Transitions: map[string][]string{
 				"DISPATCHED": []string{"RUNNING", "COMPLETED", "FAILED", "PENDING", "CANCELLED"},
 				"HELD":       []string{"PENDING", "CANCELLED"},
@@ -296,7 +296,7 @@ var model = &ir.Schema{
 			States:   []string{"ACTIVE", "PAUSED", "DRAINING"},
 			Initial:  []string{"ACTIVE"},
 			Terminal: []string{},
-			Pos:      ir.Pos{File: "writ.cue", Line: 71, Col: 21},
+			Pos:      ir.Pos{File: "examples/jobs/schema/machines.cue", Line: 32, Col: 2},
 			Transitions: map[string][]string{
 				"ACTIVE":   []string{"PAUSED", "DRAINING"},
 				"DRAINING": []string{"ACTIVE"},
@@ -308,7 +308,7 @@ var model = &ir.Schema{
 			States:   []string{"READY", "DRAINING", "DEAD", "REMOVED"},
 			Initial:  []string{"READY"},
 			Terminal: []string{"REMOVED"},
-			Pos:      ir.Pos{File: "writ.cue", Line: 71, Col: 21},
+			Pos:      ir.Pos{File: "examples/jobs/schema/machines.cue", Line: 20, Col: 2},
 			Transitions: map[string][]string{
 				"DEAD":     []string{"READY", "REMOVED"},
 				"DRAINING": []string{"READY", "DEAD", "REMOVED"},
