@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -173,6 +174,7 @@ func (h *Host) Close() error {
 		h.closed = true
 		h.mu.Unlock()
 		close(h.stop)
+		var kills sync.WaitGroup
 		for _, inst := range h.plugins {
 			inst.mu.Lock()
 			c := inst.client
@@ -180,9 +182,14 @@ func (h *Host) Close() error {
 			inst.lastErr = "host closed"
 			inst.mu.Unlock()
 			if c != nil {
-				c.Kill()
+				kills.Add(1)
+				go func() {
+					defer kills.Done()
+					c.Kill() // graceful, then forced after 2s
+				}()
 			}
 		}
+		kills.Wait()
 		h.wg.Wait()
 	})
 	return nil
@@ -239,9 +246,21 @@ type description struct {
 // proc is one started and verified plugin process.
 type proc struct {
 	client *plugin.Client
+	cmd    *exec.Cmd
 	rpc    pb.HandlerClient
 	pid    int
 	desc   description
+}
+
+// stop ends a refused, crashed or hung plugin process at once: handlers are
+// pure and hold nothing worth a graceful shutdown. go-plugin then reaps the
+// process and releases its connections. (Close stops healthy plugins
+// gracefully instead.)
+func stop(c *plugin.Client, cmd *exec.Cmd) {
+	if cmd != nil && cmd.Process != nil {
+		_ = cmd.Process.Kill()
+	}
+	c.Kill()
 }
 
 // tail keeps the last bytes a plugin wrote to stderr, for error messages.
@@ -306,36 +325,36 @@ func (h *Host) launch(pc PluginConfig, sum []byte) (*proc, error) {
 	})
 	rpcc, err := client.Client()
 	if err != nil {
-		client.Kill()
+		stop(client, cmd)
 		return nil, h.classifyStartError(refuse, err, pc, sum, stderr)
 	}
 	raw, err := rpcc.Dispense(pb.PluginName)
 	if err != nil {
-		client.Kill()
+		stop(client, cmd)
 		return nil, refuse("dispense %q: %v", pb.PluginName, err)
 	}
 	hc, ok := raw.(pb.HandlerClient)
 	if !ok {
-		client.Kill()
+		stop(client, cmd)
 		return nil, refuse("dispensed %T, not a handler client", raw)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.StartTimeout)
 	defer cancel()
 	d, err := hc.Describe(ctx, &pb.DescribeRequest{ProtocolVersion: uint32(client.NegotiatedVersion())})
 	if err != nil {
-		client.Kill()
+		stop(client, cmd)
 		return nil, refuse("describe failed: %v", err)
 	}
 	if d.Name != "" {
 		label = fmt.Sprintf("%q (%s)", d.Name, pc.Path)
 	}
 	if err := h.checkDescription(d, client.NegotiatedVersion()); err != nil {
-		client.Kill()
+		stop(client, cmd)
 		return nil, refuse("%v", err)
 	}
 	types := append([]string(nil), d.Types...)
 	sort.Strings(types)
-	p := &proc{client: client, rpc: hc, desc: description{name: d.Name, version: d.Version, types: types}}
+	p := &proc{client: client, cmd: cmd, rpc: hc, desc: description{name: d.Name, version: d.Version, types: types}}
 	if rc := client.ReattachConfig(); rc != nil {
 		p.pid = rc.Pid
 	}

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
-
+	"os/exec"
 	"sync"
+	"time"
 
 	plugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc/codes"
@@ -25,6 +25,7 @@ type instance struct {
 
 	mu        sync.Mutex
 	client    *plugin.Client
+	cmd       *exec.Cmd
 	rpc       pb.HandlerClient
 	pid       int
 	gen       uint64 // bumps on every (re)start
@@ -40,7 +41,7 @@ func (i *instance) label() string { return fmt.Sprintf("%q (%s)", i.desc.name, i
 // adopt makes p the instance's live process. Callers hold no lock.
 func (i *instance) adopt(p *proc) {
 	i.mu.Lock()
-	i.client, i.rpc, i.pid = p.client, p.rpc, p.pid
+	i.client, i.cmd, i.rpc, i.pid = p.client, p.cmd, p.rpc, p.pid
 	i.gen++
 	i.healthy = true
 	i.startedAt = time.Now()
@@ -56,7 +57,7 @@ func (i *instance) down(gen uint64, reason string) {
 	}
 	i.healthy = false
 	i.lastErr = reason
-	client := i.client
+	client, cmd := i.client, i.cmd
 	// A plugin that ran stably for a while restarts quickly; one that
 	// keeps crashing backs off further each time.
 	if i.backoff == 0 || time.Since(i.startedAt) > 6*i.h.cfg.RestartMax {
@@ -74,13 +75,13 @@ func (i *instance) down(gen uint64, reason string) {
 	}
 	i.h.logger.Warn("plugin down; restarting", "plugin", i.desc.name, "path", i.cfg.Path, "reason", reason, "backoff", backoff)
 	i.h.wg.Add(1)
-	go i.restart(client, backoff)
+	go i.restart(client, cmd, backoff)
 }
 
-func (i *instance) restart(old *plugin.Client, backoff time.Duration) {
+func (i *instance) restart(old *plugin.Client, oldCmd *exec.Cmd, backoff time.Duration) {
 	defer i.h.wg.Done()
 	if old != nil {
-		old.Kill()
+		stop(old, oldCmd)
 	}
 	for {
 		select {
@@ -90,7 +91,7 @@ func (i *instance) restart(old *plugin.Client, backoff time.Duration) {
 		}
 		p, err := i.h.launch(i.cfg, i.sum)
 		if err == nil && !sameStrings(p.desc.types, i.desc.types) {
-			p.client.Kill()
+			stop(p.client, p.cmd)
 			err = fmt.Errorf("host: plugin %s refused on restart: now serves %v, at start it served %v", i.label(), p.desc.types, i.desc.types)
 		}
 		if err != nil {
@@ -111,7 +112,7 @@ func (i *instance) restart(old *plugin.Client, backoff time.Duration) {
 		}
 		i.h.mu.RUnlock()
 		if closed {
-			p.client.Kill()
+			stop(p.client, p.cmd)
 		}
 		return
 	}
@@ -175,7 +176,8 @@ func (i *instance) call(ctx context.Context, items []pipeline.EvalItem, idxs []i
 		case ctx.Err() != nil:
 			// The caller gave up; the plugin is not at fault.
 			unavailable("evaluation abandoned: %v", ctx.Err())
-		case errors.Is(cctx.Err(), context.DeadlineExceeded):
+		case errors.Is(cctx.Err(), context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded:
+			// The plugin's side may notice the propagated deadline first.
 			reason := fmt.Sprintf("did not answer within %s", i.h.cfg.CallTimeout)
 			i.down(gen, reason)
 			unavailable("%s", reason)

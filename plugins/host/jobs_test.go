@@ -138,7 +138,8 @@ func BenchmarkJobsEvaluate(b *testing.B) {
 		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			ctx := context.Background()
-			start := time.Now()
+			pid := h.Status()[0].PID
+			start, cpu0 := time.Now(), cpuTime(pid)
 			for b.Loop() {
 				res, err := h.Evaluate(ctx, items)
 				if err != nil || res[0].Err != nil {
@@ -146,6 +147,7 @@ func BenchmarkJobsEvaluate(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N*n), "ns/entry")
+			b.ReportMetric(float64((cpuTime(pid)-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/entry")
 		})
 	}
 }

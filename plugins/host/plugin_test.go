@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -194,6 +196,9 @@ func servePlugin(mode string) {
 			defer pprof.StopCPUProfile()
 		}
 	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400) // as sdk.Serve does
+	}
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: versions,
@@ -201,17 +206,28 @@ func servePlugin(mode string) {
 	})
 }
 
+var (
+	selfOnce       sync.Once
+	selfPath, self string
+	selfErr        error
+)
+
 // selfPlugin returns the path and checksum of the test binary.
 func selfPlugin(t testing.TB) (string, string) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
+	selfOnce.Do(func() {
+		selfPath, selfErr = os.Executable()
+		if selfErr != nil {
+			return
+		}
+		var b []byte
+		if b, selfErr = os.ReadFile(selfPath); selfErr == nil {
+			s := sha256.Sum256(b)
+			self = hex.EncodeToString(s[:])
+		}
+	})
+	if selfErr != nil {
+		t.Fatal(selfErr)
 	}
-	b, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := sha256.Sum256(b)
-	return exe, hex.EncodeToString(s[:])
+	return selfPath, self
 }

@@ -3,8 +3,10 @@ package sdk
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"sort"
+	"sync"
 
 	"github.com/writ-dev/writ/kv"
 	"github.com/writ-dev/writ/schema/ir"
@@ -101,14 +103,36 @@ func (p *Plugin) Types() []string {
 	return out
 }
 
+// parallelMin is the batch size from which Evaluate spreads items over
+// GOMAXPROCS goroutines. Handlers are pure, so items are independent.
+const parallelMin = 32
+
 // Evaluate runs the handlers for a batch of items; results are positional.
 // It is the code path Serve uses for every Evaluate call, and what sdktest
-// calls in process.
+// calls in process. Large batches are evaluated on several goroutines, so
+// handlers must not share mutable state (they are pure by contract).
 func (p *Plugin) Evaluate(ctx context.Context, items []Item) []Result {
 	out := make([]Result, len(items))
-	for i := range items {
-		out[i] = p.evaluateOne(ctx, &items[i])
+	workers := runtime.GOMAXPROCS(0)
+	if len(items) < parallelMin || workers < 2 {
+		for i := range items {
+			out[i] = p.evaluateOne(ctx, &items[i])
+		}
+		return out
 	}
+	chunk := (len(items) + workers - 1) / workers
+	var wg sync.WaitGroup
+	for lo := 0; lo < len(items); lo += chunk {
+		hi := min(lo+chunk, len(items))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				out[i] = p.evaluateOne(ctx, &items[i])
+			}
+		}()
+	}
+	wg.Wait()
 	return out
 }
 

@@ -30,14 +30,21 @@ func PluginSet(p *Plugin) plugin.PluginSet {
 	return plugin.PluginSet{pb.PluginName: &grpcPlugin{p: p}}
 }
 
-// Serve runs p as a go-plugin gRPC plugin process and never returns. It
-// exits with status 1 and a message on stderr when p is misdeclared.
+// Serve runs p as a go-plugin gRPC plugin process until the host stops it.
+// It exits with status 1 and a message on stderr when p is misdeclared.
 // Nothing may be written to stdout before Serve: go-plugin uses it for the
 // handshake.
+//
+// Unless GOGC is set, Serve raises the garbage collector's target to 400%:
+// a plugin's heap is small and every call's garbage dies young, so fewer,
+// later collections cost a few megabytes and save per-call CPU.
 func Serve(p *Plugin) {
 	if err := p.Check(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
 	}
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  Handshake,
