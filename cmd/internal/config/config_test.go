@@ -203,3 +203,33 @@ func TestOperatorDocListsEveryKey(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseCluster: any document either parses into settings that validate
+// again after a round trip through Payload, or fails with a config error.
+func FuzzParseCluster(f *testing.F) {
+	for _, s := range []string{
+		"version: \"2\"\nsettings:\n  commit_timeout: 4s\n  max_batch: 128\n  log_level: info\n",
+		`{"version":"1.2.3","settings":{"commit_timeout":"1m","max_batch":1,"log_level":"debug","heartbeat":"200ms"}}`,
+		"version = \"3\"\n[settings]\ncommit_timeout = \"1s\"\nmax_batch = 8\nlog_level = \"warn\"\n",
+		"api:\n  addr: x\n",
+		"{",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		c, err := ParseCluster(doc, "")
+		if err != nil {
+			if _, ok := err.(*Error); !ok {
+				t.Fatalf("error of type %T: %v", err, err)
+			}
+			return
+		}
+		back, err := ParseCluster(c.Payload(), "json")
+		if err != nil {
+			t.Fatalf("payload of a valid document does not parse: %v\n%s", err, c.Payload())
+		}
+		if d := Diff(c, back); len(d) != 0 {
+			t.Fatalf("round trip changed %v", d)
+		}
+	})
+}
