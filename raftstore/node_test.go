@@ -77,6 +77,11 @@ func TestCASConflictIsTheSameNoOpOnEveryReplica(t *testing.T) {
 	}
 	r1 := mustPropose(t, l, upd("w1", "v2"))
 	f := c.nodes[(c.leader(time.Second)+1)%3]
+	// A linearizable read on a follower sees the write the leader just
+	// acknowledged, without waiting for replication by other means.
+	if rec, ok, err := f.Get(context.Background(), "job/x", true); err != nil || !ok || string(rec.Value) != "v2" || rec.Rev != r1[0].Index {
+		t.Fatalf("linearizable follower read: %+v %v %v", rec, ok, err)
+	}
 	r2 := mustPropose(t, f, upd("w2", "v3")) // proposed on a follower: forwarded
 	if r1[0].Status != kv.StatusApplied {
 		t.Fatalf("first writer: %+v", r1)
