@@ -246,18 +246,25 @@ func (r *guardReader) opt() (uint64, bool) {
 // guardInfo.
 func decodeGuard(b []byte) (guardInfo, error) {
 	var g guardInfo
+	err := decodeGuardInto(b, &g)
+	return g, err
+}
+
+// decodeGuardInto decodes into g, appending to g.Transitions (callers may
+// pass a stack buffer).
+func decodeGuardInto(b []byte, g *guardInfo) error {
 	if len(b) == 0 {
-		return g, nil
+		return nil
 	}
 	r := &guardReader{b: b}
 	if v := r.byte1(); v != guardVersion {
-		return g, fmt.Errorf("pipeline: guard: unsupported version %d", v)
+		return fmt.Errorf("pipeline: guard: unsupported version %d", v)
 	}
 	g.Attempt = r.uvarint()
 	g.Reason = r.str()
 	n := r.uvarint()
 	if r.err == nil && n > uint64(len(r.b)) {
-		return g, errors.New("pipeline: guard: transition count exceeds input")
+		return errors.New("pipeline: guard: transition count exceeds input")
 	}
 	for i := uint64(0); i < n && r.err == nil; i++ {
 		var t guardTransition
@@ -272,12 +279,14 @@ func decodeGuard(b []byte) (guardInfo, error) {
 		g.Transitions = append(g.Transitions, t)
 	}
 	if r.err != nil {
-		return guardInfo{}, r.err
+		*g = guardInfo{}
+		return r.err
 	}
 	if len(r.b) != 0 {
-		return guardInfo{}, errors.New("pipeline: guard: trailing bytes")
+		*g = guardInfo{}
+		return errors.New("pipeline: guard: trailing bytes")
 	}
-	return g, nil
+	return nil
 }
 
 // nextMachineRecord is the machine record an applying transition writes.
@@ -310,10 +319,12 @@ func NewChecker(cat ir.Catalog) *Checker { return &Checker{cat: cat} }
 // the machine records the verdicts allow. It returns an error (a veto) when
 // they disagree.
 func (c *Checker) Check(cmd *kv.Command, state kv.Reader) error {
-	g, err := decodeGuard(cmd.Guard)
-	if err != nil {
+	var tbuf [2]guardTransition
+	g := guardInfo{Transitions: tbuf[:0]}
+	if err := decodeGuardInto(cmd.Guard, &g); err != nil {
 		return err
 	}
+	var err error
 	if Verdict(cmd.Verdict) == VerdictReject {
 		if len(cmd.Effect.Writes) != 0 {
 			return errors.New("pipeline: guard: a recorded rejection must not write")

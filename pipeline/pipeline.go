@@ -148,6 +148,7 @@ type entry struct {
 	phase cfgPhase
 	done  chan struct{}
 	out   Outcome
+	h     Handle
 
 	// inFlush: the entry is being evaluated outside the lock; completion
 	// and timeouts that arrive meanwhile are deferred to the end of the
@@ -202,9 +203,11 @@ type Pipeline struct {
 	flushing bool
 	batchBuf []*entry
 	itemsBuf []EvalItem
-	idxBuf   []int
-	started  bool
-	stopped  bool
+	// stateArena backs the entries' state during one flush (flush only).
+	stateArena []kv.Record
+	idxBuf     []int
+	started    bool
+	stopped    bool
 
 	kick    chan struct{}
 	cancel  context.CancelFunc
@@ -654,7 +657,8 @@ func (p *Pipeline) startRequest(ctx context.Context, ps parsed, receiptItem bool
 	p.trace("validate", e, 0, "ok")
 	p.enqueueLocked(e, false)
 	p.wakeup()
-	return &Handle{e: e, p: p}
+	e.h = Handle{e: e, p: p}
+	return &e.h
 }
 
 // Report accepts a fact (W3): the Ack says Received only after the fact is
@@ -861,6 +865,8 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 	defer func() {
 		clear(items)
 		p.itemsBuf, p.idxBuf = items[:0], evalIdx[:0]
+		clear(p.stateArena)
+		p.stateArena = p.stateArena[:0]
 	}()
 	for i, e := range batch {
 		e.plan, e.planOut = planNone, Outcome{}
@@ -1045,7 +1051,12 @@ func (p *Pipeline) await(ctx context.Context, prop kv.Proposal, entries []*entry
 }
 
 func (p *Pipeline) readState(ctx context.Context, log Log, e *entry) error {
-	st := make([]kv.Record, len(e.keys))
+	if cap(p.stateArena)-len(p.stateArena) < len(e.keys) {
+		p.stateArena = make([]kv.Record, 0, max(256, 2*len(e.keys)))
+	}
+	n := len(p.stateArena)
+	p.stateArena = p.stateArena[:n+len(e.keys)]
+	st := p.stateArena[n : n+len(e.keys) : n+len(e.keys)]
 	for i, k := range e.keys {
 		rec, ok, err := log.Get(ctx, k, false)
 		if err != nil {
@@ -1194,7 +1205,8 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 		}
 		writes = append(writes, w)
 	}
-	g := guardInfo{}
+	var tbuf [2]guardTransition
+	g := guardInfo{Transitions: tbuf[:0]}
 	verdict := VerdictNone
 	if own, ok := p.ownTransition(e); ok {
 		if own.Verdict != VerdictApply {
