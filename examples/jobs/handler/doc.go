@@ -38,8 +38,9 @@
 //   - job.assign (each item of a job.dispatch receipt): the job must be
 //     PENDING, its queue not PAUSED, the worker READY with fewer running
 //     jobs than its capacity. The job becomes DISPATCHED on that worker.
-//   - job.state_report (fact): RUNNING / COMPLETED / FAILED with a sequence;
-//     an older or equal sequence, or a report about a finished job, changes
+//   - job.state_report (fact): RUNNING / COMPLETED / FAILED with a sequence,
+//     from the worker the job is dispatched to; an older or equal sequence,
+//     a report about a finished job, or one from another worker changes
 //     nothing (the pipeline's guard records it as stale or opens a conflict
 //     case). RUNNING adds the job to the worker's running set, COMPLETED and
 //     FAILED remove it.
@@ -48,7 +49,8 @@
 //   - worker.death (fact): the worker becomes DEAD with an empty running
 //     set, and every job it was running or had been dispatched is
 //     REQUEUED: moved back to PENDING (through a Transition the pipeline
-//     guards) with its requeue count incremented. A job that merely lost
+//     guards) with its requeue count incremented and its report sequence
+//     reset for the next worker. A job that merely lost
 //     its worker did not fail on its own, so it is offered to the
 //     scheduler again rather than marked FAILED.
 package handler

@@ -353,8 +353,13 @@ func stateReport(_ context.Context, c *sdk.Call) error {
 	if terminal(j.State) {
 		return nil // the guard quarantines a regression; the document keeps the final state
 	}
-	prevWorker := j.Worker
-	j.State, j.Seq, j.Worker = p.State, p.Seq, p.WorkerID
+	if (j.State != Dispatched && j.State != Running) || j.Worker != p.WorkerID {
+		// Only the worker the job is dispatched to reports on it; a late
+		// report from a worker the job was taken from (it died, the job
+		// was requeued) changes nothing, and the guard records it.
+		return nil
+	}
+	j.State, j.Seq = p.State, p.Seq
 	if p.ExitCode != nil {
 		j.ExitCode = p.ExitCode
 	}
@@ -368,31 +373,20 @@ func stateReport(_ context.Context, c *sdk.Call) error {
 	if err := c.PutJSON(jobKey(p.JobID), j); err != nil {
 		return err
 	}
-	if wok {
-		changed := false
-		if p.State == Running {
-			if !contains(w.Running, p.JobID) {
-				w.addRunning(p.JobID)
-				changed = true
-			}
-		} else {
-			changed = w.removeRunning(p.JobID)
-		}
-		if changed {
-			if err := c.PutJSON(workerKey(p.WorkerID), w); err != nil {
-				return err
-			}
-		}
+	if !wok {
+		return nil
 	}
-	if prevWorker != "" && prevWorker != p.WorkerID {
-		// The job moved: drop it from the worker it was dispatched to.
-		pw, ok, err := loadWorker(c, prevWorker)
-		if err != nil {
-			return err
+	changed := false
+	if p.State == Running {
+		if !contains(w.Running, p.JobID) {
+			w.addRunning(p.JobID)
+			changed = true
 		}
-		if ok && pw.removeRunning(p.JobID) {
-			return c.PutJSON(workerKey(prevWorker), pw)
-		}
+	} else {
+		changed = w.removeRunning(p.JobID)
+	}
+	if changed {
+		return c.PutJSON(workerKey(p.WorkerID), w)
 	}
 	return nil
 }
@@ -478,7 +472,8 @@ func death(_ context.Context, c *sdk.Call) error {
 		if terminal(j.State) || (j.State != Dispatched && j.State != Running) || j.Worker != p.WorkerID {
 			continue // already finished or moved on
 		}
-		j.State, j.Worker, j.Requeues = Pending, "", j.Requeues+1
+		// The next worker numbers its reports afresh.
+		j.State, j.Worker, j.Seq, j.Requeues = Pending, "", 0, j.Requeues+1
 		if err := c.PutJSON(jobKey(j.JobID), j); err != nil {
 			return err
 		}
