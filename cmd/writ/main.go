@@ -1,6 +1,8 @@
 // Command writ is the developer CLI of writ: it generates Go from a CUE
-// schema (gen, gen --check), reports static findings (vet) and prints the
-// classification table of the embedded jobs schema (table).
+// schema (gen, gen --check), reports static findings (vet), compares two
+// schemas for a rolling upgrade (schema diff), runs the conformance suite
+// (conformance) and prints the classification table of the embedded jobs
+// schema (table).
 //
 // Run from the repository root, every command defaults to the reference
 // schema in examples/jobs/schema and its generated package
@@ -21,6 +23,11 @@ commands:
          exits 1 with a diff when the files on disk are stale
   vet    [--json] [DIR]
          static findings; exits 1 on any BLOCKED or INCOMPLETE finding
+  schema diff [--json] OLD NEW
+         which changes between two schema directories are compatible with
+         a rolling upgrade; exits 1 on any BLOCKED or INCOMPLETE finding
+  conformance [flags]
+         run the conformance suite (see docs/conformance.md)
   table  print the classification table of the embedded jobs schema
 `
 
@@ -42,6 +49,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdConformance(args[1:], stdout, stderr)
 	case "table":
 		return cmdTable(args[1:], stdout, stderr)
+	case "schema":
+		if len(args) > 1 && args[1] == "diff" {
+			return cmdSchemaDiff(args[2:], stdout, stderr)
+		}
+		fmt.Fprintf(stderr, "writ schema: want `writ schema diff OLD NEW`\n%s", usage)
+		return 2
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -153,3 +153,31 @@ func TestTablePrintsEveryType(t *testing.T) {
 		}
 	}
 }
+
+func TestSchemaDiff(t *testing.T) {
+	jobs := filepath.Join("..", "..", "examples", "jobs", "schema")
+	var so, se bytes.Buffer
+	if rc := run([]string{"schema", "diff", jobs, jobs}, &so, &se); rc != 0 || !strings.Contains(so.String(), "no changes") {
+		t.Fatalf("identical: rc %d\n%s%s", rc, so.String(), se.String())
+	}
+	added := copySchema(t, `
+entries: "job.nudge": {
+	type_number: 40
+	class: "request"
+	keys: []
+	payload: job_id: #ID
+}
+`)
+	so.Reset()
+	if rc := run([]string{"schema", "diff", jobs, added}, &so, &se); rc != 0 || !strings.Contains(so.String(), "REVIEW_REQUIRED WRIT_COMPAT_TYPE_ADDED") {
+		t.Fatalf("added type: rc %d\n%s%s", rc, so.String(), se.String())
+	}
+	so.Reset()
+	if rc := run([]string{"schema", "diff", "--json", added, jobs}, &so, &se); rc != 1 {
+		t.Fatalf("removed type must fail: rc %d\n%s", rc, so.String())
+	}
+	var rep diffReport
+	if err := json.Unmarshal(so.Bytes(), &rep); err != nil || rep.OK || len(rep.Findings) != 1 || rep.Findings[0].Code != "WRIT_COMPAT_TYPE_REMOVED" {
+		t.Fatalf("removed type report: %v %+v", err, rep)
+	}
+}
