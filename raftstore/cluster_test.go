@@ -161,7 +161,7 @@ func put(id, key, val string) kv.Command {
 
 func mustPropose(t testing.TB, n *Node, cmds ...kv.Command) []kv.Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var lastErr error
 	for ctx.Err() == nil {

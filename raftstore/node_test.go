@@ -16,7 +16,7 @@ import (
 
 func TestSingleNodeProposeApplyRead(t *testing.T) {
 	c := newCluster(t, 1, nil)
-	n := c.nodes[c.leader(5*time.Second)]
+	n := c.nodes[c.leader(10*time.Second)]
 	res := mustPropose(t, n, put("a", "job/1", "one"), put("b", "job/2", "two"))
 	if res[0].Status != kv.StatusApplied || res[1].Status != kv.StatusApplied || res[0].Index == 0 || res[0].Index != res[1].Index {
 		t.Fatalf("results %+v", res)
@@ -54,7 +54,7 @@ func TestSingleNodeProposeApplyRead(t *testing.T) {
 	// Restart: state and outcomes survive.
 	c.stop(0)
 	n = c.start(0)
-	c.leader(5 * time.Second)
+	c.leader(10 * time.Second)
 	if rec, ok, _ := n.Get(ctx, "job/2", false); !ok || string(rec.Value) != "two" {
 		t.Fatalf("after restart: %+v %v", rec, ok)
 	}
@@ -65,7 +65,7 @@ func TestSingleNodeProposeApplyRead(t *testing.T) {
 
 func TestCASConflictIsTheSameNoOpOnEveryReplica(t *testing.T) {
 	c := newCluster(t, 3, nil)
-	l := c.nodes[c.leader(5*time.Second)]
+	l := c.nodes[c.leader(10*time.Second)]
 	r := mustPropose(t, l, kv.Command{ID: "create", Effect: kv.Effect{Writes: []kv.Write{{Key: "job/x", Value: []byte("v1")}}}})
 	rev := r[0].Index
 	// Two writers evaluated against rev; the second is stale.
@@ -94,7 +94,7 @@ func TestCASConflictIsTheSameNoOpOnEveryReplica(t *testing.T) {
 			t.Fatalf("reason %q does not contain %q", r2[0].Reason, want)
 		}
 	}
-	c.converge(5 * time.Second)
+	c.converge(15 * time.Second)
 	for _, n := range c.nodes {
 		out, ok := n.Outcome("w2")
 		if !ok || out != r2[0] {
@@ -144,7 +144,7 @@ func TestDedupCheckerAndObserver(t *testing.T) {
 		cfg.SnapshotCount = 5
 		cfg.SnapshotCatchUp = 1
 	})
-	n := c.nodes[c.leader(5*time.Second)]
+	n := c.nodes[c.leader(10*time.Second)]
 	first := mustPropose(t, n, put("fact-1", "guard-free", "x"))
 	dup := mustPropose(t, n, put("fact-1", "other", "y"))
 	if dup[0].Status != kv.StatusDuplicate || dup[0].FirstIndex != first[0].Index {
@@ -167,7 +167,7 @@ func TestDedupCheckerAndObserver(t *testing.T) {
 	}
 	c.stop(0)
 	n = c.start(0)
-	c.leader(5 * time.Second)
+	c.leader(10 * time.Second)
 	dup2 := mustPropose(t, n, put("fact-1", "other", "z"))
 	if dup2[0].Status != kv.StatusDuplicate || dup2[0].FirstIndex != first[0].Index {
 		t.Fatalf("dedup after snapshot+restart: %+v", dup2)
@@ -186,7 +186,7 @@ func TestDedupCheckerAndObserver(t *testing.T) {
 
 func TestOutcomeRetentionIsBounded(t *testing.T) {
 	c := newCluster(t, 1, func(_ int, cfg *Config) { cfg.OutcomeRetention = 3 })
-	n := c.nodes[c.leader(5*time.Second)]
+	n := c.nodes[c.leader(10*time.Second)]
 	for i := range 5 {
 		mustPropose(t, n, put(fmt.Sprintf("id%d", i), "k", "v"))
 	}
@@ -200,15 +200,15 @@ func TestOutcomeRetentionIsBounded(t *testing.T) {
 
 func TestThreeNodeFailoverAndRejoin(t *testing.T) {
 	c := newCluster(t, 3, nil)
-	li := c.leader(5 * time.Second)
+	li := c.leader(10 * time.Second)
 	for i := range 3 {
 		// Propose on every node: followers forward to the leader.
 		mustPropose(t, c.nodes[i], put(fmt.Sprintf("before-%d", i), fmt.Sprintf("k/%d", i), "v"))
 	}
-	c.converge(5 * time.Second)
+	c.converge(15 * time.Second)
 	start := time.Now()
 	c.stop(li)
-	nl := c.leader(5 * time.Second)
+	nl := c.leader(10 * time.Second)
 	failover := time.Since(start)
 	t.Logf("failover took %v", failover)
 	if nl == li {
@@ -216,7 +216,7 @@ func TestThreeNodeFailoverAndRejoin(t *testing.T) {
 	}
 	mustPropose(t, c.nodes[nl], put("after", "k/after", "v"))
 	c.start(li)
-	c.converge(10 * time.Second)
+	c.converge(20 * time.Second)
 	if rec, ok, _ := c.nodes[li].Get(context.Background(), "k/after", true); !ok || string(rec.Value) != "v" {
 		t.Fatalf("restarted node missing entry: %+v %v", rec, ok)
 	}
@@ -224,7 +224,7 @@ func TestThreeNodeFailoverAndRejoin(t *testing.T) {
 
 func TestFiveNodeClusterToleratesTwoFailures(t *testing.T) {
 	c := newCluster(t, 5, nil)
-	li := c.leader(5 * time.Second)
+	li := c.leader(10 * time.Second)
 	mustPropose(t, c.nodes[li], put("x", "k", "1"))
 	stopped := 0
 	for i := range 5 {
@@ -234,7 +234,7 @@ func TestFiveNodeClusterToleratesTwoFailures(t *testing.T) {
 		}
 	}
 	mustPropose(t, c.nodes[li], put("y", "k", "2"))
-	c.converge(5 * time.Second)
+	c.converge(15 * time.Second)
 }
 
 func TestLaggingFollowerCatchesUpBySnapshot(t *testing.T) {
@@ -242,7 +242,7 @@ func TestLaggingFollowerCatchesUpBySnapshot(t *testing.T) {
 		cfg.SnapshotCount = 20
 		cfg.SnapshotCatchUp = 5
 	})
-	li := c.leader(5 * time.Second)
+	li := c.leader(10 * time.Second)
 	lag := (li + 1) % 3
 	c.stop(lag)
 	for i := range 60 {
@@ -253,7 +253,7 @@ func TestLaggingFollowerCatchesUpBySnapshot(t *testing.T) {
 		t.Fatalf("leader log not compacted (first index %d)", first)
 	}
 	n := c.start(lag)
-	c.converge(10 * time.Second)
+	c.converge(20 * time.Second)
 	if n.snapIndex < first-1 {
 		t.Fatalf("lagging follower did not restore a snapshot (snap index %d, leader first index %d)", n.snapIndex, first)
 	}
@@ -264,12 +264,12 @@ func TestLaggingFollowerCatchesUpBySnapshot(t *testing.T) {
 	// And it survives a restart after the snapshot restore.
 	c.stop(lag)
 	c.start(lag)
-	c.converge(10 * time.Second)
+	c.converge(20 * time.Second)
 }
 
 func TestMembershipAddLearnerPromoteTransferRemove(t *testing.T) {
 	c := newCluster(t, 1, nil)
-	l := c.nodes[c.leader(5*time.Second)]
+	l := c.nodes[c.leader(10*time.Second)]
 	mustPropose(t, l, put("a", "k/a", "1"))
 	// A joiner waits to be added.
 	lis := listen(t, "127.0.1.5")
@@ -308,7 +308,7 @@ func TestMembershipAddLearnerPromoteTransferRemove(t *testing.T) {
 	if !j.IsLeader() {
 		t.Fatal("transfer did not make n5 leader")
 	}
-	waitFor(t, 5*time.Second, "old leader follows", func() bool { return l.Status().LeaderID == "n5" })
+	waitFor(t, 10*time.Second, "old leader follows", func() bool { return l.Status().LeaderID == "n5" })
 	if err := l.AddLearner(ctx, "n9", "127.0.1.9:1"); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("conf change on follower: %v", err)
 	}
@@ -318,7 +318,7 @@ func TestMembershipAddLearnerPromoteTransferRemove(t *testing.T) {
 	if err := j.Remove(ctx, "n1"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "removed node stops", func() bool {
+	waitFor(t, 10*time.Second, "removed node stops", func() bool {
 		select {
 		case <-l.Done():
 			return true
@@ -348,19 +348,19 @@ func waitFor(t testing.TB, d time.Duration, what string, f func() bool) {
 
 func TestReplayIsIdempotent(t *testing.T) {
 	c := newCluster(t, 3, nil)
-	li := c.leader(5 * time.Second)
+	li := c.leader(10 * time.Second)
 	for i := range 30 {
 		mustPropose(t, c.nodes[li], put(fmt.Sprintf("id%d", i%20), fmt.Sprintf("k/%d", i%7), fmt.Sprint(i)))
 	}
 	// A CAS conflict and a duplicate are part of the replayed history too.
 	mustPropose(t, c.nodes[li], kv.Command{ID: "stale", Effect: kv.Effect{Writes: []kv.Write{{Key: "k/1", IfRev: 1}}}})
-	want := c.converge(5 * time.Second)
+	want := c.converge(15 * time.Second)
 	f := (li + 1) % 3
 	// Restart without a snapshot: entries at or below the applied index are
 	// skipped, conf changes re-applied.
 	c.stop(f)
 	c.start(f)
-	if got := c.converge(5 * time.Second); got != want {
+	if got := c.converge(15 * time.Second); got != want {
 		t.Fatal("hash changed after restart")
 	}
 	// Lose the applied state entirely: every committed entry is applied a
@@ -370,7 +370,7 @@ func TestReplayIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.start(f)
-	if got := c.converge(5 * time.Second); got != want {
+	if got := c.converge(15 * time.Second); got != want {
 		t.Fatal("hash changed after re-applying the whole log")
 	}
 	if ms := c.nodes[f].Members(); len(ms) != 3 {
@@ -392,7 +392,7 @@ func TestWALFailureStopsWithoutAcknowledging(t *testing.T) {
 			return nil
 		}}
 	})
-	n := c.nodes[c.leader(5*time.Second)]
+	n := c.nodes[c.leader(10*time.Second)]
 	var wg sync.WaitGroup
 	var amu sync.Mutex
 	var acked []string
@@ -441,7 +441,7 @@ func TestWALFailureStopsWithoutAcknowledging(t *testing.T) {
 	// Restart without the fault: everything acknowledged is there.
 	c.cfgs[0].hooks = nil
 	n = c.start(0)
-	c.leader(5 * time.Second)
+	c.leader(10 * time.Second)
 	for _, k := range acked {
 		if _, ok, _ := n.Get(context.Background(), k, true); !ok {
 			t.Fatalf("acknowledged key %s lost", k)
@@ -451,7 +451,7 @@ func TestWALFailureStopsWithoutAcknowledging(t *testing.T) {
 
 func TestProposeWithoutLeaderIsDefinite(t *testing.T) {
 	c := newCluster(t, 3, nil)
-	li := c.leader(5 * time.Second)
+	li := c.leader(10 * time.Second)
 	n := c.nodes[li]
 	mustPropose(t, n, put("w", "w", "1"))
 	c.stop((li + 1) % 3)
@@ -469,8 +469,8 @@ func TestProposeWithoutLeaderIsDefinite(t *testing.T) {
 		t.Fatalf("propose without quorum: %v", err)
 	}
 	cancel0()
-	waitFor(t, 5*time.Second, "leader steps down (CheckQuorum)", func() bool { return !n.IsLeader() })
-	waitFor(t, 5*time.Second, "leader unknown", func() bool { return n.Status().LeaderID == "" })
+	waitFor(t, 10*time.Second, "leader steps down (CheckQuorum)", func() bool { return !n.IsLeader() })
+	waitFor(t, 10*time.Second, "leader unknown", func() bool { return n.Status().LeaderID == "" })
 	_, err = n.Propose(context.Background(), []kv.Command{put("x", "x", "1")})
 	if !errors.Is(err, kv.ErrNoLeader) {
 		t.Fatalf("propose without leader: %v", err)
