@@ -76,8 +76,9 @@
 // equal on every node). The table lives in bbolt, so it is part of
 // snapshots and survives restarts.
 //
-// An entry that cannot be decoded (written by a newer version) stops the
-// node rather than letting replicas diverge.
+// An entry that cannot be decoded (written by a newer version), or a
+// Checker that panics, stops the node with the batch rolled back, rather
+// than letting replicas diverge.
 //
 // The observer sees each entry once per application: normally once, but
 // again if the node rebuilds a lost state.db from the log, so observers key

@@ -481,3 +481,47 @@ func TestProposeWithoutLeaderIsDefinite(t *testing.T) {
 		t.Fatal("linearizable read succeeded without quorum")
 	}
 }
+
+type panicChecker struct{}
+
+func (panicChecker) Check(cmd *kv.Command, _ kv.Reader) error {
+	if cmd.Type == "boom" {
+		panic("handler bug")
+	}
+	return nil
+}
+
+func TestCheckerPanicStopsTheNodeWithoutApplying(t *testing.T) {
+	c := newCluster(t, 1, func(_ int, cfg *Config) { cfg.Checker = panicChecker{} })
+	n := c.nodes[c.leader(10*time.Second)]
+	mustPropose(t, n, put("ok", "k", "v"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := n.Propose(ctx, []kv.Command{{ID: "b", Type: "boom", Effect: kv.Effect{Writes: []kv.Write{{Key: "boom", Value: []byte("x"), Unconditional: true}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Wait(ctx); !errors.Is(err, kv.ErrStopped) {
+		t.Fatalf("wait: %v", err)
+	}
+	if err := n.Err(); err == nil || !strings.Contains(err.Error(), "checker panicked: handler bug") {
+		t.Fatalf("node error: %v", err)
+	}
+	// The batch was rolled back: after a restart (still with the buggy
+	// checker) the node stops again at the same entry instead of diverging.
+	n = c.start(0)
+	select {
+	case <-n.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("node applied past the entry its checker cannot judge")
+	}
+	c.cfgs[0].Checker = nil
+	n = c.start(0)
+	c.leader(10 * time.Second)
+	if _, ok, _ := n.Get(ctx, "k", false); !ok {
+		t.Fatal("earlier entry lost")
+	}
+	if _, ok, _ := n.Get(ctx, "boom", true); !ok {
+		t.Fatal("entry not applied once the checker is fixed")
+	}
+}

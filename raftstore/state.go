@@ -171,9 +171,13 @@ func (s *stateDB) applyCommands(tx *bolt.Tx, index uint64, cmds []kv.Command, ch
 			res.Reason = fmt.Sprintf("duplicate: command ID %q was first applied at index %d", c.ID, prev.Index)
 		default:
 			if checker != nil {
-				if err := checker.Check(c, txReader{kvb}); err != nil {
+				veto, err := runChecker(checker, c, txReader{kvb})
+				if err != nil {
+					return nil, fmt.Errorf("raftstore: apply index %d command %q: %w", index, c.ID, err)
+				}
+				if veto != nil {
 					res.Status = kv.StatusRejected
-					res.Reason = err.Error()
+					res.Reason = veto.Error()
 					break
 				}
 			}
@@ -207,6 +211,17 @@ func (s *stateDB) applyCommands(tx *bolt.Tx, index uint64, cmds []kv.Command, ch
 		}
 	}
 	return results, nil
+}
+
+// runChecker calls the checker; a panic is a fatal apply error (the node
+// stops) rather than a verdict, because it may not be deterministic.
+func runChecker(ch kv.Checker, c *kv.Command, r kv.Reader) (veto, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("checker panicked: %v", p)
+		}
+	}()
+	return ch.Check(c, r), nil
 }
 
 func checkPreconditions(kvb *bolt.Bucket, writes []kv.Write) string {
