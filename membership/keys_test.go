@@ -79,7 +79,7 @@ func TestAgent_FakeVoters_LiveKeyRotation(t *testing.T) {
 	nw := testConfig("n5", "127.0.2.25", agents[2].Addr())
 	nw.EncryptKey = keyB
 	startAgent(t, nw, f.node("n5"))
-	waitFor(t, 15*time.Second, "n5 voter", func() bool { v, _ := f.snapshot(); return join(v) == "n1,n2,n3,n5" })
+	waitFor(t, 45*time.Second, "n5 voter", func() bool { v, _ := f.snapshot(); return join(v) == "n1,n2,n3,n5" })
 	if _, _, violations, _ := f.report(); len(violations) > 0 {
 		t.Fatalf("raft model violations: %v", violations)
 	}

@@ -146,7 +146,7 @@ func TestCluster_RealRaftstore_FormsAndHealsFromGossip(t *testing.T) {
 	n4 := startNode(t, "r4", "127.0.2.35", false, grace, n2.mem.Addr())
 	n5 := startNode(t, "r5", "127.0.2.36", false, grace, n3.mem.Addr())
 	all = append(all, n4, n5)
-	agree(t, 30*time.Second, all, voters("r1", "r2", "r3", "r4", "r5"))
+	agree(t, 45*time.Second, all, voters("r1", "r2", "r3", "r4", "r5"))
 
 	// The cluster works: a write through the leader applies everywhere.
 	ld := leaderOf(all)
