@@ -226,15 +226,26 @@ func TestFiveNodeClusterToleratesTwoFailures(t *testing.T) {
 	c := newCluster(t, 5, nil)
 	li := c.leader(10 * time.Second)
 	mustPropose(t, c.nodes[li], put("x", "k", "1"))
-	stopped := 0
-	for i := range 5 {
-		if i != li && stopped < 2 {
-			c.stop(i)
-			stopped++
-		}
+	// Kill the leader and one follower: the other three elect a new leader.
+	c.stop(li)
+	c.stop((li + 1) % 5)
+	nl := c.leader(10 * time.Second)
+	if nl == li {
+		t.Fatal("stopped leader still leads")
 	}
-	mustPropose(t, c.nodes[li], put("y", "k", "2"))
+	f := (nl + 1) % 5
+	for !c.alive(f) || f == nl {
+		f = (f + 1) % 5
+	}
+	r := mustPropose(t, c.nodes[f], put("y", "k", "2")) // via a live follower
+	if r[0].Status != kv.StatusApplied {
+		t.Fatalf("%+v", r)
+	}
 	c.converge(15 * time.Second)
+	// Both come back and catch up.
+	c.start(li)
+	c.start((li + 1) % 5)
+	c.converge(20 * time.Second)
 }
 
 func TestLaggingFollowerCatchesUpBySnapshot(t *testing.T) {
