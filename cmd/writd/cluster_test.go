@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -95,6 +96,37 @@ func TestCluster_KillLeaderUnderLoad(t *testing.T) {
 				t.Errorf("%s: COMMITTED job %s missing", p.name, job)
 			}
 		}
+	}
+	// SIGTERM is a graceful leave: the node exits 0 and the leader removes
+	// it from the raft configuration; the rest keep serving.
+	var gone *proc
+	for _, p := range c.nodes {
+		if st, err := c.status(p); err == nil && !st.IsLeader {
+			gone = p
+			break
+		}
+	}
+	_ = gone.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-gone.done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s did not exit on SIGTERM", gone.name)
+	}
+	if code := gone.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("%s exited %d on SIGTERM", gone.name, code)
+	}
+	gone.cmd = nil
+	_ = gone.logf.Close()
+	var rest []*proc
+	for _, p := range c.nodes {
+		if p != gone {
+			rest = append(rest, p)
+		}
+	}
+	c.nodes = append(rest, gone)
+	c.waitVoters(2, 20*time.Second)
+	if _, err := submit(c.leader(10*time.Second), "job.submit", `{"job_id":"after-leave","queue":"q","priority":1,"command":"x"}`, 5*time.Second); err != nil {
+		t.Fatalf("cluster does not serve after a graceful leave: %v", err)
 	}
 }
 
