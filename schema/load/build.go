@@ -451,6 +451,9 @@ func (b *builder) conjunct(path string, f *ir.Field, c ast.Expr, lo, hi **bound,
 		}
 		return bad("literal of a non-string type", "use bounds for numbers; literals only for string enums")
 	case *ast.BinaryExpr:
+		if x.Op == token.OR && hasDefault(x) {
+			return bad("default value", "remove the default (*); payloads carry every value explicitly")
+		}
 		if x.Op == token.OR && f.Kind == ir.KindString {
 			var vals []string
 			if !orLits(x, &vals) {
@@ -471,8 +474,17 @@ func (b *builder) conjunct(path string, f *ir.Field, c ast.Expr, lo, hi **bound,
 		}
 		pkg, _ := sel.X.(*ast.Ident)
 		selName, _ := sel.Sel.(*ast.Ident)
+		if pkg == nil || selName == nil {
+			return bad("call", "use strings.MinRunes/MaxRunes or list.MinItems/MaxItems")
+		}
+		switch pkg.Name + "." + selName.Name {
+		case "strings.MinRunes", "strings.MaxRunes", "list.MinItems", "list.MaxItems":
+		default:
+			return bad("function "+pkg.Name+"."+selName.Name+" is not compiled by the generator",
+				"express the rule with =~, bounds, enums or strings.MinRunes/MaxRunes, list.MinItems/MaxItems")
+		}
 		lit, ok := x.Args[0].(*ast.BasicLit)
-		if pkg == nil || selName == nil || !ok || lit.Kind != token.INT {
+		if !ok || lit.Kind != token.INT {
 			return bad("call", "use strings.MinRunes(N)/MaxRunes(N) or list.MinItems(N)/MaxItems(N) with a literal N")
 		}
 		n, err := strconv.Atoi(strings.ReplaceAll(lit.Value, "_", ""))
@@ -533,6 +545,18 @@ func normLit(r *big.Rat, k ir.Kind) string {
 	}
 	f, _ := r.Float64()
 	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+func hasDefault(x ast.Expr) bool {
+	switch y := x.(type) {
+	case *ast.BinaryExpr:
+		return y.Op == token.OR && (hasDefault(y.X) || hasDefault(y.Y))
+	case *ast.ParenExpr:
+		return hasDefault(y.X)
+	case *ast.UnaryExpr:
+		return y.Op == token.MUL
+	}
+	return false
 }
 
 func orLits(x ast.Expr, vals *[]string) bool {

@@ -150,19 +150,35 @@ func Files(files []File) *Result {
 			r.addCUEOne(e, ir.CodeSchemaInvalid, "make the declaration match the writ meta-schema (see docs/schema.md)")
 		}
 	}
-	if r.Failed() {
+	if metaFailed(r.Findings) {
 		ir.SortFindings(r.Findings)
 		return r
 	}
+	// Class findings do not stop the build: the model is still checked, so
+	// one run reports every problem.
 	b := &builder{r: r}
 	s := b.schema(unified)
-	r.Findings = append(r.Findings, s.Check()...)
+	for _, f := range s.Check() {
+		if f.Code == ir.CodeUnclassifiedType && badClass[strings.TrimPrefix(f.Subject, "entries.")] {
+			continue // already reported (missing or unknown class)
+		}
+		r.Findings = append(r.Findings, f)
+	}
 	ir.SortFindings(r.Findings)
 	dedupe(r)
 	if !r.Failed() {
 		r.Schema = s
 	}
 	return r
+}
+
+func metaFailed(fs []ir.Finding) bool {
+	for _, f := range fs {
+		if f.Fails() && f.Code != ir.CodeUnclassifiedType && f.Code != ir.CodeUnknownClass {
+			return true
+		}
+	}
+	return false
 }
 
 func unquote(s string) string {
