@@ -536,3 +536,19 @@ func TestCheckerPanicStopsTheNodeWithoutApplying(t *testing.T) {
 		t.Fatal("entry not applied once the checker is fixed")
 	}
 }
+
+func TestDataDirBelongsToOneNode(t *testing.T) {
+	c := newCluster(t, 1, nil)
+	c.leader(10 * time.Second)
+	c.stop(0)
+	cfg := c.cfgs[0]
+	cfg.NodeID = "impostor"
+	cfg.Peers = nil
+	if _, err := Start(cfg); err == nil || !strings.Contains(err.Error(), `belongs to node "n1"`) {
+		t.Fatalf("start with another node's data dir: %v", err)
+	}
+	// The refused start left the directory usable by its owner.
+	n := c.start(0)
+	c.leader(10 * time.Second)
+	mustPropose(t, n, put("a", "a", "1"))
+}
