@@ -58,6 +58,12 @@ func Write(dir string, files map[string][]byte) error {
 		return fmt.Errorf("gen: %w", err)
 	}
 	names := sortedNames(files)
+	// Refuse before writing anything if a target cannot be replaced.
+	for _, n := range names {
+		if fi, err := os.Lstat(filepath.Join(dir, n)); err == nil && !fi.Mode().IsRegular() {
+			return fmt.Errorf("gen: %s exists and is not a regular file (fix: remove it)", filepath.Join(dir, n))
+		}
+	}
 	tmps := map[string]string{}
 	cleanup := func() {
 		for _, t := range tmps {

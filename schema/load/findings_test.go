@@ -3,6 +3,9 @@ package load
 import (
 	"strings"
 	"testing"
+
+	"github.com/writ-dev/writ/examples/jobs/jobsgen"
+	jobsschema "github.com/writ-dev/writ/examples/jobs/schema"
 )
 
 const base = `package t
@@ -91,5 +94,20 @@ func TestFingerprintThroughCUE(t *testing.T) {
 	}
 	if c := fp(strings.Replace(src, "^[a-z]+$", "^[a-z0-9]+$", 1)); c == a {
 		t.Fatal("a changed pattern kept the fingerprint")
+	}
+}
+
+// TestEmbeddedSchemaMatchesGenerated: the schema writd embeds loads to the
+// same model the generated jobsgen package was produced from.
+func TestEmbeddedSchemaMatchesGenerated(t *testing.T) {
+	r, err := FS(jobsschema.FS, ".", "examples/jobs/schema")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Failed() {
+		t.Fatal(r.Err())
+	}
+	if got, want := r.Schema.Fingerprint(), jobsgen.Fingerprint; got != want {
+		t.Fatalf("embedded schema fingerprint %s, generated %s: run make gen", got, want)
 	}
 }
