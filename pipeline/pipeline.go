@@ -894,19 +894,19 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 			case VerdictApply:
 			case VerdictDuplicate, VerdictStale:
 				if p.cfg.Trace != nil {
-					p.trace("guard", e, 0, own.Verdict.String())
+					p.traceLocked("guard", e, 0, own.Verdict.String())
 				}
 				e.cmd = p.baseCmd(e, own.Verdict, guardInfo{Transitions: []guardTransition{own}})
 				e.plan = planPropose
 				continue
 			case VerdictReject:
 				_, reason := p.decideOwn(e)
-				p.trace("guard", e, 0, "reject: "+reason)
-				p.rejectPlan(e, reason)
+				p.traceLocked("guard", e, 0, "reject: "+reason)
+				p.rejectConfirmed(ctx, log, e, reason)
 				continue
 			case VerdictQuarantine:
 				_, reason := p.decideOwn(e)
-				p.trace("guard", e, 0, "quarantine: "+reason)
+				p.traceLocked("guard", e, 0, "quarantine: "+reason)
 				p.quarantinePlan(ctx, log, e, own, reason)
 				continue
 			}
@@ -1154,6 +1154,34 @@ func (p *Pipeline) rejectPlan(e *entry, reason string) {
 	e.plan, e.planOut = planFinish, Outcome{Status: StatusRejected, Reason: reason, Verdict: VerdictReject}
 }
 
+// rejectConfirmed rejects a request only after a linearizable re-read shows
+// that the state the rejection was based on is current: a node whose applied
+// state lags the log must not answer REJECTED from stale state. If a key
+// moved, the entry is evaluated again.
+func (p *Pipeline) rejectConfirmed(ctx context.Context, log Log, e *entry, reason string) {
+	for i, r := range e.state {
+		cur, ok, err := log.Get(ctx, r.Key, i == 0)
+		if err != nil {
+			e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: "cannot confirm the rejection against current state: " + err.Error()}
+			return
+		}
+		if !ok {
+			cur.Rev = 0
+		}
+		if cur.Rev != r.Rev {
+			e.conflicts++
+			if e.conflicts > p.cfg.MaxConflicts {
+				e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: "state kept moving while confirming a rejection"}
+				return
+			}
+			p.traceLocked("requeue", e, 0, "rejection not confirmed: "+r.Key+" is behind; re-evaluate")
+			e.plan = planRequeue
+			return
+		}
+	}
+	p.rejectPlan(e, reason)
+}
+
 // applyResult turns a handler result into a command (evaluate → guard).
 func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalResult) {
 	if r.Err != nil {
@@ -1175,7 +1203,7 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 				p.traceLocked("evaluate", e, 0, "handler refused fact: "+r.Err.Msg)
 				return
 			}
-			p.rejectPlan(e, r.Err.Msg)
+			p.rejectConfirmed(ctx, log, e, r.Err.Msg)
 		}
 		return
 	}
@@ -1263,7 +1291,7 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 			g.Transitions = append(g.Transitions, t)
 		case VerdictReject:
 			p.traceLocked("guard", e, 0, "reject transition: "+reason)
-			p.rejectPlan(e, reason)
+			p.rejectConfirmed(ctx, log, e, reason)
 			return
 		case VerdictQuarantine:
 			p.traceLocked("guard", e, 0, "quarantine transition: "+reason)

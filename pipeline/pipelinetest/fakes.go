@@ -23,6 +23,7 @@ type FakeLog struct {
 	committed [][]kv.Command
 	index     uint64
 	noLeader  bool
+	lagging   map[string]bool
 
 	Checker  kv.Checker
 	Observer kv.ApplyObserver
@@ -187,10 +188,29 @@ func (l *FakeLog) applyLocked(idx uint64, batch []kv.Command) []kv.Result {
 	return res
 }
 
+// Lag makes serializable reads of keys look absent, as on a node whose
+// applied state is behind the log, until the next linearizable read (which
+// waits for this node to catch up).
+func (l *FakeLog) Lag(keys ...string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lagging == nil {
+		l.lagging = map[string]bool{}
+	}
+	for _, k := range keys {
+		l.lagging[k] = true
+	}
+}
+
 // Get reads applied state.
 func (l *FakeLog) Get(ctx context.Context, key string, linearizable bool) (kv.Record, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if linearizable {
+		clear(l.lagging)
+	} else if l.lagging[key] {
+		return kv.Record{}, false, nil
+	}
 	r, ok := l.state[key]
 	return r, ok, nil
 }

@@ -176,6 +176,9 @@ func (h *Harness) Run(cmd string, args map[string]string, input string) (string,
 		if c == 0 {
 			emit("nothing to commit")
 		}
+	case "lag":
+		h.Log.Lag(strings.Split(args["keys"], ",")...)
+		emit("serializable reads of %s lag until a linearizable read", args["keys"])
 	case "lose":
 		emit("lost %d pending batches", h.Log.Lose())
 	case "advance":
