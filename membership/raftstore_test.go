@@ -26,6 +26,10 @@ type node struct {
 var _ membership.Voters = (*raftstore.Node)(nil)
 
 func startNode(t *testing.T, id, ip string, bootstrap bool, grace time.Duration, seeds ...string) *node {
+	return startNodeFP(t, id, ip, "fp-1", bootstrap, grace, seeds...)
+}
+
+func startNodeFP(t *testing.T, id, ip, fp string, bootstrap bool, grace time.Duration, seeds ...string) *node {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 	rs, err := raftstore.Start(raftstore.Config{
@@ -39,7 +43,7 @@ func startNode(t *testing.T, id, ip string, bootstrap bool, grace time.Duration,
 	}
 	mem, err := membership.Start(membership.Config{
 		NodeID: id, BindAddr: ip, Seeds: seeds, RaftAddr: rs.Addr(), APIAddr: ip + ":9001",
-		Fingerprint: "fp-1", Version: "test", Profile: membership.ProfileLocal,
+		Fingerprint: fp, Version: "test", Profile: membership.ProfileLocal,
 		FailedGrace: grace, ReconcileInterval: 200 * time.Millisecond, ChangeTimeout: 3 * time.Second,
 		Logger: quiet,
 	}, rs)
@@ -171,13 +175,34 @@ func TestCluster_RealRaftstore_FormsAndHealsFromGossip(t *testing.T) {
 		return true
 	})
 
+	// A node built for another schema gossips but is never admitted.
+	odd := startNodeFP(t, "r6", "127.0.2.37", "fp-2", false, grace, n1.mem.Addr())
+	waitUntil(t, 45*time.Second, "r6 refused by the leader", func() bool {
+		ld := leaderOf(all)
+		if ld == nil {
+			return false
+		}
+		for _, r := range ld.mem.Refused() {
+			if r.ID == "r6" && strings.Contains(r.Reason, "incompatible schema") {
+				return true
+			}
+		}
+		return false
+	})
+	time.Sleep(time.Second)
+	agree(t, time.Second, all, voters("r1", "r2", "r3", "r4", "r5"))
+	if got := config(odd.rs); got != "" {
+		t.Fatalf("refused node has configuration %q", got)
+	}
+	odd.kill()
+
 	// Graceful leave: removed without waiting for the grace period.
 	left := time.Now()
 	if err := n5.leave(); err != nil {
 		t.Fatal(err)
 	}
 	all = all[:4]
-	agree(t, 15*time.Second, all, voters("r1", "r2", "r3", "r4"))
+	agree(t, 30*time.Second, all, voters("r1", "r2", "r3", "r4"))
 	t.Logf("graceful leave removed after %s", time.Since(left).Round(time.Millisecond))
 
 	// Kill: removed only after the grace period.
