@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -326,4 +327,25 @@ func TestClosedHostRefusesAndKillsPlugins(t *testing.T) {
 		t.Fatalf("Evaluate after Close: %v", err)
 	}
 	waitFor(t, 5*time.Second, "the plugin process to exit", func() bool { return syscall.Kill(pid, 0) != nil })
+}
+
+// TestLargeBatch sends one call far above gRPC's default 4 MiB message
+// limit (1000 items with 8 KiB of state each).
+func TestLargeBatch(t *testing.T) {
+	h := start(t, "ok")
+	big := []byte(strings.Repeat("x", 8<<10))
+	items := make([]pipeline.EvalItem, 1000)
+	for k := range items {
+		key := "k" + strconv.Itoa(k)
+		items[k] = putItem("r"+strconv.Itoa(k), key, "v", kv.Record{Key: key, Value: big, Rev: 9})
+	}
+	res, err := h.Evaluate(context.Background(), items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, r := range res {
+		if r.Err != nil || len(r.Effect.Writes) != 1 || r.Effect.Writes[0].IfRev != 9 {
+			t.Fatalf("item %d: %+v %v", k, r, r.Err)
+		}
+	}
 }

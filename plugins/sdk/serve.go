@@ -24,6 +24,9 @@ var Handshake = plugin.HandshakeConfig{
 
 const pluginVersion = pb.ProtocolVersion
 
+// maxMessage bounds one Evaluate request or response.
+const maxMessage = 1 << 30
+
 // PluginSet is the go-plugin plugin set that serves p. Serve uses it; it is
 // exported for programs that assemble their own plugin.ServeConfig.
 func PluginSet(p *Plugin) plugin.PluginSet {
@@ -54,10 +57,15 @@ func Serve(p *Plugin) {
 }
 
 // NewGRPCServer is the gRPC server constructor Serve uses: go-plugin's
-// options plus an interceptor that turns a panic outside the per-item
-// recovery into a gRPC Internal error instead of a dead process.
+// options, message limits large enough for big batches, and an interceptor
+// that turns a panic outside the per-item recovery into a gRPC Internal
+// error instead of a dead process.
 func NewGRPCServer(opts []grpc.ServerOption) *grpc.Server {
-	opts = append(opts, grpc.ChainUnaryInterceptor(recoverInterceptor))
+	opts = append(opts,
+		grpc.ChainUnaryInterceptor(recoverInterceptor),
+		// A batch carries every touched key's value; gRPC's 4 MiB default
+		// would fail large batches. The host allows the same.
+		grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage))
 	return grpc.NewServer(opts...)
 }
 
