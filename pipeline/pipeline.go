@@ -1338,6 +1338,11 @@ func (p *Pipeline) finishLocked(e *entry, out Outcome) {
 		}
 	}
 	out.ID, out.Type = e.userID, e.typ
+	if e.receiptItem && out.Status != StatusCommitted && out.Index == 0 {
+		// Nobody waits for a receipt item and nothing was recorded in the
+		// log: say so loudly (the scheduler sees no outcome on the watch).
+		p.lg.Warn("pipeline: receipt item not appended", "id", e.userID, "type", e.typ, "status", out.Status.String(), "reason", out.Reason)
+	}
 	if out.Verdict == VerdictNone && out.Status == StatusCommitted {
 		out.Verdict = e.verdict
 	}
@@ -1417,6 +1422,12 @@ func (p *Pipeline) timeoutLocked(e *entry, why string) {
 		return
 	}
 	if e.proposed {
+		if len(p.uncert) >= p.cfg.OutcomeCache {
+			for k := range p.uncert { // bounded: forget an arbitrary old one
+				delete(p.uncert, k)
+				break
+			}
+		}
 		p.uncert[e.cmdID] = e.attempt
 		p.trace("rollback", e, 0, "provisional effect dropped")
 		p.finishLocked(e, Outcome{Status: StatusUncertain, Reason: why + "; the entry may still commit: query the outcome by request ID or retry with the same ID"})
