@@ -296,6 +296,9 @@ func jsonString(typ, prefix, name string, val []byte) (string, error) {
 	if val[0] != '"' {
 		return "", wrongType(typ, prefix, name, "string", val)
 	}
+	if !utf8.Valid(val) {
+		return "", fieldErr(typ, join(prefix, name), "string", "is not valid UTF-8 (fix: send UTF-8 text)")
+	}
 	if bytesHasEscape(val) {
 		var s string
 		if err := json.Unmarshal(val, &s); err != nil {
@@ -303,11 +306,7 @@ func jsonString(typ, prefix, name string, val []byte) (string, error) {
 		}
 		return s, nil
 	}
-	raw := val[1 : len(val)-1]
-	if !utf8.Valid(raw) {
-		return "", fieldErr(typ, join(prefix, name), "string", "is not valid UTF-8 (fix: send UTF-8 text)")
-	}
-	return string(raw), nil
+	return string(val[1 : len(val)-1]), nil
 }
 
 func jsonBool(typ, prefix, name string, val []byte) (bool, error) {

@@ -149,3 +149,17 @@ func TestGuardTables(t *testing.T) {
 		t.Fatal("guard table does not match the schema")
 	}
 }
+
+func TestParseJSONRejectsInvalidUTF8(t *testing.T) {
+	d, _ := Catalog().Type(NameJobControl)
+	for _, in := range []string{
+		"{\"job_id\":\"j1\",\"action\":\"hold\",\"reason\":\"bad \xff byte\"}",
+		"{\"job_id\":\"j1\",\"action\":\"hold\",\"reason\":\"esc\\n and bad \xff byte\"}",
+	} {
+		_, err := d.ParseJSON([]byte(in))
+		var fe *ir.FieldError
+		if !errors.As(err, &fe) || fe.Field != "reason" {
+			t.Errorf("%q: want a FieldError on reason, got %v", in, err)
+		}
+	}
+}
