@@ -62,6 +62,7 @@ var Keys = []Key{
 	{Name: "pipeline.commit_timeout", Kind: Duration, Default: "5s", Help: "how long a request waits for commit before UNCERTAIN"},
 	{Name: "pipeline.max_batch", Kind: Int, Default: 256, Help: "most entries per proposal"},
 	{Name: "membership.failed_grace", Kind: Duration, Default: "30s", Help: "how long a failed node stays a voter before removal"},
+	{Name: "membership.profile", Kind: String, Default: "lan", Help: "gossip failure-detection timing: lan (a dead node is noticed in ~5s) or local (~1s, for loopback test clusters)"},
 	{Name: "plugins.jobs", Kind: String, Default: "", Help: "path of the jobs handler plugin (empty: writ-jobs next to writd, then on PATH)"},
 	{Name: "plugins.paths", Kind: List, Default: []string{}, Help: "paths of further handler plugin binaries"},
 	{Name: "log.level", Kind: String, Default: "info", Help: "debug, info, warn or error"},
@@ -95,6 +96,7 @@ type Node struct {
 	CommitTimeout   time.Duration
 	MaxBatch        int
 	FailedGrace     time.Duration
+	GossipProfile   string
 	// FactRetry is the first pause between fact re-proposals (0: the
 	// pipeline's default); set only by an activated cluster configuration.
 	FactRetry  time.Duration
@@ -581,6 +583,12 @@ func (s source) tuning(n *Node) error {
 	}
 	if n.FailedGrace, err = s.dur("membership.failed_grace", 0, 24*time.Hour); err != nil {
 		return err
+	}
+	if n.GossipProfile, err = s.str("membership.profile"); err != nil {
+		return err
+	}
+	if n.GossipProfile != "lan" && n.GossipProfile != "local" {
+		return s.fail("membership.profile", fmt.Sprintf("%q is not a profile", n.GossipProfile), "use lan or local")
 	}
 	if n.LogLevel, err = s.str("log.level"); err != nil {
 		return err

@@ -93,6 +93,7 @@ func TestBadInput(t *testing.T) {
 		{"missing parent", func() Options { return Options{Env: []string{"WRIT_DATA_DIR=/nonexistent/a/b"}} }, []string{"data_dir", "does not exist"}},
 		{"unknown env", func() Options { return Options{Env: []string{"WRIT_API_ADRESS=x"}} }, []string{"WRIT_API_ADRESS", "unknown variable"}},
 		{"bad node id", func() Options { return Options{Env: []string{"WRIT_NODE_ID=Node One"}} }, []string{"node.id", "not a valid node ID"}},
+		{"bad profile", func() Options { return Options{Env: []string{"WRIT_MEMBERSHIP_PROFILE=wan"}} }, []string{"membership.profile", "lan or local"}},
 		{"bad level", func() Options { return Options{Env: []string{"WRIT_LOG_LEVEL=loud"}} }, []string{"log.level", "debug, info, warn or error"}},
 		{"bad key", func() Options { return Options{Env: []string{"WRIT_GOSSIP_KEY=abc"}} }, []string{"gossip.key", "base64"}},
 		{"bad join", func() Options { return Options{Env: []string{"WRIT_JOIN=nohost"}} }, []string{"join", "host:port"}},

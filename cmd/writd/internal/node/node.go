@@ -184,7 +184,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	n.mem, err = membership.Start(membership.Config{
 		NodeID: cfg.NodeID, BindAddr: ghost, BindPort: port, Seeds: cfg.Join,
 		RaftAddr: n.rs.Addr(), APIAddr: lis.Addr().String(), Fingerprint: n.cat.Fingerprint(), Version: Version,
-		Profile: membership.ProfileLocal, EncryptKey: encodeKey(cfg.GossipKey), SnapshotPath: filepath.Join(n.dataDir, "serf.snapshot"),
+		Profile: cfg.GossipProfile, EncryptKey: encodeKey(cfg.GossipKey), SnapshotPath: filepath.Join(n.dataDir, "serf.snapshot"),
 		FailedGrace: cfg.FailedGrace, Logger: n.log.With("component", "membership"),
 	}, n.rs)
 	if err != nil {
