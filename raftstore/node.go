@@ -70,7 +70,7 @@ type Node struct {
 
 	// owned by the applier goroutine (and Start before it runs)
 	confState *raftpb.ConfState
-	snapIndex uint64
+	snapIndex atomic.Uint64 // written by the applier, read by tests
 
 	ccMu   sync.Mutex
 	reqSeq atomic.Uint64
@@ -260,7 +260,7 @@ func (n *Node) open() error {
 			}
 		}
 		n.confState = proto.Clone(snapshot.GetMetadata().GetConfState()).(*raftpb.ConfState)
-		n.snapIndex = snapshot.GetMetadata().GetIndex()
+		n.snapIndex.Store(snapshot.GetMetadata().GetIndex())
 	}
 	if hs != nil {
 		if err := n.storage.SetHardState(hs); err != nil {
@@ -614,7 +614,7 @@ func (n *Node) restoreSnapshot(s *raftpb.Snapshot) error {
 		return fmt.Errorf("raftstore: snapshot %d carries state applied to %d", md.GetIndex(), applied)
 	}
 	n.confState = proto.Clone(md.GetConfState()).(*raftpb.ConfState)
-	n.snapIndex = md.GetIndex()
+	n.snapIndex.Store(md.GetIndex())
 	n.mu.Lock()
 	old := n.members
 	n.members = members
@@ -637,7 +637,7 @@ func (n *Node) restoreSnapshot(s *raftpb.Snapshot) error {
 // maybeSnapshot takes a snapshot every SnapshotCount applied entries and
 // compacts the in-memory log and the WAL locks behind it.
 func (n *Node) maybeSnapshot() error {
-	if n.applied.Load()-n.snapIndex < n.cfg.SnapshotCount {
+	if n.applied.Load()-n.snapIndex.Load() < n.cfg.SnapshotCount {
 		return nil
 	}
 	// The snapshot is where older WAL entries stop being the only durable
@@ -659,7 +659,7 @@ func (n *Node) maybeSnapshot() error {
 	if err := n.saveSnapshot(s); err != nil {
 		return err
 	}
-	n.snapIndex = idx
+	n.snapIndex.Store(idx)
 	if idx > n.cfg.SnapshotCatchUp {
 		if err := n.storage.Compact(idx - n.cfg.SnapshotCatchUp); err != nil && !errors.Is(err, raft.ErrCompacted) {
 			return fmt.Errorf("raftstore: compact log to %d: %w", idx-n.cfg.SnapshotCatchUp, err)

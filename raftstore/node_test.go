@@ -162,7 +162,7 @@ func TestDedupCheckerAndObserver(t *testing.T) {
 	for i := range 20 {
 		mustPropose(t, n, put(fmt.Sprintf("p%d", i), fmt.Sprintf("k/%d", i), "v"))
 	}
-	if n.snapIndex == 0 {
+	if n.snapIndex.Load() == 0 {
 		t.Fatal("no snapshot taken")
 	}
 	c.stop(0)
@@ -265,8 +265,8 @@ func TestLaggingFollowerCatchesUpBySnapshot(t *testing.T) {
 	}
 	n := c.start(lag)
 	c.converge(20 * time.Second)
-	if n.snapIndex < first-1 {
-		t.Fatalf("lagging follower did not restore a snapshot (snap index %d, leader first index %d)", n.snapIndex, first)
+	if n.snapIndex.Load() < first-1 {
+		t.Fatalf("lagging follower did not restore a snapshot (snap index %d, leader first index %d)", n.snapIndex.Load(), first)
 	}
 	recs, _ := n.List(context.Background(), "k/", false)
 	if len(recs) != 60 {
