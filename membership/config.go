@@ -374,6 +374,9 @@ func memberlistConfig(profile string) *memberlist.Config {
 		mc.TCPTimeout = 500 * time.Millisecond
 		mc.PushPullInterval = 5 * time.Second
 		mc.GossipToTheDeadTime = 3 * time.Second
+		// DefaultLocalConfig sends each broadcast only twice; with that, a
+		// node often misses a join or leave until the next push/pull.
+		mc.RetransmitMult = 4
 		return mc
 	}
 	return memberlist.DefaultLANConfig()
