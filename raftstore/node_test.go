@@ -552,3 +552,39 @@ func TestDataDirBelongsToOneNode(t *testing.T) {
 	c.leader(10 * time.Second)
 	mustPropose(t, n, put("a", "a", "1"))
 }
+
+func TestDroppedProposalIsDefinitelyNotAppended(t *testing.T) {
+	c := newCluster(t, 3, func(_ int, cfg *Config) { cfg.MaxUncommittedBytes = 4096 })
+	li := c.leader(10 * time.Second)
+	n := c.nodes[li]
+	mustPropose(t, n, put("w", "w", "1"))
+	c.stop((li + 1) % 3)
+	c.stop((li + 2) % 3)
+	// Without quorum nothing commits; the uncommitted tail fills up and raft
+	// refuses further proposals: ErrDropped, not appended.
+	var dropped string
+	for i := 0; i < 1000 && dropped == ""; i++ {
+		id := fmt.Sprintf("fill-%d", i)
+		_, err := n.Propose(context.Background(), []kv.Command{put(id, id, strings.Repeat("x", 256))})
+		switch {
+		case err == nil:
+		case errors.Is(err, kv.ErrDropped):
+			dropped = id
+		default:
+			t.Fatalf("proposal %d: %v (expected ErrDropped once the uncommitted limit is hit)", i, err)
+		}
+	}
+	if dropped == "" {
+		t.Fatal("uncommitted limit never refused a proposal")
+	}
+	c.start((li + 1) % 3)
+	c.start((li + 2) % 3)
+	c.leader(10 * time.Second)
+	mustPropose(t, c.nodes[li], put("after", "after", "1"))
+	c.converge(20 * time.Second)
+	for _, nn := range c.nodes {
+		if _, ok := nn.Outcome(dropped); ok {
+			t.Fatalf("%s applied the dropped proposal %s", nn.ID(), dropped)
+		}
+	}
+}
