@@ -174,8 +174,8 @@ func index(prefix string, i int) string {
 }
 
 // eachField calls fn for every member of a JSON object, with exact
-// (case-sensitive) key matching.
-func eachField(typ, prefix string, data []byte, fn func(key string, val []byte) error) error {
+// (case-sensitive) key matching. key is only valid during the call.
+func eachField(typ, prefix string, data []byte, fn func(key, val []byte) error) error {
 	if !json.Valid(data) {
 		return fieldErr(typ, prefix, "json", "is not valid JSON (fix: send a JSON object)")
 	}
@@ -190,13 +190,13 @@ func eachField(typ, prefix string, data []byte, fn func(key string, val []byte) 
 	for {
 		end := skipString(data, i)
 		rawKey := data[i:end]
-		var key string
+		key := rawKey[1 : len(rawKey)-1]
 		if bytesHasEscape(rawKey) {
-			if err := json.Unmarshal(rawKey, &key); err != nil {
+			var k string
+			if err := json.Unmarshal(rawKey, &k); err != nil {
 				return fieldErr(typ, prefix, "json", "has a malformed key")
 			}
-		} else {
-			key = string(rawKey[1 : len(rawKey)-1])
+			key = []byte(k)
 		}
 		i = skipSpace(data, end)
 		i = skipSpace(data, i+1) // ':'

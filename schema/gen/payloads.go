@@ -595,12 +595,12 @@ func (g *generator) emitDecodeJSON(b *bytes.Buffer, name string, fields []*ir.Fi
 	fmt.Fprintf(b, "var known%s = []string{%s}\n\n", name, strings.Join(names, ", "))
 	fmt.Fprintf(b, "func (p *%s) decodeJSON(typ, prefix string, data []byte) error {\n", name)
 	fmt.Fprintf(b, "\tvar seen [%d]bool\n", max(len(fields), 1))
-	b.WriteString("\terr := eachField(typ, prefix, data, func(key string, val []byte) error {\n\t\tswitch key {\n")
+	b.WriteString("\terr := eachField(typ, prefix, data, func(key, val []byte) error {\n\t\tswitch string(key) {\n")
 	for i, f := range fields {
-		fmt.Fprintf(b, "\t\tcase %q:\n\t\t\tif seen[%d] {\n\t\t\t\treturn duplicateField(typ, prefix, key)\n\t\t\t}\n\t\t\tseen[%d] = true\n", f.Name, i, i)
+		fmt.Fprintf(b, "\t\tcase %q:\n\t\t\tif seen[%d] {\n\t\t\t\treturn duplicateField(typ, prefix, string(key))\n\t\t\t}\n\t\t\tseen[%d] = true\n", f.Name, i, i)
 		g.jsonField(b, name, f, "p."+fieldName(f.Name), strconv.Quote(f.Name), 0)
 	}
-	fmt.Fprintf(b, "\t\tdefault:\n\t\t\treturn unknownField(typ, prefix, key, known%s)\n\t\t}\n\t\treturn nil\n\t})\n\tif err != nil {\n\t\treturn err\n\t}\n", name)
+	fmt.Fprintf(b, "\t\tdefault:\n\t\t\treturn unknownField(typ, prefix, string(key), known%s)\n\t\t}\n\t\treturn nil\n\t})\n\tif err != nil {\n\t\treturn err\n\t}\n", name)
 	for i, f := range fields {
 		if !f.Optional {
 			fmt.Fprintf(b, "\tif !seen[%d] {\n\t\treturn missingField(typ, prefix, %q)\n\t}\n", i, f.Name)

@@ -51,11 +51,11 @@ var knownJobSubmit = []string{"job_id", "queue", "priority", "command", "cpu_mil
 
 func (p *JobSubmit) decodeJSON(typ, prefix string, data []byte) error {
 	var seen [6]bool
-	err := eachField(typ, prefix, data, func(key string, val []byte) error {
-		switch key {
+	err := eachField(typ, prefix, data, func(key, val []byte) error {
+		switch string(key) {
 		case "job_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[0] = true
 			v0, err := jsonString(typ, prefix, "job_id", val)
@@ -65,7 +65,7 @@ func (p *JobSubmit) decodeJSON(typ, prefix string, data []byte) error {
 			p.JobID = v0
 		case "queue":
 			if seen[1] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[1] = true
 			v0, err := jsonString(typ, prefix, "queue", val)
@@ -75,7 +75,7 @@ func (p *JobSubmit) decodeJSON(typ, prefix string, data []byte) error {
 			p.Queue = v0
 		case "priority":
 			if seen[2] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[2] = true
 			v0, err := jsonInt(typ, prefix, "priority", val)
@@ -85,7 +85,7 @@ func (p *JobSubmit) decodeJSON(typ, prefix string, data []byte) error {
 			p.Priority = v0
 		case "command":
 			if seen[3] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[3] = true
 			v0, err := jsonString(typ, prefix, "command", val)
@@ -95,7 +95,7 @@ func (p *JobSubmit) decodeJSON(typ, prefix string, data []byte) error {
 			p.Command = v0
 		case "cpu_millis":
 			if seen[4] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[4] = true
 			v0, err := jsonInt(typ, prefix, "cpu_millis", val)
@@ -105,7 +105,7 @@ func (p *JobSubmit) decodeJSON(typ, prefix string, data []byte) error {
 			p.CPUMillis = &v0
 		case "mem_bytes":
 			if seen[5] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[5] = true
 			v0, err := jsonInt(typ, prefix, "mem_bytes", val)
@@ -114,7 +114,7 @@ func (p *JobSubmit) decodeJSON(typ, prefix string, data []byte) error {
 			}
 			p.MemBytes = &v0
 		default:
-			return unknownField(typ, prefix, key, knownJobSubmit)
+			return unknownField(typ, prefix, string(key), knownJobSubmit)
 		}
 		return nil
 	})
@@ -284,11 +284,11 @@ var knownJobControl = []string{"job_id", "action", "reason"}
 
 func (p *JobControl) decodeJSON(typ, prefix string, data []byte) error {
 	var seen [3]bool
-	err := eachField(typ, prefix, data, func(key string, val []byte) error {
-		switch key {
+	err := eachField(typ, prefix, data, func(key, val []byte) error {
+		switch string(key) {
 		case "job_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[0] = true
 			v0, err := jsonString(typ, prefix, "job_id", val)
@@ -298,7 +298,7 @@ func (p *JobControl) decodeJSON(typ, prefix string, data []byte) error {
 			p.JobID = v0
 		case "action":
 			if seen[1] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[1] = true
 			v0, err := jsonString(typ, prefix, "action", val)
@@ -308,7 +308,7 @@ func (p *JobControl) decodeJSON(typ, prefix string, data []byte) error {
 			p.Action = v0
 		case "reason":
 			if seen[2] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[2] = true
 			v0, err := jsonString(typ, prefix, "reason", val)
@@ -317,7 +317,7 @@ func (p *JobControl) decodeJSON(typ, prefix string, data []byte) error {
 			}
 			p.Reason = &v0
 		default:
-			return unknownField(typ, prefix, key, knownJobControl)
+			return unknownField(typ, prefix, string(key), knownJobControl)
 		}
 		return nil
 	})
@@ -452,11 +452,11 @@ var knownQueueControl = []string{"queue", "action"}
 
 func (p *QueueControl) decodeJSON(typ, prefix string, data []byte) error {
 	var seen [2]bool
-	err := eachField(typ, prefix, data, func(key string, val []byte) error {
-		switch key {
+	err := eachField(typ, prefix, data, func(key, val []byte) error {
+		switch string(key) {
 		case "queue":
 			if seen[0] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[0] = true
 			v0, err := jsonString(typ, prefix, "queue", val)
@@ -466,7 +466,7 @@ func (p *QueueControl) decodeJSON(typ, prefix string, data []byte) error {
 			p.Queue = v0
 		case "action":
 			if seen[1] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[1] = true
 			v0, err := jsonString(typ, prefix, "action", val)
@@ -475,7 +475,7 @@ func (p *QueueControl) decodeJSON(typ, prefix string, data []byte) error {
 			}
 			p.Action = v0
 		default:
-			return unknownField(typ, prefix, key, knownQueueControl)
+			return unknownField(typ, prefix, string(key), knownQueueControl)
 		}
 		return nil
 	})
@@ -598,11 +598,11 @@ var knownWorkerJoin = []string{"worker_id", "capacity", "labels"}
 
 func (p *WorkerJoin) decodeJSON(typ, prefix string, data []byte) error {
 	var seen [3]bool
-	err := eachField(typ, prefix, data, func(key string, val []byte) error {
-		switch key {
+	err := eachField(typ, prefix, data, func(key, val []byte) error {
+		switch string(key) {
 		case "worker_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[0] = true
 			v0, err := jsonString(typ, prefix, "worker_id", val)
@@ -612,7 +612,7 @@ func (p *WorkerJoin) decodeJSON(typ, prefix string, data []byte) error {
 			p.WorkerID = v0
 		case "capacity":
 			if seen[1] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[1] = true
 			v0, err := jsonInt(typ, prefix, "capacity", val)
@@ -622,7 +622,7 @@ func (p *WorkerJoin) decodeJSON(typ, prefix string, data []byte) error {
 			p.Capacity = v0
 		case "labels":
 			if seen[2] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[2] = true
 			elems0, err := jsonList(typ, prefix, "labels", val)
@@ -639,7 +639,7 @@ func (p *WorkerJoin) decodeJSON(typ, prefix string, data []byte) error {
 			}
 			p.Labels = v0
 		default:
-			return unknownField(typ, prefix, key, knownWorkerJoin)
+			return unknownField(typ, prefix, string(key), knownWorkerJoin)
 		}
 		return nil
 	})
@@ -779,11 +779,11 @@ var knownWorkerUpdate = []string{"worker_id", "capacity"}
 
 func (p *WorkerUpdate) decodeJSON(typ, prefix string, data []byte) error {
 	var seen [2]bool
-	err := eachField(typ, prefix, data, func(key string, val []byte) error {
-		switch key {
+	err := eachField(typ, prefix, data, func(key, val []byte) error {
+		switch string(key) {
 		case "worker_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[0] = true
 			v0, err := jsonString(typ, prefix, "worker_id", val)
@@ -793,7 +793,7 @@ func (p *WorkerUpdate) decodeJSON(typ, prefix string, data []byte) error {
 			p.WorkerID = v0
 		case "capacity":
 			if seen[1] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[1] = true
 			v0, err := jsonInt(typ, prefix, "capacity", val)
@@ -802,7 +802,7 @@ func (p *WorkerUpdate) decodeJSON(typ, prefix string, data []byte) error {
 			}
 			p.Capacity = v0
 		default:
-			return unknownField(typ, prefix, key, knownWorkerUpdate)
+			return unknownField(typ, prefix, string(key), knownWorkerUpdate)
 		}
 		return nil
 	})
@@ -916,11 +916,11 @@ var knownWorkerControl = []string{"worker_id", "action"}
 
 func (p *WorkerControl) decodeJSON(typ, prefix string, data []byte) error {
 	var seen [2]bool
-	err := eachField(typ, prefix, data, func(key string, val []byte) error {
-		switch key {
+	err := eachField(typ, prefix, data, func(key, val []byte) error {
+		switch string(key) {
 		case "worker_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[0] = true
 			v0, err := jsonString(typ, prefix, "worker_id", val)
@@ -930,7 +930,7 @@ func (p *WorkerControl) decodeJSON(typ, prefix string, data []byte) error {
 			p.WorkerID = v0
 		case "action":
 			if seen[1] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[1] = true
 			v0, err := jsonString(typ, prefix, "action", val)
@@ -939,7 +939,7 @@ func (p *WorkerControl) decodeJSON(typ, prefix string, data []byte) error {
 			}
 			p.Action = v0
 		default:
-			return unknownField(typ, prefix, key, knownWorkerControl)
+			return unknownField(typ, prefix, string(key), knownWorkerControl)
 		}
 		return nil
 	})
@@ -1068,11 +1068,11 @@ var knownJobStateReport = []string{"report_id", "job_id", "state", "seq", "worke
 
 func (p *JobStateReport) decodeJSON(typ, prefix string, data []byte) error {
 	var seen [7]bool
-	err := eachField(typ, prefix, data, func(key string, val []byte) error {
-		switch key {
+	err := eachField(typ, prefix, data, func(key, val []byte) error {
+		switch string(key) {
 		case "report_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[0] = true
 			v0, err := jsonString(typ, prefix, "report_id", val)
@@ -1082,7 +1082,7 @@ func (p *JobStateReport) decodeJSON(typ, prefix string, data []byte) error {
 			p.ReportID = v0
 		case "job_id":
 			if seen[1] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[1] = true
 			v0, err := jsonString(typ, prefix, "job_id", val)
@@ -1092,7 +1092,7 @@ func (p *JobStateReport) decodeJSON(typ, prefix string, data []byte) error {
 			p.JobID = v0
 		case "state":
 			if seen[2] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[2] = true
 			v0, err := jsonString(typ, prefix, "state", val)
@@ -1102,7 +1102,7 @@ func (p *JobStateReport) decodeJSON(typ, prefix string, data []byte) error {
 			p.State = v0
 		case "seq":
 			if seen[3] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[3] = true
 			v0, err := jsonUint(typ, prefix, "seq", val)
@@ -1112,7 +1112,7 @@ func (p *JobStateReport) decodeJSON(typ, prefix string, data []byte) error {
 			p.Seq = v0
 		case "worker_id":
 			if seen[4] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[4] = true
 			v0, err := jsonString(typ, prefix, "worker_id", val)
@@ -1122,7 +1122,7 @@ func (p *JobStateReport) decodeJSON(typ, prefix string, data []byte) error {
 			p.WorkerID = v0
 		case "exit_code":
 			if seen[5] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[5] = true
 			v0, err := jsonInt(typ, prefix, "exit_code", val)
@@ -1132,7 +1132,7 @@ func (p *JobStateReport) decodeJSON(typ, prefix string, data []byte) error {
 			p.ExitCode = &v0
 		case "message":
 			if seen[6] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[6] = true
 			v0, err := jsonString(typ, prefix, "message", val)
@@ -1141,7 +1141,7 @@ func (p *JobStateReport) decodeJSON(typ, prefix string, data []byte) error {
 			}
 			p.Message = &v0
 		default:
-			return unknownField(typ, prefix, key, knownJobStateReport)
+			return unknownField(typ, prefix, string(key), knownJobStateReport)
 		}
 		return nil
 	})
@@ -1314,11 +1314,11 @@ var knownWorkerUsage = []string{"report_id", "worker_id", "seq", "cpu_millis", "
 
 func (p *WorkerUsage) decodeJSON(typ, prefix string, data []byte) error {
 	var seen [5]bool
-	err := eachField(typ, prefix, data, func(key string, val []byte) error {
-		switch key {
+	err := eachField(typ, prefix, data, func(key, val []byte) error {
+		switch string(key) {
 		case "report_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[0] = true
 			v0, err := jsonString(typ, prefix, "report_id", val)
@@ -1328,7 +1328,7 @@ func (p *WorkerUsage) decodeJSON(typ, prefix string, data []byte) error {
 			p.ReportID = v0
 		case "worker_id":
 			if seen[1] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[1] = true
 			v0, err := jsonString(typ, prefix, "worker_id", val)
@@ -1338,7 +1338,7 @@ func (p *WorkerUsage) decodeJSON(typ, prefix string, data []byte) error {
 			p.WorkerID = v0
 		case "seq":
 			if seen[2] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[2] = true
 			v0, err := jsonUint(typ, prefix, "seq", val)
@@ -1348,7 +1348,7 @@ func (p *WorkerUsage) decodeJSON(typ, prefix string, data []byte) error {
 			p.Seq = v0
 		case "cpu_millis":
 			if seen[3] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[3] = true
 			v0, err := jsonInt(typ, prefix, "cpu_millis", val)
@@ -1358,7 +1358,7 @@ func (p *WorkerUsage) decodeJSON(typ, prefix string, data []byte) error {
 			p.CPUMillis = v0
 		case "mem_bytes":
 			if seen[4] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[4] = true
 			v0, err := jsonInt(typ, prefix, "mem_bytes", val)
@@ -1367,7 +1367,7 @@ func (p *WorkerUsage) decodeJSON(typ, prefix string, data []byte) error {
 			}
 			p.MemBytes = v0
 		default:
-			return unknownField(typ, prefix, key, knownWorkerUsage)
+			return unknownField(typ, prefix, string(key), knownWorkerUsage)
 		}
 		return nil
 	})
@@ -1509,11 +1509,11 @@ var knownJobPendingReason = []string{"report_id", "job_id", "reason", "seq"}
 
 func (p *JobPendingReason) decodeJSON(typ, prefix string, data []byte) error {
 	var seen [4]bool
-	err := eachField(typ, prefix, data, func(key string, val []byte) error {
-		switch key {
+	err := eachField(typ, prefix, data, func(key, val []byte) error {
+		switch string(key) {
 		case "report_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[0] = true
 			v0, err := jsonString(typ, prefix, "report_id", val)
@@ -1523,7 +1523,7 @@ func (p *JobPendingReason) decodeJSON(typ, prefix string, data []byte) error {
 			p.ReportID = v0
 		case "job_id":
 			if seen[1] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[1] = true
 			v0, err := jsonString(typ, prefix, "job_id", val)
@@ -1533,7 +1533,7 @@ func (p *JobPendingReason) decodeJSON(typ, prefix string, data []byte) error {
 			p.JobID = v0
 		case "reason":
 			if seen[2] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[2] = true
 			v0, err := jsonString(typ, prefix, "reason", val)
@@ -1543,7 +1543,7 @@ func (p *JobPendingReason) decodeJSON(typ, prefix string, data []byte) error {
 			p.Reason = v0
 		case "seq":
 			if seen[3] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[3] = true
 			v0, err := jsonUint(typ, prefix, "seq", val)
@@ -1552,7 +1552,7 @@ func (p *JobPendingReason) decodeJSON(typ, prefix string, data []byte) error {
 			}
 			p.Seq = v0
 		default:
-			return unknownField(typ, prefix, key, knownJobPendingReason)
+			return unknownField(typ, prefix, string(key), knownJobPendingReason)
 		}
 		return nil
 	})
@@ -1680,11 +1680,11 @@ var knownWorkerDeath = []string{"report_id", "worker_id", "detected_by", "seq"}
 
 func (p *WorkerDeath) decodeJSON(typ, prefix string, data []byte) error {
 	var seen [4]bool
-	err := eachField(typ, prefix, data, func(key string, val []byte) error {
-		switch key {
+	err := eachField(typ, prefix, data, func(key, val []byte) error {
+		switch string(key) {
 		case "report_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[0] = true
 			v0, err := jsonString(typ, prefix, "report_id", val)
@@ -1694,7 +1694,7 @@ func (p *WorkerDeath) decodeJSON(typ, prefix string, data []byte) error {
 			p.ReportID = v0
 		case "worker_id":
 			if seen[1] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[1] = true
 			v0, err := jsonString(typ, prefix, "worker_id", val)
@@ -1704,7 +1704,7 @@ func (p *WorkerDeath) decodeJSON(typ, prefix string, data []byte) error {
 			p.WorkerID = v0
 		case "detected_by":
 			if seen[2] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[2] = true
 			v0, err := jsonString(typ, prefix, "detected_by", val)
@@ -1714,7 +1714,7 @@ func (p *WorkerDeath) decodeJSON(typ, prefix string, data []byte) error {
 			p.DetectedBy = v0
 		case "seq":
 			if seen[3] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[3] = true
 			v0, err := jsonUint(typ, prefix, "seq", val)
@@ -1723,7 +1723,7 @@ func (p *WorkerDeath) decodeJSON(typ, prefix string, data []byte) error {
 			}
 			p.Seq = &v0
 		default:
-			return unknownField(typ, prefix, key, knownWorkerDeath)
+			return unknownField(typ, prefix, string(key), knownWorkerDeath)
 		}
 		return nil
 	})
@@ -1857,11 +1857,11 @@ var knownJobDispatch = []string{"dispatch_id", "scheduler", "items"}
 
 func (p *JobDispatch) decodeJSON(typ, prefix string, data []byte) error {
 	var seen [3]bool
-	err := eachField(typ, prefix, data, func(key string, val []byte) error {
-		switch key {
+	err := eachField(typ, prefix, data, func(key, val []byte) error {
+		switch string(key) {
 		case "dispatch_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[0] = true
 			v0, err := jsonString(typ, prefix, "dispatch_id", val)
@@ -1871,7 +1871,7 @@ func (p *JobDispatch) decodeJSON(typ, prefix string, data []byte) error {
 			p.DispatchID = v0
 		case "scheduler":
 			if seen[1] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[1] = true
 			v0, err := jsonString(typ, prefix, "scheduler", val)
@@ -1881,7 +1881,7 @@ func (p *JobDispatch) decodeJSON(typ, prefix string, data []byte) error {
 			p.Scheduler = v0
 		case "items":
 			if seen[2] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[2] = true
 			elems0, err := jsonList(typ, prefix, "items", val)
@@ -1899,7 +1899,7 @@ func (p *JobDispatch) decodeJSON(typ, prefix string, data []byte) error {
 			}
 			p.ItemsField = v0
 		default:
-			return unknownField(typ, prefix, key, knownJobDispatch)
+			return unknownField(typ, prefix, string(key), knownJobDispatch)
 		}
 		return nil
 	})
@@ -2033,11 +2033,11 @@ var knownJobAssign = []string{"job_id", "worker_id"}
 
 func (p *JobAssign) decodeJSON(typ, prefix string, data []byte) error {
 	var seen [2]bool
-	err := eachField(typ, prefix, data, func(key string, val []byte) error {
-		switch key {
+	err := eachField(typ, prefix, data, func(key, val []byte) error {
+		switch string(key) {
 		case "job_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[0] = true
 			v0, err := jsonString(typ, prefix, "job_id", val)
@@ -2047,7 +2047,7 @@ func (p *JobAssign) decodeJSON(typ, prefix string, data []byte) error {
 			p.JobID = v0
 		case "worker_id":
 			if seen[1] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[1] = true
 			v0, err := jsonString(typ, prefix, "worker_id", val)
@@ -2056,7 +2056,7 @@ func (p *JobAssign) decodeJSON(typ, prefix string, data []byte) error {
 			}
 			p.WorkerID = v0
 		default:
-			return unknownField(typ, prefix, key, knownJobAssign)
+			return unknownField(typ, prefix, string(key), knownJobAssign)
 		}
 		return nil
 	})
@@ -2185,11 +2185,11 @@ var knownClusterConfigSettings = []string{"commit_timeout", "heartbeat", "max_ba
 
 func (p *ClusterConfigSettings) decodeJSON(typ, prefix string, data []byte) error {
 	var seen [7]bool
-	err := eachField(typ, prefix, data, func(key string, val []byte) error {
-		switch key {
+	err := eachField(typ, prefix, data, func(key, val []byte) error {
+		switch string(key) {
 		case "commit_timeout":
 			if seen[0] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[0] = true
 			v0, err := jsonString(typ, prefix, "commit_timeout", val)
@@ -2199,7 +2199,7 @@ func (p *ClusterConfigSettings) decodeJSON(typ, prefix string, data []byte) erro
 			p.CommitTimeout = v0
 		case "heartbeat":
 			if seen[1] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[1] = true
 			v0, err := jsonString(typ, prefix, "heartbeat", val)
@@ -2209,7 +2209,7 @@ func (p *ClusterConfigSettings) decodeJSON(typ, prefix string, data []byte) erro
 			p.Heartbeat = &v0
 		case "max_batch":
 			if seen[2] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[2] = true
 			v0, err := jsonInt(typ, prefix, "max_batch", val)
@@ -2219,7 +2219,7 @@ func (p *ClusterConfigSettings) decodeJSON(typ, prefix string, data []byte) erro
 			p.MaxBatch = v0
 		case "max_inflight":
 			if seen[3] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[3] = true
 			v0, err := jsonInt(typ, prefix, "max_inflight", val)
@@ -2229,7 +2229,7 @@ func (p *ClusterConfigSettings) decodeJSON(typ, prefix string, data []byte) erro
 			p.MaxInflight = &v0
 		case "log_level":
 			if seen[4] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[4] = true
 			v0, err := jsonString(typ, prefix, "log_level", val)
@@ -2239,7 +2239,7 @@ func (p *ClusterConfigSettings) decodeJSON(typ, prefix string, data []byte) erro
 			p.LogLevel = v0
 		case "fact_retry":
 			if seen[5] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[5] = true
 			v0, err := jsonString(typ, prefix, "fact_retry", val)
@@ -2249,7 +2249,7 @@ func (p *ClusterConfigSettings) decodeJSON(typ, prefix string, data []byte) erro
 			p.FactRetry = &v0
 		case "dead_worker_grace":
 			if seen[6] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[6] = true
 			v0, err := jsonString(typ, prefix, "dead_worker_grace", val)
@@ -2258,7 +2258,7 @@ func (p *ClusterConfigSettings) decodeJSON(typ, prefix string, data []byte) erro
 			}
 			p.DeadWorkerGrace = &v0
 		default:
-			return unknownField(typ, prefix, key, knownClusterConfigSettings)
+			return unknownField(typ, prefix, string(key), knownClusterConfigSettings)
 		}
 		return nil
 	})
@@ -2281,11 +2281,11 @@ var knownClusterConfig = []string{"version", "settings"}
 
 func (p *ClusterConfig) decodeJSON(typ, prefix string, data []byte) error {
 	var seen [2]bool
-	err := eachField(typ, prefix, data, func(key string, val []byte) error {
-		switch key {
+	err := eachField(typ, prefix, data, func(key, val []byte) error {
+		switch string(key) {
 		case "version":
 			if seen[0] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[0] = true
 			v0, err := jsonString(typ, prefix, "version", val)
@@ -2295,7 +2295,7 @@ func (p *ClusterConfig) decodeJSON(typ, prefix string, data []byte) error {
 			p.Version = v0
 		case "settings":
 			if seen[1] {
-				return duplicateField(typ, prefix, key)
+				return duplicateField(typ, prefix, string(key))
 			}
 			seen[1] = true
 			if err := jsonObject(typ, prefix, "settings", val); err != nil {
@@ -2307,7 +2307,7 @@ func (p *ClusterConfig) decodeJSON(typ, prefix string, data []byte) error {
 			}
 			p.Settings = v0
 		default:
-			return unknownField(typ, prefix, key, knownClusterConfig)
+			return unknownField(typ, prefix, string(key), knownClusterConfig)
 		}
 		return nil
 	})
