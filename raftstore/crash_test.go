@@ -218,7 +218,7 @@ func TestCrashRecoveryWithSIGKILL(t *testing.T) {
 	t.Cleanup(c.stopAll)
 	li := c.leader(10 * time.Second)
 	mustPropose(t, c.nodes[li], put("barrier", "barrier", "x"))
-	c.converge(10 * time.Second)
+	c.converge(20 * time.Second)
 	for _, n := range c.nodes {
 		recs, err := n.List(context.Background(), "k/", false)
 		if err != nil {
