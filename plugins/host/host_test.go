@@ -34,7 +34,7 @@ func config(t testing.TB, modes ...string) host.Config {
 	cfg := host.Config{
 		Catalog:      newTestCatalog(),
 		CallTimeout:  5 * time.Second,
-		StartTimeout: 10 * time.Second,
+		StartTimeout: 30 * time.Second,
 		RestartMin:   50 * time.Millisecond,
 		RestartMax:   time.Second,
 		LogOutput:    logWriter{t},
@@ -264,7 +264,7 @@ func TestKilledMidCallIsUnavailableThenRestarted(t *testing.T) {
 			t.Fatalf("item %d: want EvalUnavailable, got %+v", k, r)
 		}
 	}
-	waitFor(t, 10*time.Second, "the plugin to be restarted", func() bool {
+	waitFor(t, 30*time.Second, "the plugin to be restarted", func() bool {
 		st := h.Status()[0]
 		return st.Healthy && st.Restarts == 1
 	})
@@ -284,7 +284,7 @@ func TestIdleCrashDetectedAndRestarted(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the plugin to be restarted", func() bool {
+	waitFor(t, 30*time.Second, "the plugin to be restarted", func() bool {
 		st := h.Status()[0]
 		return st.Healthy && st.Restarts == 1 && st.PID != pid
 	})
@@ -313,7 +313,7 @@ func TestCallTimeoutMarksPluginDown(t *testing.T) {
 	if el := time.Since(start); el > 2*time.Second {
 		t.Fatalf("hung call took %s", el)
 	}
-	waitFor(t, 10*time.Second, "restart", func() bool { st := h.Status()[0]; return st.Healthy && st.Restarts == 1 })
+	waitFor(t, 30*time.Second, "restart", func() bool { st := h.Status()[0]; return st.Healthy && st.Restarts == 1 })
 }
 
 func TestClosedHostRefusesAndKillsPlugins(t *testing.T) {

@@ -49,7 +49,7 @@ func TestRestartReverifiesChecksum(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "a refused restart", func() bool {
+	waitFor(t, 40*time.Second, "a refused restart", func() bool {
 		st := h.Status()[0]
 		return !st.Healthy && strings.Contains(st.LastError, "restart failed") && strings.Contains(st.LastError, "checksum mismatch")
 	})
@@ -66,7 +66,7 @@ func TestRestartReverifiesChecksum(t *testing.T) {
 	if err := os.Rename(fixed, bin); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "a successful restart", func() bool {
+	waitFor(t, 40*time.Second, "a successful restart", func() bool {
 		st := h.Status()[0]
 		return st.Healthy && st.Restarts == 1
 	})
