@@ -168,7 +168,7 @@ func TestMachineStateAndTransitions(t *testing.T) {
 	}
 }
 
-func TestStoreAppliesWithCAS(t *testing.T) {
+func TestStoreAppliesWithCAS_FakeStore(t *testing.T) {
 	h := sdktest.New(t, testPlugin())
 	s := sdktest.NewStore()
 	for i := 0; i < 3; i++ {

@@ -159,7 +159,7 @@ func submit(job, queue string) string {
 	return fmt.Sprintf(`{"job_id":%q,"queue":%q,"priority":5,"command":"echo hi"}`, job, queue)
 }
 
-func TestQueuesAndSubmit(t *testing.T) {
+func TestQueuesAndSubmit_FakeStore(t *testing.T) {
 	w := newWorld(t)
 	w.refused("job.submit", submit("j1", "q1"), sdk.KindRule, `queue "q1" does not exist`)
 	w.refused("queue.control", `{"queue":"q1","action":"pause"}`, sdk.KindRule, "does not exist")
@@ -207,7 +207,7 @@ func TestValidationComesFromGeneratedCode(t *testing.T) {
 	}
 }
 
-func TestJobControl(t *testing.T) {
+func TestJobControl_FakeStore(t *testing.T) {
 	w := newWorld(t)
 	w.refused("job.control", `{"job_id":"j1","action":"cancel"}`, sdk.KindRule, "does not exist")
 	w.ok("queue.control", `{"queue":"q","action":"create"}`)
@@ -226,7 +226,7 @@ func TestJobControl(t *testing.T) {
 	w.refused("job.control", `{"job_id":"j1","action":"cancel"}`, sdk.KindRule, "cannot be cancelled")
 }
 
-func TestWorkersAssignAndReports(t *testing.T) {
+func TestWorkersAssignAndReports_FakeStore(t *testing.T) {
 	w := newWorld(t)
 	w.ok("queue.control", `{"queue":"q","action":"create"}`)
 	for _, j := range []string{"j1", "j2", "j3"} {
@@ -299,7 +299,7 @@ func TestWorkersAssignAndReports(t *testing.T) {
 	w.refused("worker.join", `{"worker_id":"w1","capacity":1}`, sdk.KindRule, "was removed")
 }
 
-func TestWorkerDeathRequeuesItsJobs(t *testing.T) {
+func TestWorkerDeathRequeuesItsJobs_FakeStore(t *testing.T) {
 	w := newWorld(t)
 	w.ok("queue.control", `{"queue":"q","action":"create"}`)
 	w.ok("worker.join", `{"worker_id":"w1","capacity":4}`)
