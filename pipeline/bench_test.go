@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -153,4 +154,24 @@ func BenchmarkFakeLogOnly(b *testing.B) {
 		log.Propose(ctx, cmds[i])
 		log.CommitNext()
 	}
+}
+
+// BenchmarkReportParallel_RealOutbox: facts acknowledged after a real fsync
+// into the outbox file, from many concurrent reporters (group commit).
+func BenchmarkReportParallel_RealOutbox(b *testing.B) {
+	p, _ := benchPipeline(b)
+	ctx := context.Background()
+	var n atomic.Int64
+	b.SetParallelism(16)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1)
+			js := `{"report_id":"u` + strconv.FormatInt(i, 10) + `","worker_id":"w1","seq":` + strconv.FormatInt(i, 10) + `,"cpu_millis":1,"mem_bytes":1}`
+			if a := p.Report(ctx, pipeline.Entry{Type: "worker.usage", Payload: []byte(js)}); !a.Received {
+				b.Fatalf("report: %+v", a)
+			}
+		}
+	})
 }

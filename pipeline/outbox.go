@@ -47,16 +47,27 @@ type OutboxItem struct {
 // Outbox is the durable fact queue. It is safe for concurrent use.
 type Outbox struct {
 	mu     sync.Mutex
+	cond   *sync.Cond // on mu: a group fsync finished
 	dir    string
 	f      *os.File
 	live   map[string]*OutboxItem
-	seq    map[string]uint64 // insertion order
-	next   uint64
+	seq    map[string]uint64 // write order of live items
 	done   int
 	failed error
+	// Group commit: records are written under mu and made durable by one
+	// fsync shared by every writer waiting at that moment.
+	writeSeq  uint64
+	syncedSeq uint64
+	syncing   bool
+	pending   map[string]pendingItem // written, not yet fsync'd
 	// sync is the fsync used for every durability point (a test hook may
 	// replace it to inject failures).
 	sync func(*os.File) error
+}
+
+type pendingItem struct {
+	item *OutboxItem
+	seq  uint64
 }
 
 // OpenOutbox opens (creating if needed) the outbox in dir and returns the
@@ -65,7 +76,8 @@ func OpenOutbox(dir string) (*Outbox, []OutboxItem, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("pipeline: outbox: %w", err)
 	}
-	o := &Outbox{dir: dir, live: map[string]*OutboxItem{}, seq: map[string]uint64{}, sync: (*os.File).Sync}
+	o := &Outbox{dir: dir, live: map[string]*OutboxItem{}, seq: map[string]uint64{}, pending: map[string]pendingItem{}, sync: (*os.File).Sync}
+	o.cond = sync.NewCond(&o.mu)
 	path := filepath.Join(dir, outboxFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -151,9 +163,9 @@ func (o *Outbox) replay(body []byte) error {
 		}
 		it.Received = time.Unix(0, int64(ns)).UTC()
 		if _, ok := o.live[it.ID]; !ok {
+			o.writeSeq++
 			o.live[it.ID] = it
-			o.seq[it.ID] = o.next
-			o.next++
+			o.seq[it.ID] = o.writeSeq
 		}
 	case recDone:
 		id := r.str()
@@ -190,29 +202,70 @@ func addBody(it *OutboxItem) []byte {
 // and fsync'd. Adding an ID that is already retained is a no-op. Any write
 // or fsync error is returned and fails the outbox permanently: the node must
 // stop and recover from disk, never acknowledge.
-func (o *Outbox) Add(it OutboxItem) error {
+func (o *Outbox) Add(it OutboxItem) error { return o.AddBatch([]OutboxItem{it}) }
+
+// AddBatch makes several facts durable with one write and (at most) one
+// fsync, shared with any concurrent writers (group commit). It returns nil
+// only when every item is durable.
+func (o *Outbox) AddBatch(items []OutboxItem) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.failed != nil {
 		return o.failed
 	}
-	if _, ok := o.live[it.ID]; ok {
-		return nil
+	var buf []byte
+	var target uint64
+	for i := range items {
+		it := items[i]
+		if _, ok := o.live[it.ID]; ok {
+			continue
+		}
+		if p, ok := o.pending[it.ID]; ok {
+			target = max(target, p.seq)
+			continue
+		}
+		buf = append(buf, frame(addBody(&it))...)
+		o.writeSeq++
+		o.pending[it.ID] = pendingItem{item: &it, seq: o.writeSeq}
+		target = o.writeSeq
 	}
-	rec := frame(addBody(&it))
-	if _, err := o.f.Write(rec); err != nil {
-		o.failed = fmt.Errorf("%w: write: %v", ErrOutboxFailed, err)
-		return o.failed
+	if len(buf) > 0 {
+		if _, err := o.f.Write(buf); err != nil {
+			o.failed = fmt.Errorf("%w: write: %v", ErrOutboxFailed, err)
+			o.cond.Broadcast()
+			return o.failed
+		}
 	}
-	if err := o.sync(o.f); err != nil {
-		o.failed = fmt.Errorf("%w: fsync: %v", ErrOutboxFailed, err)
-		return o.failed
+	for o.syncedSeq < target {
+		if o.failed != nil {
+			return o.failed
+		}
+		if o.syncing {
+			o.cond.Wait()
+			continue
+		}
+		o.syncing = true
+		upto, f := o.writeSeq, o.f
+		o.mu.Unlock()
+		err := o.sync(f)
+		o.mu.Lock()
+		o.syncing = false
+		if err != nil {
+			o.failed = fmt.Errorf("%w: fsync: %v", ErrOutboxFailed, err)
+			o.cond.Broadcast()
+			return o.failed
+		}
+		o.syncedSeq = upto
+		for id, p := range o.pending {
+			if p.seq <= upto {
+				o.live[id] = p.item
+				o.seq[id] = p.seq
+				delete(o.pending, id)
+			}
+		}
+		o.cond.Broadcast()
 	}
-	cp := it
-	o.live[it.ID] = &cp
-	o.seq[it.ID] = o.next
-	o.next++
-	return nil
+	return o.failed
 }
 
 // Done records that a fact is committed. It is not fsync'd: losing a done
@@ -234,7 +287,7 @@ func (o *Outbox) Done(id string) error {
 	delete(o.live, id)
 	delete(o.seq, id)
 	o.done++
-	if o.done > 1024 && o.done > 2*len(o.live) {
+	if o.done > 1024 && o.done > 2*len(o.live) && !o.syncing && len(o.pending) == 0 {
 		return o.compactLocked()
 	}
 	return nil
@@ -320,6 +373,7 @@ func (o *Outbox) Close() error {
 	if o.failed == nil {
 		o.failed = errors.New("pipeline: outbox closed")
 	}
+	o.cond.Broadcast()
 	if err != nil {
 		return fmt.Errorf("pipeline: outbox: %w", err)
 	}

@@ -2,8 +2,11 @@ package pipeline
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -140,4 +143,78 @@ func FuzzOutboxLoad(f *testing.F) {
 			ob.Close()
 		}
 	})
+}
+
+// TestOutboxGroupCommit: concurrent writers share fsyncs, every Add returns
+// only after its record is durable, and a reopened outbox has them all.
+func TestOutboxGroupCommit(t *testing.T) {
+	dir := t.TempDir()
+	ob, _, err := OpenOutbox(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	syncs := 0
+	ob.sync = func(f *os.File) error {
+		mu.Lock()
+		syncs++
+		mu.Unlock()
+		time.Sleep(time.Millisecond) // a slow disk makes writers queue up
+		return f.Sync()
+	}
+	const n = 64
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			errs <- ob.Add(OutboxItem{ID: fmt.Sprintf("f%d", i), Type: "t", Payload: []byte(`{}`)})
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ob.Len() != n {
+		t.Fatalf("len %d", ob.Len())
+	}
+	t.Logf("%d adds, %d fsyncs", n, syncs)
+	if syncs >= n {
+		t.Fatalf("no group commit: %d fsyncs for %d adds", syncs, n)
+	}
+	ob.Close()
+	_, items, err := OpenOutbox(dir)
+	if err != nil || len(items) != n {
+		t.Fatalf("reopen: %d items, %v", len(items), err)
+	}
+}
+
+// TestOutboxGroupFsyncFailureFailsEveryWaiter: when the shared fsync
+// fails, no writer in the group is acknowledged.
+func TestOutboxGroupFsyncFailureFailsEveryWaiter(t *testing.T) {
+	ob, _, err := OpenOutbox(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ob.Close()
+	ob.sync = func(*os.File) error { time.Sleep(time.Millisecond); return errors.New("EIO") }
+	var wg sync.WaitGroup
+	var acked atomic.Int32
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if ob.Add(OutboxItem{ID: fmt.Sprintf("f%d", i), Type: "t"}) == nil {
+				acked.Add(1)
+			}
+		}(i)
+	}
+	wg.Wait()
+	if acked.Load() != 0 || ob.Len() != 0 {
+		t.Fatalf("%d adds acknowledged despite fsync failure (len %d)", acked.Load(), ob.Len())
+	}
 }

@@ -683,11 +683,12 @@ func (p *Pipeline) Report(ctx context.Context, en Entry) Ack {
 // acceptFacts makes facts durable, then queues them.
 func (p *Pipeline) acceptFacts(facts []parsed) error {
 	now := p.clock.Now().UTC()
-	for _, ps := range facts {
-		id := factCmdID(ps.desc.Name, ps.id)
-		if err := p.outbox.Add(OutboxItem{ID: id, Type: ps.desc.Name, Payload: ps.json, Received: now}); err != nil {
-			return fmt.Errorf("pipeline: fact %s not accepted: %w", id, err)
-		}
+	items := make([]OutboxItem, len(facts))
+	for i, ps := range facts {
+		items[i] = OutboxItem{ID: factCmdID(ps.desc.Name, ps.id), Type: ps.desc.Name, Payload: ps.json, Received: now}
+	}
+	if err := p.outbox.AddBatch(items); err != nil {
+		return fmt.Errorf("pipeline: %d fact(s) not accepted: %w", len(items), err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
