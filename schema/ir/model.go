@@ -1,8 +1,3 @@
-// Package ir owns the validated plain-Go model of a writ schema (entry types,
-// classes, machines, payload fields and constraints), its stable
-// fingerprint, and the small runtime vocabulary (Class, Payload, TypeDesc,
-// Catalog) that generated code implements. It imports neither
-// cuelang.org/go nor any runtime package of the module.
 package ir
 
 // Pos is a source position in a .cue file.
