@@ -30,7 +30,7 @@
 //  4. a new alive member with a compatible schema fingerprint is added as a
 //     learner.
 //
-// No change is attempted unless the alive voters form a majority of the
+// No member is removed unless the alive voters form a majority of the
 // current configuration, so a removal never leaves the remaining voters
 // unable to form a majority: a 3-voter cluster that loses one node shrinks to
 // 2 voters and, losing another, stays at 2. A node whose fingerprint is

@@ -179,13 +179,16 @@ func decide(p policy, now time.Time, gossip []gossipMember, raft []kv.Member, co
 			}
 		}
 	}
-	// Every change must be committed by a majority of the current voters;
-	// when the live voters cannot form one, nothing may be attempted. Since a
-	// removed member is never alive, this also guarantees the remaining
-	// voters form a majority of the new configuration.
-	canCommit := aliveVoters >= quorum(voters)
-	if !canCommit {
-		return action{}, fmt.Sprintf("waiting: only %d of %d voters are alive, a change needs %d", aliveVoters, voters, quorum(voters))
+	// A removal must be committed by a majority of the current voters; when
+	// the live voters cannot form one, no member is removed. Since a removed
+	// member is never alive, this also guarantees the remaining voters form
+	// a majority of the new configuration. (Adding or promoting a live node
+	// never lowers the live fraction, and raft itself refuses to commit
+	// without a quorum.)
+	canRemove := aliveVoters >= quorum(voters)
+	note := ""
+	if !canRemove {
+		note = fmt.Sprintf("waiting: only %d of %d voters are alive, a removal needs %d", aliveVoters, voters, quorum(voters))
 	}
 
 	sorted := append([]kv.Member(nil), raft...)
@@ -193,7 +196,7 @@ func decide(p policy, now time.Time, gossip []gossipMember, raft []kv.Member, co
 
 	// 1. Members that left gracefully.
 	for _, m := range sorted {
-		if m.ID == p.self {
+		if m.ID == p.self || !canRemove {
 			continue
 		}
 		if status(m.ID) == GossipLeft {
@@ -201,8 +204,10 @@ func decide(p policy, now time.Time, gossip []gossipMember, raft []kv.Member, co
 		}
 	}
 	// 2. Failed members past the grace period; learners first.
-	note := ""
 	for _, wantVoter := range []bool{false, true} {
+		if !canRemove {
+			break
+		}
 		for _, m := range sorted {
 			if m.ID == p.self || m.Voter != wantVoter || alive(m.ID) {
 				continue
@@ -211,7 +216,7 @@ func decide(p policy, now time.Time, gossip []gossipMember, raft []kv.Member, co
 			if !ok {
 				continue
 			}
-			if wait := p.grace - now.Sub(since); wait > 0 {
+			if wait := p.grace - now.Sub(since); wait > 0 && note == "" {
 				note = fmt.Sprintf("waiting: %s is %s, removal in %s", m.ID, orUnknown(status(m.ID)), wait.Round(time.Millisecond))
 				continue
 			}
@@ -229,7 +234,9 @@ func decide(p policy, now time.Time, gossip []gossipMember, raft []kv.Member, co
 				continue
 			}
 			if m.Match == 0 || m.Match+p.promoteLag < commit {
-				note = fmt.Sprintf("waiting: learner %s at %d, commit %d", m.ID, m.Match, commit)
+				if note == "" {
+					note = fmt.Sprintf("waiting: learner %s at %d, commit %d", m.ID, m.Match, commit)
+				}
 				continue
 			}
 			return action{kind: actPromote, id: m.ID, reason: fmt.Sprintf("caught up (match %d, commit %d)", m.Match, commit)}, ""
