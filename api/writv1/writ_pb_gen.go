@@ -2271,8 +2271,10 @@ type ConfigUpgradeRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// The new configuration document (YAML or TOML text, as writd reads it).
-	Document      []byte `protobuf:"bytes,2,opt,name=document,proto3" json:"document,omitempty"`
-	Format        string `protobuf:"bytes,3,opt,name=format,proto3" json:"format,omitempty"`
+	Document []byte `protobuf:"bytes,2,opt,name=document,proto3" json:"document,omitempty"`
+	Format   string `protobuf:"bytes,3,opt,name=format,proto3" json:"format,omitempty"`
+	// Ignored: the requesting node's configuration timeout decides when an
+	// unconfirmed change is aborted.
 	TimeoutMs     uint32 `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

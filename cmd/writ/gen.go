@@ -49,6 +49,9 @@ func cmdGen(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "writ gen: %s has errors; nothing was written\n", *schemaDir)
 		return 1
 	}
+	for _, f := range res.Findings {
+		fmt.Fprintf(stderr, "warning: %s\n", f)
+	}
 	name := *pkg
 	if name == "" {
 		name = res.Schema.Package

@@ -52,7 +52,7 @@ func (a *app) configShowCmd() *cobra.Command {
 
 func (a *app) configUpgradeCmd() *cobra.Command {
 	var file string
-	var timeout time.Duration
+	var wait time.Duration
 	var dry bool
 	cmd := &cobra.Command{
 		Use:   "upgrade --file F",
@@ -87,7 +87,13 @@ func (a *app) configUpgradeCmd() *cobra.Command {
 			cur, err := c.ConfigShow(ctx, &writv1.ConfigShowRequest{})
 			cancel()
 			if err != nil {
-				return a.rpcErr(err)
+				// The upgrade itself decides; without the committed
+				// configuration there is just no diff to show.
+				if _, ok := api.OutcomeFromError(err); !ok {
+					return a.rpcErr(err)
+				}
+				a.say("cannot read the committed configuration (%v); diff against an empty configuration", oneLineErr(err))
+				cur = &writv1.ConfigShowResponse{Tag: "?"}
 			}
 			have := &config.Cluster{Version: cur.Tag, Settings: map[string]string{}}
 			if len(cur.Document) > 0 {
@@ -111,9 +117,9 @@ func (a *app) configUpgradeCmd() *cobra.Command {
 			if dry {
 				return nil
 			}
-			sctx, scancel := context.WithTimeout(context.Background(), a.timeout+timeout)
+			sctx, scancel := context.WithTimeout(context.Background(), wait)
 			defer scancel()
-			stream, err := c.ConfigUpgrade(sctx, &writv1.ConfigUpgradeRequest{Document: want.Payload(), Format: "json", TimeoutMs: uint32(timeout.Milliseconds())})
+			stream, err := c.ConfigUpgrade(sctx, &writv1.ConfigUpgradeRequest{Document: want.Payload(), Format: "json"})
 			if err != nil {
 				return a.rpcErr(err)
 			}
@@ -152,7 +158,7 @@ func (a *app) configUpgradeCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "the new configuration document")
-	cmd.Flags().DurationVar(&timeout, "stage-timeout", 0, "how long staging may take before the change is aborted (0: the node's commit timeout)")
+	cmd.Flags().DurationVar(&wait, "wait", 2*time.Minute, "how long to wait for the node's definite answer (the node aborts a change that does not activate within its pipeline.config_timeout)")
 	cmd.Flags().BoolVar(&dry, "dry-run", false, "validate and show the diff only")
 	return cmd
 }
@@ -192,4 +198,11 @@ func (a *app) emit(p *writv1.ConfigProgress) {
 	for _, r := range p.RestartRequired {
 		fmt.Fprintln(a.out, "  restart required: "+r)
 	}
+}
+
+func oneLineErr(err error) string {
+	if d, ok := api.OutcomeFromError(err); ok {
+		return d.Outcome.String() + ": " + d.Reason
+	}
+	return err.Error()
 }

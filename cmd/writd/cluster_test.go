@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -216,6 +219,10 @@ func TestCluster_QuorumLoss(t *testing.T) {
 	}
 }
 
+// exitUpgradeFailed is writctl's exit code for an upgrade that did not
+// activate.
+const exitUpgradeFailed = 5
+
 // TestCluster_ConfigUpgrade: with a majority down an upgrade fails
 // definitely (never COMMITTED), the tag stays unchanged and stays unchanged
 // after the majority returns; with all nodes up it activates everywhere.
@@ -258,6 +265,16 @@ func TestCluster_ConfigUpgrade(t *testing.T) {
 	}
 	c.kill(c.nodes[1])
 	c.kill(c.nodes[2])
+	// the operator's view: writctl exits non-zero and says it did not activate
+	f := filepath.Join(t.TempDir(), "up.yaml")
+	if err := os.WriteFile(f, []byte("version: \"9\"\nsettings:\n  commit_timeout: 4s\n  max_batch: 64\n  log_level: debug\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctl := exec.Command(filepath.Join(c.bin, "writctl"), "--addr", s.api(), "config", "upgrade", "--file", f, "--wait", "60s")
+	out, err := ctl.CombinedOutput()
+	if err == nil || ctl.ProcessState.ExitCode() != exitUpgradeFailed || !strings.Contains(string(out), "did NOT activate") {
+		t.Fatalf("writctl config upgrade with a majority down: exit %d, want %d:\n%s", ctl.ProcessState.ExitCode(), exitUpgradeFailed, out)
+	}
 	last, err := upgrade(s, "2", 2*time.Second)
 	if err == nil && last != nil && (last.Phase == writv1.ConfigProgress_ACTIVATED || last.Phase == writv1.ConfigProgress_RELOADED) {
 		t.Fatalf("upgrade activated with a majority down: %v", last)

@@ -19,7 +19,7 @@ import (
 	"github.com/writ-dev/writ/api/writv1"
 )
 
-// binDir holds writd and writ-jobs built once for the multi-process tests.
+// binDir holds writd, writctl and writ-jobs built once for the multi-process tests.
 var (
 	binOnce sync.Once
 	binDir  string
@@ -36,7 +36,7 @@ func buildBinaries(t *testing.T) string {
 		if binErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", binDir+"/", "github.com/writ-dev/writ/cmd/writd", "github.com/writ-dev/writ/examples/jobs/cmd/writ-jobs")
+		cmd := exec.Command("go", "build", "-o", binDir+"/", "github.com/writ-dev/writ/cmd/writd", "github.com/writ-dev/writ/cmd/writctl", "github.com/writ-dev/writ/examples/jobs/cmd/writ-jobs")
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {
@@ -103,7 +103,8 @@ func (c *cluster) start(p *proc) {
 		c.t.Fatal(err)
 	}
 	args := []string{"--node-id", p.name, "--data-dir", p.dir, "--api-addr", p.api(), "--raft-addr", p.host + ":7071",
-		"--gossip-addr", p.gossip(), "--plugins-jobs", filepath.Join(c.bin, "writ-jobs"), "--log-level", "info"}
+		"--gossip-addr", p.gossip(), "--plugins-jobs", filepath.Join(c.bin, "writ-jobs"), "--log-level", "info",
+		"--pipeline-config-timeout", "2s"}
 	if p.join != "" {
 		args = append(args, "--join", p.join)
 	}

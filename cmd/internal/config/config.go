@@ -60,6 +60,7 @@ var Keys = []Key{
 	{Name: "raft.heartbeat_ticks", Kind: Int, Default: 1, Help: "ticks between leader heartbeats"},
 	{Name: "raft.snapshot_entries", Kind: Int, Default: 10000, Help: "applied entries between snapshots"},
 	{Name: "pipeline.commit_timeout", Kind: Duration, Default: "5s", Help: "how long a request waits for commit before UNCERTAIN"},
+	{Name: "pipeline.config_timeout", Kind: Duration, Default: "10s", Help: "how long a configuration change may take to stage and activate before it is aborted"},
 	{Name: "pipeline.max_batch", Kind: Int, Default: 256, Help: "most entries per proposal"},
 	{Name: "membership.failed_grace", Kind: Duration, Default: "30s", Help: "how long a failed node stays a voter before removal"},
 	{Name: "membership.profile", Kind: String, Default: "lan", Help: "gossip failure-detection timing: lan (a dead node is noticed in ~5s) or local (~1s, for loopback test clusters)"},
@@ -94,6 +95,7 @@ type Node struct {
 	HeartbeatTicks  int
 	SnapshotEntries uint64
 	CommitTimeout   time.Duration
+	ConfigTimeout   time.Duration
 	MaxBatch        int
 	FailedGrace     time.Duration
 	GossipProfile   string
@@ -576,6 +578,9 @@ func (s source) tuning(n *Node) error {
 	}
 	n.SnapshotEntries = uint64(se)
 	if n.CommitTimeout, err = s.dur("pipeline.commit_timeout", 10*time.Millisecond, 10*time.Minute); err != nil {
+		return err
+	}
+	if n.ConfigTimeout, err = s.dur("pipeline.config_timeout", 100*time.Millisecond, 10*time.Minute); err != nil {
 		return err
 	}
 	if n.MaxBatch, err = s.integer("pipeline.max_batch", 1, 100_000); err != nil {

@@ -202,11 +202,6 @@ func (w *writer) ConfigUpgrade(ctx context.Context, c api.ConfigChange, progress
 		return api.ConfigProgress{}, &api.Error{Outcome: api.Rejected, ID: c.ID, Field: "document", Reason: err.Error()}
 	}
 	progress(api.ConfigProgress{Phase: writv1.ConfigProgress_VALIDATED, Message: "document valid; staging"})
-	if c.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
-		defer cancel()
-	}
 	n := w.n
 	from := n.rs.Status().Applied + 1
 	stageSeen := make(chan uint64, 1)

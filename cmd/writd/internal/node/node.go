@@ -155,7 +155,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	// 3. pipeline
 	n.pl, err = pipeline.New(pipeline.Config{
 		NodeID: cfg.NodeID, Catalog: n.cat, Evaluator: n.host, DataDir: filepath.Join(n.dataDir, "outbox"),
-		CommitTimeout: cfg.CommitTimeout, MaxBatch: cfg.MaxBatch, RetryMin: cfg.FactRetry, Logger: n.log.With("component", "pipeline"),
+		CommitTimeout: cfg.CommitTimeout, ConfigTimeout: cfg.ConfigTimeout, MaxBatch: cfg.MaxBatch, RetryMin: cfg.FactRetry, Logger: n.log.With("component", "pipeline"),
 		OnConfigActivated: n.onConfigActivated,
 	})
 	if err != nil {
