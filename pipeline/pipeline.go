@@ -808,7 +808,14 @@ func (p *Pipeline) Flush(ctx context.Context) {
 		if e == nil || e.finished {
 			continue
 		}
-		if len(batch) >= p.cfg.MaxBatch || now.Before(e.notBefore) || !p.latchLocked(e) {
+		if now.Before(e.notBefore) {
+			// Backing off: it does not hold up later entries on its keys
+			// (their order does not matter; guards and CAS decide).
+			rest = append(rest, e)
+			continue
+		}
+		if len(batch) >= p.cfg.MaxBatch || !p.latchLocked(e) {
+			// Keep per-key FIFO: later entries on these keys wait too.
 			for _, k := range e.keys {
 				p.blocked[k] = true
 			}
