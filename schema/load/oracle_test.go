@@ -187,7 +187,9 @@ func (g *drawer) value(f *ir.Field) any {
 // mutate applies one random change that may (or may not) make obj invalid.
 func (g *drawer) mutate(obj map[string]any, fs []*ir.Field) {
 	f := fs[g.rng.IntN(len(fs))]
-	switch g.rng.IntN(8) {
+	switch g.rng.IntN(9) {
+	case 8:
+		g.boundary(obj, f)
 	case 0:
 		delete(obj, f.Name)
 	case 1:
@@ -242,4 +244,51 @@ func matchesAll(f *ir.Field, s string) bool {
 		}
 	}
 	return true
+}
+
+// boundary sets a field exactly at, or one past, a declared limit.
+func (g *drawer) boundary(obj map[string]any, f *ir.Field) {
+	past := g.rng.IntN(2) == 0
+	switch f.Kind {
+	case ir.KindInt, ir.KindUint:
+		bd, delta := f.Max, int64(1)
+		if bd == nil || (f.Min != nil && g.rng.IntN(2) == 0) {
+			bd, delta = f.Min, -1
+		}
+		if bd == nil {
+			return
+		}
+		v := bigOf(bd.Value)
+		if past {
+			v.Add(v, big.NewInt(delta))
+		}
+		obj[f.Name] = json.Number(v.String())
+	case ir.KindString:
+		if f.MaxLen == nil || len(f.Patterns) > 0 || len(f.Enum) > 0 {
+			return
+		}
+		n := *f.MaxLen
+		if past {
+			n++
+		}
+		obj[f.Name] = strings.Repeat("é", n) // multi-byte: runes, not bytes, count
+	case ir.KindList:
+		if f.MaxLen == nil {
+			return
+		}
+		n := *f.MaxLen
+		if past {
+			n++
+		}
+		l := make([]any, n)
+		for i := range l {
+			if f.ItemType != "" {
+				it, _ := g.s.Entry(f.ItemType)
+				l[i] = g.object(it.Fields)
+			} else {
+				l[i] = g.value(f.Elem)
+			}
+		}
+		obj[f.Name] = l
+	}
 }
