@@ -16,6 +16,12 @@ type doubles struct {
 	// decide replaces pipeline.Decide (canary: a guard that lets an
 	// instance leave a terminal state).
 	decide decideFunc
+	// replyBeforeCommit answers every request COMMITTED as soon as it is
+	// proposed (canary: reply-before-commit).
+	replyBeforeCommit bool
+	// ackBeforeFsync acknowledges a fact before handing it to the pipeline
+	// (canary: ack-fact-before-fsync).
+	ackBeforeFsync bool
 }
 
 // decideFunc has the signature of pipeline.Decide.

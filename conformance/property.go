@@ -312,7 +312,7 @@ func checkGuardSequences(_ context.Context, e *Env) Outcome {
 	decide := e.decide()
 	rng := rand.New(rand.NewPCG(e.Opts.Seed, 77))
 	var c collector
-	for i := 0; i < e.Opts.Cases; i++ {
+	for i := 0; c.out.Cases < e.Opts.Cases && i < 4*e.Opts.Cases; i++ {
 		ft := fts[i%len(fts)]
 		start := pipeline.MachineRecord{State: ft.m.States[rng.IntN(len(ft.m.States))]}
 		base := legalPath(rng, ft, start.State, 1+rng.IntN(6))

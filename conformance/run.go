@@ -74,6 +74,8 @@ type Env struct {
 	plugin  *pluginHandle
 	plugErr error
 	wl      workload
+	cl      *cluster
+	clErr   string
 }
 
 // Run executes the selected checks and returns the deterministic report. It
@@ -201,6 +203,9 @@ func hasCUE(dir string) bool {
 }
 
 func (e *Env) close() {
+	if e.cl != nil {
+		e.cl.close()
+	}
 	if e.plugin != nil {
 		e.plugin.close()
 	}
