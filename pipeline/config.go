@@ -131,7 +131,7 @@ func (p *Pipeline) planConfig(ctx context.Context, log Log, e *entry) {
 	staged := stagedConfig{ID: e.userID, Type: e.typ, Doc: e.json}
 	mk := func(typ string, v Verdict, writes ...kv.Write) {
 		e.attempt = p.attempts.Add(1)
-		e.cmd = kv.Command{ID: e.cmdID, Type: typ, Class: uint8(ir.ClassConfig), Key: e.userID, Verdict: uint8(v),
+		*e.cmd = kv.Command{ID: e.cmdID, Type: typ, Class: uint8(ir.ClassConfig), Key: e.userID, Verdict: uint8(v),
 			Guard: (&guardInfo{Attempt: e.attempt}).appendTo(nil), Payload: e.json, Origin: p.cfg.NodeID}
 		e.cmd.Effect.Writes = writes
 		e.plan = planPropose

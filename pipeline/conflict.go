@@ -87,7 +87,7 @@ func (p *Pipeline) quarantinePlan(ctx context.Context, log Log, e *entry, t guar
 		c.Current = "(absent)"
 	}
 	next, err := nextConflict(prev, c)
-	e.cmd = p.baseCmd(e, VerdictQuarantine, guardInfo{Reason: reason, Transitions: []guardTransition{t}})
+	*e.cmd = p.baseCmd(e, VerdictQuarantine, guardInfo{Reason: reason, Transitions: []guardTransition{t}})
 	e.verdict = VerdictQuarantine
 	if err != nil {
 		p.lg.Error("pipeline: conflict case not updated", "err", err)

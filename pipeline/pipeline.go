@@ -161,7 +161,7 @@ type entry struct {
 	// scratch for one flush
 	plan    plan
 	planOut Outcome
-	cmd     kv.Command
+	cmd     *kv.Command // into the flush's command arena
 	state   []kv.Record
 }
 
@@ -870,6 +870,7 @@ func (p *Pipeline) unlatchLocked(e *entry) {
 
 func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 	items, evalIdx := p.itemsBuf[:0], p.idxBuf[:0]
+	arena := make([]kv.Command, len(batch)) // the batch's commands under construction
 	defer func() {
 		clear(items)
 		p.itemsBuf, p.idxBuf = items[:0], evalIdx[:0]
@@ -878,13 +879,13 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 	}()
 	for i, e := range batch {
 		e.plan, e.planOut = planNone, Outcome{}
-		e.cmd = kv.Command{}
+		e.cmd = &arena[i]
 		if e.kind == kindConfig {
 			p.planConfig(ctx, log, e)
 			continue
 		}
 		if e.recordOnly != "" {
-			e.cmd = p.baseCmd(e, VerdictReject, guardInfo{Reason: e.recordOnly})
+			*e.cmd = p.baseCmd(e, VerdictReject, guardInfo{Reason: e.recordOnly})
 			e.plan = planPropose
 			continue
 		}
@@ -904,7 +905,7 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 				if p.cfg.Trace != nil {
 					p.traceLocked("guard", e, 0, own.Verdict.String())
 				}
-				e.cmd = p.baseCmd(e, own.Verdict, guardInfo{Transitions: []guardTransition{own}})
+				*e.cmd = p.baseCmd(e, own.Verdict, guardInfo{Transitions: []guardTransition{own}})
 				e.plan = planPropose
 				continue
 			case VerdictReject:
@@ -942,7 +943,7 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 	var cmds []kv.Command
 	for _, e := range batch {
 		if e.plan == planPropose {
-			cmds = append(cmds, e.cmd)
+			cmds = append(cmds, *e.cmd)
 		}
 	}
 	var prop kv.Proposal
@@ -1001,7 +1002,7 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 			p.enqueueLocked(e, true)
 			p.wakeup()
 		}
-		e.cmd = kv.Command{}
+		e.cmd = nil
 		e.state = nil
 		if e.lateCmd != nil {
 			cmd := e.lateCmd
@@ -1155,7 +1156,7 @@ func (p *Pipeline) rejectPlan(e *entry, reason string) {
 		// Nobody waits for a receipt item: record the rejection in the log
 		// so the watch stream carries it (W4).
 		e.recordOnly = reason
-		e.cmd = p.baseCmd(e, VerdictReject, guardInfo{Reason: reason})
+		*e.cmd = p.baseCmd(e, VerdictReject, guardInfo{Reason: reason})
 		e.plan = planPropose
 		return
 	}
@@ -1206,7 +1207,7 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 			if e.kind == kindFact {
 				// A fact happened; the log retains it even when the domain
 				// refuses it.
-				e.cmd = p.baseCmd(e, VerdictReject, guardInfo{Reason: r.Err.Msg})
+				*e.cmd = p.baseCmd(e, VerdictReject, guardInfo{Reason: r.Err.Msg})
 				e.plan = planPropose
 				p.traceLocked("evaluate", e, 0, "handler refused fact: "+r.Err.Msg)
 				return
@@ -1310,7 +1311,7 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 	if p.cfg.Trace != nil {
 		p.traceLocked("guard", e, 0, verdict.String())
 	}
-	e.cmd = p.baseCmd(e, verdict, g)
+	*e.cmd = p.baseCmd(e, verdict, g)
 	e.cmd.Effect.Writes = writes
 	e.result = r.Result
 	e.plan = planPropose
