@@ -71,6 +71,8 @@ type Node struct {
 	// owned by the applier goroutine (and Start before it runs)
 	confState *raftpb.ConfState
 	snapIndex atomic.Uint64 // written by the applier, read by tests
+	// confSinceSnap: a conf change was applied after the last snapshot.
+	confSinceSnap bool
 
 	ccMu   sync.Mutex
 	reqSeq atomic.Uint64
@@ -489,6 +491,7 @@ func (n *Node) applyEntries(ents []*raftpb.Entry) error {
 				self := n.applyMemberChange(cc)
 				if idx > cur {
 					membersChanged = true
+					n.confSinceSnap = true
 					removedSelf = removedSelf || self
 					if cc.GetId() != 0 {
 						ccDone = append(ccDone, cc.GetId())
@@ -634,12 +637,20 @@ func (n *Node) restoreSnapshot(s *raftpb.Snapshot) error {
 	return nil
 }
 
-// maybeSnapshot takes a snapshot every SnapshotCount applied entries and
-// compacts the in-memory log and the WAL locks behind it.
+// maybeSnapshot takes a snapshot every SnapshotCount applied entries, and
+// right after a configuration change once the log has been compacted (a
+// member added after the last snapshot must receive a snapshot whose
+// configuration includes it, or it refuses it), then compacts the
+// in-memory log and the WAL locks behind it.
 func (n *Node) maybeSnapshot() error {
-	if n.applied.Load()-n.snapIndex.Load() < n.cfg.SnapshotCount {
+	due := n.applied.Load()-n.snapIndex.Load() >= n.cfg.SnapshotCount
+	if first, err := n.storage.FirstIndex(); err == nil && first > 1 && n.confSinceSnap {
+		due = true
+	}
+	if !due {
 		return nil
 	}
+	n.confSinceSnap = false
 	// The snapshot is where older WAL entries stop being the only durable
 	// copy of the state: make the state durable first.
 	if err := n.st.sync(); err != nil {

@@ -588,3 +588,46 @@ func TestDroppedProposalIsDefinitelyNotAppended(t *testing.T) {
 		}
 	}
 }
+
+func TestJoinerCatchesUpFromSnapshotAndRestarts(t *testing.T) {
+	c := newCluster(t, 1, func(_ int, cfg *Config) {
+		cfg.SnapshotCount = 20
+		cfg.SnapshotCatchUp = 5
+	})
+	l := c.nodes[c.leader(10*time.Second)]
+	for i := range 60 {
+		mustPropose(t, l, put(fmt.Sprintf("id%d", i), fmt.Sprintf("k/%02d", i), "v"))
+	}
+	if first, _ := l.storage.FirstIndex(); first <= 2 {
+		t.Fatalf("log not compacted: first index %d", first)
+	}
+	lis := listen(t, "127.0.1.6")
+	jcfg := Config{NodeID: "j", DataDir: filepath.Join(t.TempDir(), "j"), RaftAddr: lis.Addr().String(), Listener: lis, Join: true, Logger: testLogger(t), SnapshotCount: 20, SnapshotCatchUp: 5}
+	c.cfgs = append(c.cfgs, jcfg)
+	c.nodes = append(c.nodes, nil)
+	j := c.start(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := l.AddLearner(ctx, "j", j.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Promote(ctx, "j"); err != nil {
+		t.Fatal(err)
+	}
+	c.converge(20 * time.Second)
+	if j.snapIndex.Load() == 0 {
+		t.Fatal("joiner did not start from a snapshot")
+	}
+	if ms := j.Members(); len(ms) != 2 || ms[0].ID != "j" || ms[1].ID != "n1" || ms[1].RaftAddr != l.Addr() {
+		t.Fatalf("joiner's member table (from the snapshot): %+v", ms)
+	}
+	// The joiner restarts from its own disk and still serves reads.
+	c.stop(1)
+	j = c.start(1)
+	c.leader(10 * time.Second)
+	mustPropose(t, j, put("after", "after", "1"))
+	c.converge(20 * time.Second)
+	if recs, _ := j.List(ctx, "k/", true); len(recs) != 60 {
+		t.Fatalf("joiner has %d keys", len(recs))
+	}
+}
