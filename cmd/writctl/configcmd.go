@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/writ-dev/writ/api"
 	"github.com/writ-dev/writ/api/writv1"
@@ -83,13 +85,14 @@ func (a *app) configUpgradeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx()
+			ctx, cancel := context.WithTimeout(context.Background(), min(a.timeout, 5*time.Second))
 			cur, err := c.ConfigShow(ctx, &writv1.ConfigShowRequest{})
 			cancel()
 			if err != nil {
 				// The upgrade itself decides; without the committed
-				// configuration there is just no diff to show.
-				if _, ok := api.OutcomeFromError(err); !ok {
+				// configuration there is just no diff to show. Only an
+				// unreachable node stops here.
+				if _, ok := api.OutcomeFromError(err); !ok && status.Code(err) != codes.DeadlineExceeded {
 					return a.rpcErr(err)
 				}
 				a.say("cannot read the committed configuration (%v); diff against an empty configuration", oneLineErr(err))

@@ -178,9 +178,16 @@ func versionOf(doc []byte) string {
 }
 
 func (w *writer) ConfigShow(ctx context.Context) (api.ConfigState, error) {
-	t, ok, err := w.n.pl.CommittedConfig(ctx, true)
+	lctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	t, ok, err := w.n.pl.CommittedConfig(lctx, true)
+	cancel()
 	if err != nil {
-		return api.ConfigState{}, &api.Error{Outcome: api.Unavailable, Reason: "reading the committed configuration: " + err.Error()}
+		local := "none activated"
+		if lt, lok, lerr := w.n.pl.CommittedConfig(ctx, false); lerr == nil && lok {
+			local = "tag " + versionOf(lt.Doc)
+		}
+		return api.ConfigState{}, &api.Error{Outcome: api.Unavailable,
+			Reason: fmt.Sprintf("cannot confirm the committed configuration with a quorum (%v); this node's applied view: %s", err, local)}
 	}
 	if !ok {
 		w.n.mu.Lock()
