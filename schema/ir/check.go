@@ -36,7 +36,53 @@ func (s *Schema) Check() []Finding {
 		}
 		out = append(out, s.checkEntry(e)...)
 	}
+	out = append(out, s.checkTargets()...)
 	SortFindings(out)
+	return out
+}
+
+// checkTargets reports machines whose instances no entry type can create
+// and states no entry type moves an instance into.
+func (s *Schema) checkTargets() []Finding {
+	var out []Finding
+	for _, m := range s.Machines {
+		targeted := map[string]bool{}
+		for _, e := range s.Entries {
+			if e.Machine != m.Name {
+				continue
+			}
+			if e.ToState != "" {
+				targeted[e.ToState] = true
+			}
+			for _, st := range e.ToMap {
+				targeted[st] = true
+			}
+			if e.To != "" && e.ToMap == nil {
+				if f, ok := e.Field(e.To); ok {
+					for _, v := range f.Enum {
+						targeted[v] = true
+					}
+				}
+			}
+		}
+		subj := "machines." + m.Name
+		creator := false
+		for _, st := range m.Initial {
+			creator = creator || targeted[st]
+		}
+		if !creator && len(m.Initial) > 0 {
+			out = append(out, Finding{Code: CodeNoCreator, Status: StatusIncomplete, Pos: m.Pos, Subject: subj,
+				Msg: fmt.Sprintf("machine %q: no entry type moves a new instance into an initial state %v, so no instance can ever exist", m.Name, m.Initial),
+				Fix: fmt.Sprintf("declare an entry type with machine: %q and a target in %v", m.Name, m.Initial)})
+		}
+		for _, st := range m.States {
+			if !targeted[st] && m.HasState(st) {
+				out = append(out, Finding{Code: CodeStateNotTargeted, Status: StatusReviewRequired, Pos: m.Pos, Subject: subj,
+					Msg: fmt.Sprintf("machine %q: no entry type targets state %s (only handler-implied transitions can reach it)", m.Name, st),
+					Fix: fmt.Sprintf("add an entry type whose to names %s, or confirm that a handler's transitions reach it", st)})
+			}
+		}
+	}
 	return out
 }
 

@@ -35,6 +35,8 @@ const (
 	CodeBadKeyTemplate        = "WRIT_BAD_KEY_TEMPLATE"
 	CodeBadItems              = "WRIT_BAD_ITEMS"
 	CodeNoTransition          = "WRIT_NO_TRANSITION"
+	CodeNoCreator             = "WRIT_NO_CREATOR"
+	CodeStateNotTargeted      = "WRIT_STATE_NOT_TARGETED"
 )
 
 // Finding is one deterministic static finding about a schema.

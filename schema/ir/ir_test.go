@@ -87,6 +87,11 @@ func TestCheck(t *testing.T) {
 		"key field":     {func(s *Schema) { s.Entries[0].Keys = []string{"m/{nope}"} }, "BLOCKED WRIT_UNKNOWN_FIELD"},
 		"order type":    {func(s *Schema) { s.Entries[1].Fields[2].Kind = KindString }, "BLOCKED WRIT_BAD_FIELD_TYPE"},
 		"receipt":       {func(s *Schema) { s.Entries[0].Class = ClassReceipt }, "INCOMPLETE WRIT_BAD_ITEMS"},
+		"no creator":    {func(s *Schema) { s.Entries[0].Fields[1].Enum = []string{"B"} }, "INCOMPLETE WRIT_NO_CREATOR"},
+		"not targeted": {func(s *Schema) {
+			s.Entries[0].Fields[1].Enum = []string{"A"}
+			s.Entries[1].ToState = "A"
+		}, "REVIEW_REQUIRED WRIT_STATE_NOT_TARGETED"},
 	} {
 		s := sample()
 		tc.edit(s)
