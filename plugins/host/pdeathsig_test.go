@@ -12,46 +12,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/writ-dev/writ/plugins/host"
 )
-
-// nodeFlag makes the test binary act as a node that loads the "ok" plugin,
-// writes the plugin's PID to <dir>/plugin.pid and waits to be killed.
-const nodeFlag = "-writ-test-node="
-
-func runNode(dir string) {
-	path, err := os.Executable()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	_, sum := selfPlugin(nodeTB{})
-	h, err := host.New(host.Config{
-		Catalog:   newTestCatalog(),
-		Plugins:   []host.PluginConfig{{Path: path, SHA256: sum, Args: []string{pluginFlag + "ok"}}},
-		LogOutput: os.Stderr,
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	pid := h.Status()[0].PID
-	if err := os.WriteFile(filepath.Join(dir, "plugin.pid"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	select {}
-}
-
-// nodeTB lets selfPlugin run outside a test.
-type nodeTB struct{ testing.TB }
-
-func (nodeTB) Helper() {}
-func (nodeTB) Fatal(args ...any) {
-	fmt.Fprintln(os.Stderr, args...)
-	os.Exit(1)
-}
 
 // TestPluginDiesWithNode kills a node process with SIGKILL (no chance to
 // clean up) and checks that its plugin process dies too (Pdeathsig).
