@@ -29,12 +29,12 @@ type rnode struct {
 }
 
 type rcluster struct {
-	t     *testing.T
+	t     testing.TB
 	nodes []*rnode
 	eval  *pipelinetest.FakeEvaluator
 }
 
-func newRaftCluster(t *testing.T) *rcluster {
+func newRaftCluster(t testing.TB) *rcluster {
 	root := t.TempDir()
 	c := &rcluster{t: t, eval: pipelinetest.NewFakeEvaluator()}
 	var peers []raftstore.Peer
