@@ -111,3 +111,14 @@ func TestEmbeddedSchemaMatchesGenerated(t *testing.T) {
 		t.Fatalf("embedded schema fingerprint %s, generated %s: run make gen", got, want)
 	}
 }
+
+func TestDirErrorsNameTheDirectory(t *testing.T) {
+	_, err := Dir("no/such/schema")
+	if err == nil || !strings.Contains(err.Error(), "no/such/schema") || !strings.Contains(err.Error(), "fix:") {
+		t.Fatalf("missing dir: %v", err)
+	}
+	_, err = Dir(t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "no .cue files") {
+		t.Fatalf("empty dir: %v", err)
+	}
+}

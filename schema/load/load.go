@@ -69,6 +69,13 @@ func (r *Result) PayloadValue(entry string) (cue.Value, error) {
 // Dir loads every .cue file directly inside dir. File names in positions are
 // dir joined with the base name, as given.
 func Dir(dir string) (*Result, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("load: schema directory %s: %w (fix: run from the repository root or pass the directory holding the schema's .cue files)", dir, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("load: %s is not a directory (fix: pass the directory holding the schema's .cue files)", dir)
+	}
 	return FS(os.DirFS(dir), ".", dir)
 }
 
@@ -77,7 +84,7 @@ func Dir(dir string) (*Result, error) {
 func FS(fsys fs.FS, root, display string) (*Result, error) {
 	ents, err := fs.ReadDir(fsys, root)
 	if err != nil {
-		return nil, fmt.Errorf("load: %w", err)
+		return nil, fmt.Errorf("load: reading schema %s: %w", display, err)
 	}
 	var files []File
 	for _, e := range ents {
