@@ -38,6 +38,7 @@ const (
 	backoffMin       = 20 * time.Millisecond
 	backoffMax       = time.Second
 	removeGrace      = 2 * time.Second
+	snapInterval     = 500 * time.Millisecond
 )
 
 type rawCodec struct{}
@@ -252,6 +253,16 @@ func (t *transport) send(msgs []*raftpb.Message) {
 			}
 			continue
 		}
+		if m.GetType() == raftpb.MsgSnap {
+			// At most one snapshot per peer per snapInterval: a follower
+			// that keeps refusing snapshots must not make the leader
+			// serialize and ship its whole state in a tight loop.
+			if time.Since(p.lastSnap) < snapInterval {
+				t.h.reportSnapshot(to, raft.SnapshotFailure)
+				continue
+			}
+			p.lastSnap = time.Now()
+		}
 		select {
 		case p.q <- m:
 		default:
@@ -286,6 +297,8 @@ type peer struct {
 	q    chan *raftpb.Message
 	once sync.Once
 	done chan struct{}
+	// lastSnap is when a snapshot was last queued (guarded by t.mu).
+	lastSnap time.Time
 }
 
 func (p *peer) stop() { p.once.Do(func() { close(p.done) }) }

@@ -113,7 +113,6 @@ func TestTransportBoundsQueueReconnectsAndBinds(t *testing.T) {
 		waitFor(t, 5*time.Second, "delivery", func() bool { return rb.count() >= base+(round+1)*50 })
 	}
 	rb.mu.Lock()
-	defer rb.mu.Unlock()
 	var last uint64
 	for _, m := range rb.got[base:] {
 		if m.GetTerm() < last {
@@ -124,6 +123,26 @@ func TestTransportBoundsQueueReconnectsAndBinds(t *testing.T) {
 	if len(rb.remotes) != 1 || !rb.remotes["127.0.1.7"] {
 		t.Fatalf("outgoing connections not bound to the configured address: %v", rb.remotes)
 	}
+	rb.mu.Unlock()
+	// Snapshots to one peer are rate limited: the second, right after the
+	// first, is reported failed (raft retries later), the first delivered.
+	ra.mu.Lock()
+	ra.snapStatus = nil
+	ra.mu.Unlock()
+	snapMsg := func() *raftpb.Message {
+		return &raftpb.Message{Type: new(raftpb.MsgSnap), To: new(uint64(2)), From: new(uint64(1)), Snapshot: &raftpb.Snapshot{Data: []byte("state")}}
+	}
+	a.send([]*raftpb.Message{snapMsg(), snapMsg()})
+	waitFor(t, 5*time.Second, "snapshot statuses", func() bool {
+		ra.mu.Lock()
+		defer ra.mu.Unlock()
+		return len(ra.snapStatus) == 2
+	})
+	ra.mu.Lock()
+	if ra.snapStatus[0] != raft.SnapshotFailure || ra.snapStatus[1] != raft.SnapshotFinish {
+		t.Fatalf("snapshot statuses %v, want [failure(throttled) finish]", ra.snapStatus)
+	}
+	ra.mu.Unlock()
 	// The receiver learned the sender's address from the stream header.
 	b.mu.Lock()
 	p, ok := b.peers[1]
