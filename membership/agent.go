@@ -20,10 +20,11 @@ import (
 
 // Agent is one node's gossip agent and membership reconciler.
 type Agent struct {
-	cfg    Config
-	log    *slog.Logger
-	serf   *serf.Serf
-	events chan serf.Event
+	cfg      Config
+	log      *slog.Logger
+	pushPull time.Duration // memberlist anti-entropy interval
+	serf     *serf.Serf
+	events   chan serf.Event
 
 	trigger chan struct{}
 	stop    chan struct{}
@@ -94,6 +95,7 @@ func Start(cfg Config, voters Voters) (*Agent, error) {
 	mc.Logger = logger
 	mc.LogOutput = nil
 	sc.MemberlistConfig = mc
+	a.pushPull = mc.PushPullInterval
 	if cfg.Profile == ProfileLocal {
 		sc.ReapInterval = time.Second
 		sc.ReconnectInterval = 2 * time.Second
@@ -339,8 +341,11 @@ func (a *Agent) policy() policy {
 		fingerprint: fp,
 		compatible:  a.cfg.Compatible,
 		grace:       a.cfg.FailedGrace,
-		promoteLag:  a.cfg.PromoteLag,
-		maxVoters:   a.cfg.MaxVoters,
+		// Long enough for several anti-entropy rounds to bring news of a
+		// member whose broadcasts this node missed.
+		unknownGrace: a.cfg.FailedGrace + 3*a.pushPull,
+		promoteLag:   a.cfg.PromoteLag,
+		maxVoters:    a.cfg.MaxVoters,
 	}
 }
 

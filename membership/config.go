@@ -367,9 +367,15 @@ func writeKeyringFile(path string, keys [][]byte) error {
 func memberlistConfig(profile string) *memberlist.Config {
 	if profile == ProfileLocal {
 		mc := memberlist.DefaultLocalConfig()
-		mc.ProbeInterval = 250 * time.Millisecond
+		mc.ProbeInterval = 200 * time.Millisecond
 		mc.ProbeTimeout = 100 * time.Millisecond
-		mc.SuspicionMult = 2
+		// A suspected node has 0.6–1.2 s to refute (more with independent
+		// confirmations pending), which rides out scheduling stalls on a
+		// loaded machine while still declaring a dead node failed in about a
+		// second.
+		mc.SuspicionMult = 3
+		mc.SuspicionMaxTimeoutMult = 2
+		mc.IndirectChecks = 2
 		mc.GossipInterval = 50 * time.Millisecond
 		mc.TCPTimeout = 500 * time.Millisecond
 		mc.PushPullInterval = 5 * time.Second

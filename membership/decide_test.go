@@ -10,7 +10,7 @@ import (
 
 func TestDecide(t *testing.T) {
 	now := time.Unix(1000, 0)
-	p := policy{self: "a", fingerprint: "fp", compatible: EqualFingerprints, grace: 10 * time.Second, promoteLag: 5}
+	p := policy{self: "a", fingerprint: "fp", compatible: EqualFingerprints, grace: 10 * time.Second, unknownGrace: 2 * time.Minute, promoteLag: 5}
 	g := func(name, status string) gossipMember {
 		return gossipMember{Name: name, Addr: name + ":1", Status: status,
 			Tags: map[string]string{TagID: name, TagRaftAddr: name + ":2", TagFingerprint: "fp", TagRole: RoleVoter}}
@@ -40,7 +40,11 @@ func TestDecide(t *testing.T) {
 		{"left voter removed", p, []gossipMember{g("a", GossipAlive), g("b", GossipAlive), g("c", GossipLeft)}, []kv.Member{v("a", 9), v("b", 9), v("c", 3)}, map[string]time.Time{"c": now}, "remove c", ""},
 		{"failed voter within grace kept", p, []gossipMember{g("a", GossipAlive), g("b", GossipAlive), g("c", GossipFailed)}, []kv.Member{v("a", 9), v("b", 9), v("c", 3)}, short, "none", "removal in 9s"},
 		{"failed voter past grace removed", p, []gossipMember{g("a", GossipAlive), g("b", GossipAlive), g("c", GossipFailed)}, []kv.Member{v("a", 9), v("b", 9), v("c", 3)}, long, "remove c", ""},
-		{"vanished voter past grace removed", p, []gossipMember{g("a", GossipAlive), g("b", GossipAlive)}, []kv.Member{v("a", 9), v("b", 9), v("c", 3)}, long, "remove c", ""},
+		{"voter unknown to gossip waits for the longer grace", p, []gossipMember{g("a", GossipAlive), g("b", GossipAlive)}, []kv.Member{v("a", 9), v("b", 9), v("c", 3)}, long, "none", "c is unknown to gossip, removal in 1m0s"},
+		{"voter unknown to gossip past the longer grace removed", p, []gossipMember{g("a", GossipAlive), g("b", GossipAlive)}, []kv.Member{v("a", 9), v("b", 9), v("c", 3)},
+			map[string]time.Time{"c": now.Add(-3 * time.Minute)}, "remove c", ""},
+		{"two failed within grace: neither removed", p, []gossipMember{g("a", GossipAlive), g("b", GossipFailed), g("c", GossipFailed), g("d", GossipAlive), g("e", GossipAlive)},
+			[]kv.Member{v("a", 9), v("b", 3), v("c", 3), v("d", 9), v("e", 9)}, map[string]time.Time{"b": now.Add(-time.Second), "c": now.Add(-2 * time.Second)}, "none", "removal in"},
 		{"2 voters, 1 failed: no majority, kept", p, []gossipMember{g("a", GossipAlive), g("b", GossipFailed)}, []kv.Member{v("a", 9), v("b", 3)}, long, "none", "only 1 of 2 voters"},
 		{"3 voters, 2 failed: kept", p, []gossipMember{g("a", GossipAlive), g("b", GossipFailed), g("c", GossipFailed)}, []kv.Member{v("a", 9), v("b", 3), v("c", 3)}, long, "none", "only 1 of 3"},
 		{"no majority: left voter kept", p, []gossipMember{g("a", GossipAlive), g("b", GossipLeft)}, []kv.Member{v("a", 9), v("b", 3)}, nil, "none", "a removal needs 2"},

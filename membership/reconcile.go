@@ -100,8 +100,10 @@ type policy struct {
 	fingerprint string
 	compatible  func(local, remote string) error
 	grace       time.Duration
-	promoteLag  uint64
-	maxVoters   int
+	// unknownGrace applies to raft members absent from gossip altogether.
+	unknownGrace time.Duration
+	promoteLag   uint64
+	maxVoters    int
 }
 
 func quorum(n int) int { return n/2 + 1 }
@@ -216,11 +218,20 @@ func decide(p policy, now time.Time, gossip []gossipMember, raft []kv.Member, co
 			if !ok {
 				continue
 			}
-			if wait := p.grace - now.Sub(since); wait > 0 && note == "" {
-				note = fmt.Sprintf("waiting: %s is %s, removal in %s", m.ID, orUnknown(status(m.ID)), wait.Round(time.Millisecond))
+			// A member this node's gossip has never heard of may simply not
+			// have reached it yet (a missed broadcast waits for the next
+			// anti-entropy round), so it gets a longer grace.
+			grace := p.grace
+			if status(m.ID) == GossipUnknown {
+				grace = p.unknownGrace
+			}
+			if wait := grace - now.Sub(since); wait > 0 {
+				if note == "" {
+					note = fmt.Sprintf("waiting: %s is %s, removal in %s", m.ID, orUnknown(status(m.ID)), wait.Round(time.Millisecond))
+				}
 				continue
 			}
-			return action{kind: actRemove, id: m.ID, reason: fmt.Sprintf("%s for %s (grace %s)", orUnknown(status(m.ID)), now.Sub(since).Round(time.Millisecond), p.grace)}, ""
+			return action{kind: actRemove, id: m.ID, reason: fmt.Sprintf("%s for %s (grace %s)", orUnknown(status(m.ID)), now.Sub(since).Round(time.Millisecond), grace)}, ""
 		}
 	}
 	// 3. Promote a caught-up learner that wants to vote.
