@@ -281,6 +281,11 @@ func (s *Schema) checkEntry(e *Entry) []Finding {
 			}
 		}
 	}
+	for _, f := range e.Fields {
+		for _, msg := range fieldProblems(f.Name, f) {
+			add(CodeBadFieldType, StatusBlocked, f.Pos, "fix the field declaration", "entry type %q: %s", e.Name, msg)
+		}
+	}
 	switch {
 	case e.Class == ClassReceipt && e.Item == "":
 		add(CodeBadItems, StatusIncomplete, e.Pos, `add items: {field: "items", type: "<entry type>"}`,
@@ -303,6 +308,55 @@ func (s *Schema) checkEntry(e *Entry) []Finding {
 			add(CodeBadItems, StatusBlocked, f.Pos, "declare the field as a list of the item type's payload",
 				"entry type %q: field %q does not carry %q payloads", e.Name, e.ItemsField, e.Item)
 		}
+	}
+	return out
+}
+
+// fieldProblems checks that a field is something the generator can emit
+// (the loader only builds such fields; hand-built models are checked too).
+func fieldProblems(path string, f *Field) []string {
+	var out []string
+	bad := func(format string, args ...any) { out = append(out, path+": "+fmt.Sprintf(format, args...)) }
+	switch f.Kind {
+	case KindString, KindInt, KindUint, KindFloat, KindNumber, KindBool:
+	case KindList:
+		switch {
+		case f.Elem == nil && f.ItemType == "":
+			bad("list without an element type")
+		case f.Elem != nil && f.ItemType != "":
+			bad("list with both an element type and an item type")
+		case f.Elem != nil:
+			if f.Elem.Optional {
+				bad("optional list element")
+			}
+			out = append(out, fieldProblems(path+"[]", f.Elem)...)
+		}
+	case KindStruct:
+		if f.Fields == nil {
+			bad("struct without fields")
+		}
+		for _, sf := range f.Fields {
+			out = append(out, fieldProblems(path+"."+sf.Name, sf)...)
+		}
+	default:
+		bad("field without a type")
+	}
+	if len(f.Enum) > 0 && f.Kind != KindString {
+		bad("enum on a %s", f.Kind)
+	}
+	if len(f.Patterns) > 0 && f.Kind != KindString {
+		bad("pattern on a %s", f.Kind)
+	}
+	for _, p := range f.Patterns {
+		if _, err := regexp.Compile(p); err != nil {
+			bad("pattern %q does not compile: %v", p, err)
+		}
+	}
+	if (f.MinLen != nil || f.MaxLen != nil) && f.Kind != KindString && f.Kind != KindList {
+		bad("length limit on a %s", f.Kind)
+	}
+	if (f.Min != nil || f.Max != nil) && f.Kind != KindInt && f.Kind != KindUint && f.Kind != KindFloat && f.Kind != KindNumber {
+		bad("numeric bound on a %s", f.Kind)
 	}
 	return out
 }

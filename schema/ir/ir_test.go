@@ -87,6 +87,9 @@ func TestCheck(t *testing.T) {
 		"key field":     {func(s *Schema) { s.Entries[0].Keys = []string{"m/{nope}"} }, "BLOCKED WRIT_UNKNOWN_FIELD"},
 		"order type":    {func(s *Schema) { s.Entries[1].Fields[2].Kind = KindString }, "BLOCKED WRIT_BAD_FIELD_TYPE"},
 		"receipt":       {func(s *Schema) { s.Entries[0].Class = ClassReceipt }, "INCOMPLETE WRIT_BAD_ITEMS"},
+		"bad pattern":   {func(s *Schema) { s.Entries[0].Fields[0].Patterns = []string{"("} }, "BLOCKED WRIT_BAD_FIELD_TYPE"},
+		"list no elem":  {func(s *Schema) { s.Entries[1].Fields = append(s.Entries[1].Fields, &Field{Name: "l", Kind: KindList}) }, "BLOCKED WRIT_BAD_FIELD_TYPE"},
+		"no kind":       {func(s *Schema) { s.Entries[1].Fields = append(s.Entries[1].Fields, &Field{Name: "x"}) }, "BLOCKED WRIT_BAD_FIELD_TYPE"},
 		"no creator":    {func(s *Schema) { s.Entries[0].Fields[1].Enum = []string{"B"} }, "INCOMPLETE WRIT_NO_CREATOR"},
 		"not targeted": {func(s *Schema) {
 			s.Entries[0].Fields[1].Enum = []string{"A"}
