@@ -66,6 +66,11 @@ func (n *Node) Propose(ctx context.Context, batch []kv.Command) (kv.Proposal, er
 	if len(batch) == 0 {
 		return nil, errors.New("raftstore: propose: empty batch; pass at least one command")
 	}
+	for i := range batch {
+		if reason := invalidCommand(&batch[i]); reason != "" {
+			return nil, fmt.Errorf("raftstore: propose: batch[%d]: %s", i, reason)
+		}
+	}
 	if n.leader.Load() == raft.None {
 		return nil, fmt.Errorf("raftstore: propose: %w", kv.ErrNoLeader)
 	}

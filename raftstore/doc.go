@@ -62,12 +62,14 @@
 //
 //  1. Duplicate: the command ID has a recorded StatusApplied outcome →
 //     StatusDuplicate with FirstIndex; nothing changes.
-//  2. Checker veto: the optional kv.Checker returns an error →
+//  2. Invalid command (empty key, key or ID beyond bbolt's limits) →
+//     StatusRejected naming the field; Propose refuses these up front.
+//  3. Checker veto: the optional kv.Checker returns an error →
 //     StatusRejected with the error text; nothing changes.
-//  3. Preconditions: for each conditional write the key's revision must
+//  4. Preconditions: for each conditional write the key's revision must
 //     equal IfRev (0 = absent); the first that fails → StatusConflict with
 //     a reason naming the key and both revisions; nothing changes.
-//  4. Otherwise every write applies at the entry's index: StatusApplied.
+//  5. Otherwise every write applies at the entry's index: StatusApplied.
 //
 // Outcomes are recorded by command ID. A non-applied outcome (conflict,
 // rejected) is replaced by a later attempt with the same ID, because it

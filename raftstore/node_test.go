@@ -631,3 +631,25 @@ func TestJoinerCatchesUpFromSnapshotAndRestarts(t *testing.T) {
 		t.Fatalf("joiner has %d keys", len(recs))
 	}
 }
+
+func TestInvalidCommandsAreRejectedNotFatal(t *testing.T) {
+	c := newCluster(t, 1, nil)
+	n := c.nodes[c.leader(10*time.Second)]
+	ctx := context.Background()
+	bad := kv.Command{ID: "bad", Effect: kv.Effect{Writes: []kv.Write{{Key: "", Value: []byte("x"), Unconditional: true}}}}
+	if _, err := n.Propose(ctx, []kv.Command{bad}); err == nil || !strings.Contains(err.Error(), "writes[0].key is empty") {
+		t.Fatalf("propose with an empty key: %v", err)
+	}
+	// Another proposer (older version, bug) got it into the log anyway:
+	// every replica records the same rejection and keeps going.
+	if err := n.rn.Propose(ctx, encodeEnvelope(999, 1, []kv.Command{bad})); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "rejection recorded", func() bool {
+		r, ok := n.Outcome("bad")
+		return ok && r.Status == kv.StatusRejected && strings.Contains(r.Reason, "key is empty")
+	})
+	if r := mustPropose(t, n, put("ok", "k", "v")); r[0].Status != kv.StatusApplied {
+		t.Fatalf("node unusable after an invalid entry: %+v", r)
+	}
+}

@@ -170,6 +170,11 @@ func (s *stateDB) applyCommands(tx *bolt.Tx, index uint64, cmds []kv.Command, ch
 			res.FirstIndex = prev.Index
 			res.Reason = fmt.Sprintf("duplicate: command ID %q was first applied at index %d", c.ID, prev.Index)
 		default:
+			if reason := invalidCommand(c); reason != "" {
+				res.Status = kv.StatusRejected
+				res.Reason = reason
+				break
+			}
 			if checker != nil {
 				veto, err := runChecker(checker, c, txReader{kvb})
 				if err != nil {
@@ -211,6 +216,30 @@ func (s *stateDB) applyCommands(tx *bolt.Tx, index uint64, cmds []kv.Command, ch
 		}
 	}
 	return results, nil
+}
+
+// Limits that bbolt imposes on keys; a command beyond them is rejected
+// (deterministically, on every replica) instead of failing the apply.
+const (
+	maxKeyBytes = bolt.MaxKeySize
+	maxIDBytes  = bolt.MaxKeySize - 8 // the retention index prefixes 8 bytes
+)
+
+// invalidCommand explains why a command cannot be applied as written, or
+// returns "".
+func invalidCommand(c *kv.Command) string {
+	if len(c.ID) > maxIDBytes {
+		return fmt.Sprintf("invalid command: id is %d bytes, the limit is %d", len(c.ID), maxIDBytes)
+	}
+	for j, w := range c.Effect.Writes {
+		switch {
+		case w.Key == "":
+			return fmt.Sprintf("invalid command: writes[%d].key is empty; every write needs a key", j)
+		case len(w.Key) > maxKeyBytes:
+			return fmt.Sprintf("invalid command: writes[%d].key is %d bytes, the limit is %d", j, len(w.Key), maxKeyBytes)
+		}
+	}
+	return ""
 }
 
 // runChecker calls the checker; a panic is a fatal apply error (the node
