@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/writ-dev/writ/kv"
+	"github.com/writ-dev/writ/schema/ir"
 )
 
 // ConflictCase is a durable record of a fact that contradicted state (W8):
@@ -136,3 +138,68 @@ func (p *Pipeline) Health(ctx context.Context) (Health, int, error) {
 }
 
 var timeZero time.Time
+
+const typeConflictResolve = "writ.conflict.resolve"
+
+// ResolveConflict closes the open conflict case of a machine instance after
+// an operator has dealt with it (the state stays as it is). It answers like
+// a request: COMMITTED once the closed case is applied here (also when it
+// was already closed), REJECTED when there is no such case. Health returns
+// to ok when no case is open.
+func (p *Pipeline) ResolveConflict(ctx context.Context, machine, instance, note string) Outcome {
+	return p.wait(ctx, p.ResolveConflictAsync(ctx, machine, instance, note))
+}
+
+// ResolveConflictAsync starts ResolveConflict and returns its handle.
+func (p *Pipeline) ResolveConflictAsync(ctx context.Context, machine, instance, note string) *Handle {
+	key := ConflictKey(machine, instance)
+	now := p.clock.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return doneHandle(p, Outcome{ID: key, Type: typeConflictResolve, Status: StatusUnavailable, Reason: ErrStopped.Error()})
+	}
+	e := &entry{kind: kindRequest, class: ir.ClassRequest, typ: typeConflictResolve, cmdID: "resolve:" + key, userID: key,
+		keys: []string{key}, resolve: key, note: note, done: make(chan struct{}), deadline: now.Add(p.cfg.CommitTimeout)}
+	if cur := p.live[e.cmdID]; cur != nil && !cur.replied {
+		return &Handle{e: cur, p: p}
+	}
+	p.enqueueLocked(e, false)
+	p.wakeup()
+	e.h = Handle{e: e, p: p}
+	return &e.h
+}
+
+// planResolve builds the command that closes a conflict case.
+func (p *Pipeline) planResolve(ctx context.Context, log Log, e *entry) {
+	if err := p.readState(ctx, log, e); err != nil {
+		e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: "reading state: " + err.Error()}
+		return
+	}
+	rec := e.state[0]
+	if rec.Rev == 0 {
+		// confirm against current state before saying there is none
+		p.rejectConfirmed(ctx, log, e, "no conflict case at "+e.resolve)
+		return
+	}
+	var c ConflictCase
+	if err := json.Unmarshal(rec.Value, &c); err != nil {
+		e.plan, e.planOut = planFinish, Outcome{Status: StatusRejected, Reason: "conflict case unreadable: " + err.Error()}
+		return
+	}
+	if !c.Open {
+		e.plan, e.planOut = planFinish, Outcome{Status: StatusCommitted, Index: rec.Rev, Reason: "already resolved"}
+		return
+	}
+	c.Open = false
+	if e.note != "" {
+		c.Reason += "; resolved: " + e.note
+	}
+	v, _ := json.Marshal(c)
+	// one command ID per case revision: a retry deduplicates, a later case
+	// on the same instance can be resolved again
+	*e.cmd = p.baseCmd(e, VerdictNone, guardInfo{})
+	e.cmd.ID = e.cmdID + ":" + strconv.FormatUint(rec.Rev, 10)
+	e.cmd.Effect.Writes = []kv.Write{{Key: e.resolve, Value: v, IfRev: rec.Rev}}
+	e.plan = planPropose
+}

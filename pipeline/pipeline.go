@@ -139,6 +139,9 @@ type entry struct {
 	finished    bool
 	replied     bool
 	receiptItem bool
+	resolve     string // conflict key to resolve (ResolveConflict)
+	altID       string // command ID proposed when it differs from cmdID
+	note        string
 	recordOnly  string // receipt item rejection to record in the log
 
 	provisional kv.Effect
@@ -776,15 +779,15 @@ func (p *Pipeline) Deliver(ctx context.Context, en Entry) Ack {
 		p.startRequest(context.Background(), r, true)
 	}
 	p.mu.Lock()
-	p.cfg.Trace0("receipt", ps.id, ps.desc.Name, fmt.Sprintf("received %d items", len(items)))
+	p.trace0("receipt", ps.id, ps.desc.Name, fmt.Sprintf("received %d items", len(items)))
 	p.mu.Unlock()
 	return ack
 }
 
-// Trace0 emits a trace event not tied to an entry.
-func (c *Config) Trace0(stage, id, typ, detail string) {
-	if c.Trace != nil {
-		c.Trace(TraceEvent{Stage: stage, ID: id, Type: typ, Detail: detail})
+// trace0 emits a trace event not tied to an entry (lock held).
+func (p *Pipeline) trace0(stage, id, typ, detail string) {
+	if p.cfg.Trace != nil {
+		p.cfg.Trace(TraceEvent{Stage: stage, ID: id, Type: typ, Detail: detail})
 	}
 }
 
@@ -884,6 +887,10 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 			p.planConfig(ctx, log, e)
 			continue
 		}
+		if e.resolve != "" {
+			p.planResolve(ctx, log, e)
+			continue
+		}
 		if e.recordOnly != "" {
 			*e.cmd = p.baseCmd(e, VerdictReject, guardInfo{Reason: e.recordOnly})
 			e.plan = planPropose
@@ -973,6 +980,10 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 			e.proposed, e.proposedAt = true, now
 			e.provisional = e.cmd.Effect
 			p.live[e.cmdID] = e
+			if e.cmd.ID != e.cmdID {
+				e.altID = e.cmd.ID
+				p.live[e.altID] = e
+			}
 			if p.cfg.Trace != nil {
 				p.trace("propose", e, 0, fmt.Sprintf("attempt=%d writes=%d verdict=%s", e.attempt, len(e.cmd.Effect.Writes), Verdict(e.cmd.Verdict)))
 			}
@@ -1387,6 +1398,9 @@ func (p *Pipeline) dropLiveLocked(e *entry) {
 	if p.live[e.cmdID] == e {
 		delete(p.live, e.cmdID)
 	}
+	if e.altID != "" && p.live[e.altID] == e {
+		delete(p.live, e.altID)
+	}
 }
 
 // retryLocked handles a transient failure: requests answer UNAVAILABLE
@@ -1394,7 +1408,7 @@ func (p *Pipeline) dropLiveLocked(e *entry) {
 func (p *Pipeline) retryLocked(e *entry, out Outcome) {
 	p.unlatchLocked(e)
 	e.proposed = false
-	if e.kind == kindRequest && !e.recordOnlyPending() {
+	if e.kind == kindRequest {
 		if e.everApplied {
 			out = Outcome{Status: StatusUncertain, Reason: out.Reason}
 		}
@@ -1410,8 +1424,6 @@ func (p *Pipeline) retryLocked(e *entry, out Outcome) {
 	p.trace("retry", e, 0, fmt.Sprintf("in %s: %s", e.backoff, out.Reason))
 	p.enqueueLocked(e, false)
 }
-
-func (e *entry) recordOnlyPending() bool { return false }
 
 // timeoutLocked ends a request's wait: UNCERTAIN if a proposal may still
 // commit (provisional state rolled back), else UNAVAILABLE.

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/writ-dev/writ/kv"
 	"github.com/writ-dev/writ/pipeline"
 	"github.com/writ-dev/writ/schema/ir"
 )
@@ -149,6 +147,15 @@ func (h *Harness) Run(cmd string, args map[string]string, input string) (string,
 		default:
 			emit("accepted (waiting)")
 		}
+	case "resolve":
+		hd := h.P.ResolveConflictAsync(ctx, args["machine"], args["instance"], args["note"])
+		h.handles["resolve:"+args["machine"]+"/"+args["instance"]] = hd
+		select {
+		case <-hd.Done():
+			emit("reply: %s", hd.Outcome())
+		default:
+			emit("accepted (waiting)")
+		}
 	case "report", "deliver":
 		var a pipeline.Ack
 		if cmd == "report" {
@@ -191,9 +198,13 @@ func (h *Harness) Run(cmd string, args map[string]string, input string) (string,
 	case "tick":
 		h.P.Tick()
 	case "wait":
-		hd, ok := h.handles[args["id"]]
+		id := args["id"]
+		if args["resolve"] != "" {
+			id = "resolve:" + args["resolve"]
+		}
+		hd, ok := h.handles[id]
 		if !ok {
-			return "", fmt.Errorf("no handle %q", args["id"])
+			return "", fmt.Errorf("no handle %q", id)
 		}
 		select {
 		case <-hd.Done():
@@ -310,14 +321,4 @@ func (h *Harness) Run(cmd string, args map[string]string, input string) (string,
 	tr := h.takeTrace()
 	res := append(tr, out...)
 	return strings.Join(res, "\n"), nil
-}
-
-// Keys returns the sorted keys of a map, for stable output.
-func Keys(m map[string]kv.Record) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
