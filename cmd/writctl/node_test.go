@@ -12,6 +12,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/writ-dev/writ/api"
+	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/examples/jobs/jobsgen"
 )
 
 // startNode builds writd and the writ-jobs plugin and starts one real
@@ -122,6 +129,35 @@ func TestCommandsAgainstRealNode(t *testing.T) {
 	var recs []map[string]any
 	if err := json.Unmarshal([]byte(out), &recs); err != nil || len(recs) != 2 {
 		t.Fatalf("list -o json: %v %s", err, out)
+	}
+	// the binary encoding travels through the API to the write path
+	td, ok := jobsgen.Catalog().Type("job.submit")
+	if !ok {
+		t.Fatal("job.submit not in the catalog")
+	}
+	pl, err := td.ParseJSON([]byte(`{"job_id":"bin1","queue":"q1","priority":2,"command":"run"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := pl.AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := writv1.NewWritClient(conn).Submit(ctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: "job.submit", Payload: bin, Encoding: writv1.Encoding_BINARY}})
+	if err != nil || r.Outcome != writv1.Outcome_COMMITTED {
+		t.Fatalf("binary submit: %v %v", r, err)
+	}
+	must(0, `"priority":2`, "get", "job/bin1")
+	_, err = writv1.NewWritClient(conn).Submit(ctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: "job.submit", Payload: bin[:len(bin)/2], Encoding: writv1.Encoding_BINARY}})
+	if d, ok := api.OutcomeFromError(err); !ok || d.Outcome != writv1.Outcome_REJECTED {
+		t.Fatalf("truncated binary payload: %v", err)
 	}
 	must(0, `tag "0"`, "config", "show")
 	f := filepath.Join(t.TempDir(), "up.yaml")
