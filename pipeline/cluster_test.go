@@ -66,7 +66,7 @@ func (c *rcluster) start(i int) {
 	c.t.Helper()
 	n := c.nodes[i]
 	p, err := pipeline.New(pipeline.Config{NodeID: n.cfg.NodeID, Catalog: jobsgen.Catalog(), Evaluator: c.eval, DataDir: n.outbox,
-		CommitTimeout: 2 * time.Second, ConfigTimeout: 3 * time.Second, RetryMin: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond,
+		CommitTimeout: 10 * time.Second, ConfigTimeout: 10 * time.Second, RetryMin: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond,
 		TickInterval: 5 * time.Millisecond, Logger: quiet(),
 		OnConfigActivated: func(a pipeline.ConfigActivation) { n.mu.Lock(); n.reloads = append(n.reloads, a.ID); n.mu.Unlock() }})
 	if err != nil {
@@ -245,7 +245,9 @@ func TestRaftCluster3_FakeEvaluator(t *testing.T) {
 		}
 	}
 	report(keep, "f3", "j2", "RUNNING", 1)
-	o := submit(c.nodes[keep].p, "job.submit", "r3", `{"job_id":"j3","queue":"q","priority":1,"command":"x"}`)
+	qctx, qcancel := context.WithTimeout(context.Background(), 2*time.Second)
+	o := c.nodes[keep].p.Submit(qctx, pipeline.Entry{Type: "job.submit", ID: "r3", Payload: []byte(`{"job_id":"j3","queue":"q","priority":1,"command":"x"}`)})
+	qcancel()
 	if o.Status == pipeline.StatusCommitted || o.Status == pipeline.StatusRejected {
 		t.Fatalf("request without quorum: %s", o)
 	}
