@@ -127,6 +127,14 @@ func (g *generator) planNames() error {
 }
 
 func (g *generator) claimStructs(parent string, fs []*ir.Field, what string) error {
+	seen := map[string]string{}
+	for _, f := range fs {
+		n := fieldName(f.Name)
+		if prev, dup := seen[n]; dup {
+			return fmt.Errorf("gen: %s: fields %q and %q both become the Go field %s.%s (fix: rename one of them)", what, prev, f.Name, parent, n)
+		}
+		seen[n] = f.Name
+	}
 	for _, f := range fs {
 		if f.Kind == ir.KindStruct {
 			if err := g.claim(parent+goName(f.Name), what); err != nil {

@@ -115,6 +115,7 @@ type File struct {
 
 // Files loads a package made of the given sources.
 func Files(files []File) *Result {
+	files = append([]File(nil), files...)
 	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
 	r := &Result{}
 	ctx := cuecontext.New()
