@@ -251,6 +251,19 @@ func (n *Node) open() error {
 	if string(meta) != cfg.NodeID {
 		return fmt.Errorf("raftstore: WAL in %s belongs to node %q, not %q; use that node's ID or another DataDir", walDir, meta, cfg.NodeID)
 	}
+	if snapshot == nil && len(ents) == 0 && raft.IsEmptyHardState(hs) && applied == 0 {
+		// Created but never written (stopped before the first Ready):
+		// start over as a fresh node so that bootstrap runs again.
+		if err := w.Close(); err != nil {
+			return fmt.Errorf("raftstore: close empty WAL: %w", err)
+		}
+		n.wal = nil
+		if err := os.RemoveAll(walDir); err != nil {
+			return fmt.Errorf("raftstore: remove empty WAL: %w", err)
+		}
+		n.members = members
+		return nil
+	}
 	if snapshot != nil {
 		if err := n.storage.ApplySnapshot(snapshot); err != nil {
 			return fmt.Errorf("raftstore: apply snapshot to log: %w", err)

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/server/v3/storage/wal"
+	"go.uber.org/zap"
+
 	"github.com/writ-dev/writ/kv"
 )
 
@@ -652,4 +655,22 @@ func TestInvalidCommandsAreRejectedNotFatal(t *testing.T) {
 	if r := mustPropose(t, n, put("ok", "k", "v")); r[0].Status != kv.StatusApplied {
 		t.Fatalf("node unusable after an invalid entry: %+v", r)
 	}
+}
+
+func TestEmptyWALFromAnInterruptedFirstStartBootstrapsAgain(t *testing.T) {
+	dir := t.TempDir()
+	// A first start that died right after creating its WAL.
+	w, err := wal.Create(zap.NewNop(), filepath.Join(dir, "wal"), []byte("n1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	lis := listen(t, "127.0.1.4")
+	n, err := Start(Config{NodeID: "n1", DataDir: dir, RaftAddr: lis.Addr().String(), Listener: lis, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	waitFor(t, 10*time.Second, "bootstrapped single node elects itself", n.IsLeader)
+	mustPropose(t, n, put("a", "a", "1"))
 }
