@@ -1471,15 +1471,18 @@ func (p *Pipeline) Tick() {
 			continue
 		}
 		seen[e] = true
+		// facts, and config decisions already answered UNCERTAIN, have no
+		// deadline: an unconfirmed proposal is simply proposed again
+		noDeadline := e.kind == kindFact || (e.kind == kindConfig && e.replied)
 		switch {
-		case e.kind == kindFact && e.proposed && !now.Before(e.proposedAt.Add(p.cfg.CommitTimeout)):
+		case noDeadline && e.proposed && !now.Before(e.proposedAt.Add(p.cfg.CommitTimeout)):
 			expired = append(expired, e)
 		case e.kind != kindFact && !e.deadline.IsZero() && !now.Before(e.deadline):
 			expired = append(expired, e)
 		}
 	}
 	for _, e := range expired {
-		if e.kind == kindFact {
+		if e.kind == kindFact || (e.kind == kindConfig && e.replied) {
 			p.trace("timeout", e, 0, "re-propose")
 			p.retryLocked(e, Outcome{Reason: "not confirmed within the commit timeout"})
 			continue

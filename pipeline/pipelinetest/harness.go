@@ -218,6 +218,12 @@ func (h *Harness) Run(cmd string, args map[string]string, input string) (string,
 		} else {
 			emit("outcome-of %s: unknown", args["id"])
 		}
+	case "config-outcome":
+		if o, ok := h.P.ConfigOutcome(args["id"]); ok {
+			emit("config outcome %s: %s", args["id"], o)
+		} else {
+			emit("config outcome %s: unknown", args["id"])
+		}
 	case "leader":
 		h.Log.SetLeader(args["state"] != "down")
 		emit("leader %s", map[bool]string{true: "down", false: "up"}[args["state"] == "down"])
