@@ -278,7 +278,21 @@ func TestLaggingFollowerCatchesUpBySnapshot(t *testing.T) {
 	// And it survives a restart after the snapshot restore.
 	c.stop(lag)
 	c.start(lag)
-	c.converge(20 * time.Second)
+	want := c.converge(20 * time.Second)
+	// A state.db behind the newest snapshot (as after a crash between
+	// saving a received snapshot and restoring it) is restored from the
+	// snapshot file, then the WAL tail is replayed.
+	c.stop(lag)
+	if err := os.Remove(filepath.Join(c.cfgs[lag].DataDir, "state.db")); err != nil {
+		t.Fatal(err)
+	}
+	n = c.start(lag)
+	if got := c.converge(20 * time.Second); got != want {
+		t.Fatal("state differs after restoring from the snapshot file")
+	}
+	if ms := n.Members(); len(ms) != 3 {
+		t.Fatalf("members after snapshot-file restore: %+v", ms)
+	}
 }
 
 func TestMembershipAddLearnerPromoteTransferRemove(t *testing.T) {
