@@ -16,6 +16,14 @@ import (
 	"github.com/writ-dev/writ/schema/ir"
 )
 
+// Limits on identifiers, well inside what the log accepts.
+const (
+	// MaxIDBytes bounds a request, fact or receipt ID.
+	MaxIDBytes = 1024
+	// MaxKeyBytes bounds a key a handler writes.
+	MaxKeyBytes = 4096
+)
+
 // Config configures a Pipeline.
 type Config struct {
 	// NodeID names this node in proposed commands (kv.Command.Origin).
@@ -487,12 +495,16 @@ func (p *Pipeline) parse(en Entry) (parsed, *Outcome) {
 	if ps.id == "" {
 		ps.id = ps.payload.IdempotencyKey()
 	}
-	if ps.id == "" {
+	if ps.id == "" || len(ps.id) > MaxIDBytes {
 		field := "id"
-		if d.Entry != nil && d.Entry.ID != "" {
+		if d.Entry != nil && d.Entry.ID != "" && en.ID == "" {
 			field = d.Entry.ID
 		}
-		o := reject(en.Type, field, "required", "an ID is required: set the request/fact ID so retries are deduplicated")
+		if ps.id == "" {
+			o := reject(en.Type, field, "required", "an ID is required: set the request/fact ID so retries are deduplicated")
+			return ps, &o
+		}
+		o := reject(en.Type, field, "len <= "+strconv.Itoa(MaxIDBytes), fmt.Sprintf("the ID is %d bytes; use a shorter one", len(ps.id)))
 		return ps, &o
 	}
 	return ps, nil
@@ -1243,6 +1255,10 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 	}
 	writes := make([]kv.Write, 0, len(r.Effect.Writes)+1+len(r.Transitions))
 	for _, w := range r.Effect.Writes {
+		if w.Key == "" || len(w.Key) > MaxKeyBytes {
+			p.handlerBroke(e, fmt.Sprintf("handler wrote a key of %d bytes (1..%d allowed)", len(w.Key), MaxKeyBytes))
+			return
+		}
 		if strings.HasPrefix(w.Key, "_") {
 			p.handlerBroke(e, fmt.Sprintf("handler wrote reserved key %q (keys starting with _ belong to writ)", w.Key))
 			return
