@@ -212,7 +212,7 @@ func TestAgent_FakeVoters_KilledNodeRemovedAfterGraceButNeverBelowTwoVoters(t *t
 	}
 }
 
-func TestAgent_WrongOrMissingGossipKeyNeverJoins(t *testing.T) {
+func TestAgent_FakeVoters_WrongOrMissingGossipKeyNeverJoins(t *testing.T) {
 	keyA := "3wVf3rSAVxd8QZ2Mj0+sDuO3L7/LO+mq0A1d+KfTgj0="
 	keyB := "Oc5cMKPixUXkV5rK9a3vQ3FJUqsZ6tV1Qk1mD6m3Y2o="
 	f := newFakeRaft("n1", "127.0.2.14:9000")
@@ -307,7 +307,7 @@ func TestAgent_FakeVoters_IncompatibleFingerprintRefusedWithReason(t *testing.T)
 	})
 }
 
-func TestAgent_DuplicateNodeIDIsRefused(t *testing.T) {
+func TestAgent_FakeVoters_DuplicateNodeIDIsRefused(t *testing.T) {
 	f := newFakeRaft("n1", "127.0.2.19:9000")
 	defer f.close()
 	n1 := startAgent(t, testConfig("n1", "127.0.2.19"), f.node("n1"))
