@@ -49,8 +49,11 @@ type Config struct {
 	ConfigTimeout time.Duration
 	// MaxPayload is the largest accepted payload in bytes (default 1 MiB).
 	MaxPayload int
-	// MaxBatch bounds entries per evaluation call and proposal (default 256).
-	MaxBatch int
+	// MaxBatch bounds entries per evaluation call and proposal (default 256)
+	// and MaxBatchBytes their summed payload size (default 8 MiB; a single
+	// larger entry still goes alone).
+	MaxBatch      int
+	MaxBatchBytes int
 	// MaxConflicts bounds re-evaluations after failed preconditions before a
 	// request gives up with UNAVAILABLE (default 16).
 	MaxConflicts int
@@ -260,6 +263,7 @@ func New(cfg Config) (*Pipeline, error) {
 	}
 	defi(&cfg.MaxPayload, 1<<20)
 	defi(&cfg.MaxBatch, 256)
+	defi(&cfg.MaxBatchBytes, 8<<20)
 	defi(&cfg.MaxConflicts, 16)
 	defi(&cfg.WatchRing, 8192)
 	defi(&cfg.OutcomeCache, 65536)
@@ -817,6 +821,7 @@ func (p *Pipeline) Flush(ctx context.Context) {
 	p.flushing = true
 	now := p.clock.Now()
 	batch := p.batchBuf[:0]
+	bytes := 0
 	clear(p.blocked)
 	rest := p.queue[:0]
 	for _, e := range p.queue {
@@ -829,7 +834,8 @@ func (p *Pipeline) Flush(ctx context.Context) {
 			rest = append(rest, e)
 			continue
 		}
-		if len(batch) >= p.cfg.MaxBatch || !p.latchLocked(e) {
+		full := len(batch) >= p.cfg.MaxBatch || (len(batch) > 0 && bytes+len(e.json) > p.cfg.MaxBatchBytes)
+		if full || !p.latchLocked(e) {
 			// Keep per-key FIFO: later entries on these keys wait too.
 			for _, k := range e.keys {
 				p.blocked[k] = true
@@ -839,6 +845,7 @@ func (p *Pipeline) Flush(ctx context.Context) {
 		}
 		e.queued = false
 		e.inFlush = true
+		bytes += len(e.json)
 		batch = append(batch, e)
 	}
 	clear(p.queue[len(rest):])

@@ -265,3 +265,40 @@ func TestConfigUpgradeBlocking_FakeLog(t *testing.T) {
 		t.Fatalf("tag %+v %v %v", tag, ok, err)
 	}
 }
+
+// TestBatchByteBudget_FakeLog: a flush stops adding entries when their
+// payloads exceed MaxBatchBytes, so one proposal never outgrows the log's
+// limits; the rest go in the next batches.
+func TestBatchByteBudget_FakeLog(t *testing.T) {
+	log := pipelinetest.NewFakeLog()
+	ev := pipelinetest.NewFakeEvaluator()
+	p, err := pipeline.New(pipeline.Config{NodeID: "n1", Catalog: pipelinetest.FakeCatalog(), Log: log, Evaluator: ev,
+		DataDir: t.TempDir(), Manual: true, MaxBatchBytes: 100, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Checker, log.Observer = p.Checker(), p
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	ctx := context.Background()
+	var hs []*pipeline.Handle
+	for i := 0; i < 3; i++ {
+		pl := fmt.Sprintf(`{"job_id":"j%d","queue":"q%d","command":"%s"}`, i, i, strings.Repeat("x", 20))
+		hs = append(hs, p.SubmitAsync(ctx, pipeline.Entry{Type: "job.submit", ID: fmt.Sprint(i), Payload: []byte(pl)}))
+	}
+	for i := 0; i < 3; i++ {
+		p.Flush(ctx)
+	}
+	if fmt.Sprint(ev.Batches) != "[1 1 1]" || log.Pending() != 3 {
+		t.Fatalf("batches %v pending %d, want three single-entry batches", ev.Batches, log.Pending())
+	}
+	for log.CommitNext() {
+	}
+	for i, h := range hs {
+		if o := h.Outcome(); o.Status != pipeline.StatusCommitted {
+			t.Fatalf("%d: %s", i, o)
+		}
+	}
+}
