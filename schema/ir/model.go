@@ -2,9 +2,9 @@ package ir
 
 // Pos is a source position in a .cue file.
 type Pos struct {
-	File string
-	Line int
-	Col  int
+	File string `json:"file"`
+	Line int    `json:"line"`
+	Col  int    `json:"col"`
 }
 
 // Schema is a whole validated declaration set.

@@ -10,7 +10,7 @@ import (
 )
 
 // Fingerprint is the fingerprint of the schema this package was generated from.
-const Fingerprint = "sha256:8ae417343e1bce61fa9dd0d38422207ef57e497e7422320c3c6e0577ab44705c"
+const Fingerprint = "sha256:a58c34bf0fcd0526e9d308f44e56e87baa6be451eef604128948ffc58a8ada48"
 
 // Stable type numbers: never changed, never reused.
 const (
