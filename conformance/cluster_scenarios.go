@@ -521,3 +521,112 @@ func scUndeclaredType(ctx context.Context, _ *Env, c *cluster) Outcome {
 	}
 	return c.out
 }
+
+// scCommitTimeout kills both followers and immediately submits to the
+// leader, which still appends (it has not noticed the loss yet) but cannot
+// commit: the reply must be UNCERTAIN (or UNAVAILABLE if the leader already
+// stepped down), nothing the entry would write may be visible, and after
+// heal the outcome is queryable and a retry with the same ID is safe.
+func scCommitTimeout(ctx context.Context, e *Env, c *cluster) Outcome {
+	if e.Catalog == nil {
+		return notRun("no generated catalog is linked: the scenario needs the entries' keys")
+	}
+	lead, err := c.leader(ctx, 20*time.Second)
+	if err != nil {
+		return c.harnessBroke(err)
+	}
+	reqs := e.drawSetup(801, "w9a")
+	c.runRequests(ctx, lead, reqs)
+	// A creation of a fresh instance whose dependencies now exist.
+	var de drawnEntry
+	for _, x := range reqs {
+		en, _ := e.Schema.Entry(x.typ)
+		m, ok := e.Schema.Machine(en.Machine)
+		if !ok {
+			continue
+		}
+		var obj map[string]any
+		if json.Unmarshal(x.data, &obj) != nil {
+			continue
+		}
+		obj[m.Key] = "w9fresh"
+		data, _ := json.Marshal(obj)
+		if e.Load.CheckPayloadJSON(x.typ, data) == nil {
+			de = drawnEntry{typ: x.typ, class: x.class, id: "w9-timeout", data: data}
+			break
+		}
+	}
+	if de.typ == "" {
+		return notRun("no request type can create an instance")
+	}
+	td, _ := e.Catalog.Type(de.typ)
+	p, err := td.ParseJSON(de.data)
+	if err != nil {
+		return c.harnessBroke(err)
+	}
+	var followers []*node
+	for _, n := range c.nodes {
+		if n != lead {
+			followers = append(followers, n)
+		}
+	}
+	for _, n := range followers {
+		c.kill(n)
+	}
+	r, od, err := submit(ctx, lead, de.id, de.typ, string(de.data), 400*time.Millisecond)
+	c.out.Cases++
+	uncertain := false
+	switch {
+	case err == nil && r.Outcome == writv1.Outcome_COMMITTED:
+		c.fail(de.typ, "a request that cannot commit must not be COMMITTED (W2)", "request %s COMMITTED with both followers dead", de.id)
+	case od != nil && od.Outcome == writv1.Outcome_UNCERTAIN:
+		uncertain = true
+	case od != nil && (od.Outcome == writv1.Outcome_UNAVAILABLE || od.Outcome == writv1.Outcome_REJECTED):
+	case err != nil && status.Code(err) == codes.DeadlineExceeded:
+		uncertain = true
+	default:
+		c.fail(de.typ, "a failed request must carry a definite outcome", "request %s: %v %v", de.id, r, err)
+	}
+	if uncertain {
+		// Provisional state was rolled back: the instance the entry would
+		// create is not visible on the leader.
+		k := "_m/" + td.Machine.Name + "/" + p.InstanceKey()
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		g, gerr := lead.client.Get(cctx, &writv1.GetRequest{Key: k, Serializable: true})
+		cancel()
+		if gerr == nil && g.Found {
+			c.fail(de.typ, "provisional state must be rolled back on UNCERTAIN (W2)", "after UNCERTAIN, %s is visible on the leader: %v", k, g.Record)
+		}
+	}
+	if err := c.healthy(ctx); err != nil {
+		return c.harnessBroke(err)
+	}
+	// The outcome is queryable and a retry with the same ID is safe.
+	r2, od2, err := submit(ctx, lead, de.id, de.typ, string(de.data), 5*time.Second)
+	c.out.Cases++
+	if err != nil && (od2 == nil || od2.Outcome == writv1.Outcome_UNCERTAIN) {
+		c.fail(de.typ, "a retry with the same request ID after heal must get a definite answer", "retry of %s: %v", de.id, err)
+	}
+	if err := c.converge(ctx, 30*time.Second); err != nil {
+		c.fail("replicas", "replicas must converge", "%v", err)
+	}
+	if r2 != nil && r2.Outcome == writv1.Outcome_COMMITTED {
+		// Applied at most once: the outcome names one index everywhere.
+		idx := map[uint64]bool{}
+		for _, n := range c.nodes {
+			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			o, oerr := n.client.Outcome(cctx, &writv1.OutcomeRequest{RequestId: de.id})
+			cancel()
+			if oerr == nil && o.Known {
+				idx[o.Index] = true
+			}
+		}
+		if len(idx) != 1 {
+			c.fail(de.typ, "a retried request must apply once", "request %s recorded at indexes %v", de.id, idx)
+		}
+	}
+	if !uncertain {
+		return Outcome{NotRun: "the leader stepped down before the commit timeout, so UNCERTAIN could not be provoked (the request got a definite UNAVAILABLE/REJECTED)", Findings: c.out.Findings}
+	}
+	return c.out
+}

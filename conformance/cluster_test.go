@@ -2,15 +2,13 @@ package conformance
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
 // notImplemented are the checks this version of the suite reports NOT RUN
 // on purpose (each says why in its reason).
-var notImplemented = map[string]bool{
-	"cluster.commit-timeout":      true,
-	"cluster.strict-unclassified": true,
-}
+var notImplemented = map[string]bool{}
 
 // minCases is the least a 10,000-case run must exercise per property check
 // (pipeline workload checks run max(10, cases/500) workloads).
@@ -47,6 +45,10 @@ func TestConformanceJobs(t *testing.T) {
 		switch {
 		case c.Result == Fail:
 			t.Errorf("%s failed: %v", c.ID, c.Findings)
+		case c.Result == NotRun && c.ID == "cluster.commit-timeout" && strings.Contains(c.Reason, "stepped down"):
+			// Timing: the leader noticed the quorum loss before the
+			// timeout; reported NOT RUN, never PASS.
+			t.Logf("%s: %s", c.ID, c.Reason)
 		case c.Result == NotRun && !notImplemented[c.ID]:
 			t.Errorf("%s did not run: %s", c.ID, c.Reason)
 		case c.Result == Pass && notImplemented[c.ID]:

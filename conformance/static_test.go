@@ -189,3 +189,11 @@ func TestListPrintsEveryInvariant(t *testing.T) {
 		t.Errorf("bad --only: exit %d, want %d", code, ExitUsage)
 	}
 }
+
+func TestStrictUnclassified(t *testing.T) {
+	rep := mustRun(t, Options{SchemaDir: jobsSchema, Catalogs: []ir.Catalog{jobsgen.Catalog()}, Only: []Tier{TierProperty}, Cases: 50})
+	c, _ := rep.Check("property.strict-unclassified")
+	if c.Result != Pass || c.Cases == 0 {
+		t.Fatalf("property.strict-unclassified: %s %s %v", c.Result, c.Reason, c.Findings)
+	}
+}

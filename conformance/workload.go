@@ -115,10 +115,14 @@ type rig struct {
 }
 
 func newRig(dir string, cat ir.Catalog, ev pipeline.Evaluator) (*rig, error) {
+	return newRigStrict(dir, cat, ev, true)
+}
+
+func newRigStrict(dir string, cat ir.Catalog, ev pipeline.Evaluator, strict bool) (*rig, error) {
 	log := pipelinetest.NewFakeLog()
 	p, err := pipeline.New(pipeline.Config{
 		NodeID: "conformance", Catalog: cat, Log: log, Evaluator: ev, Clock: pipelinetest.NewFakeClock(),
-		DataDir: dir, Manual: true, Strict: true, CommitTimeout: time.Hour, ConfigTimeout: time.Hour,
+		DataDir: dir, Manual: true, Strict: strict, CommitTimeout: time.Hour, ConfigTimeout: time.Hour,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
