@@ -78,6 +78,11 @@ func newCluster(t *testing.T, hosts ...string) *cluster {
 	t.Helper()
 	c := &cluster{t: t, bin: buildBinaries(t)}
 	root := t.TempDir()
+	if d := os.Getenv("TESTLOG_WRITD_DIR"); d != "" {
+		// keep data and logs for post-mortems
+		root = filepath.Join(d, t.Name())
+		_ = os.RemoveAll(root)
+	}
 	for i, h := range hosts {
 		p := &proc{t: t, name: fmt.Sprintf("n%d", i+1), host: h, dir: filepath.Join(root, fmt.Sprintf("n%d", i+1))}
 		if i > 0 {
@@ -103,7 +108,7 @@ func (c *cluster) start(p *proc) {
 		c.t.Fatal(err)
 	}
 	args := []string{"--node-id", p.name, "--data-dir", p.dir, "--api-addr", p.api(), "--raft-addr", p.host + ":7071",
-		"--gossip-addr", p.gossip(), "--plugins-jobs", filepath.Join(c.bin, "writ-jobs"), "--log-level", "info",
+		"--gossip-addr", p.gossip(), "--plugins-jobs", filepath.Join(c.bin, "writ-jobs"), "--log-level", logLevel(),
 		"--pipeline-config-timeout", "2s"}
 	if p.join != "" {
 		args = append(args, "--join", p.join)
@@ -128,6 +133,14 @@ func (c *cluster) start(p *proc) {
 		}
 		p.conn, p.client = conn, writv1.NewWritClient(conn)
 	}
+}
+
+// logLevel is the nodes' log level: info, or TESTLOG_WRITD_LEVEL.
+func logLevel() string {
+	if l := os.Getenv("TESTLOG_WRITD_LEVEL"); l != "" {
+		return l
+	}
+	return "info"
 }
 
 // cleanEnv drops WRIT_* variables so the test's environment cannot
