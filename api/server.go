@@ -33,8 +33,6 @@ type Config struct {
 	Store  Store
 	Info   Info
 	Logger *slog.Logger
-	// ForwardTimeout bounds dialing the leader; 0 means 2s.
-	ForwardTimeout time.Duration
 	// NoForward disables forwarding to the leader (requests are processed
 	// locally).
 	NoForward bool
@@ -56,9 +54,6 @@ var _ writv1.WritServer = (*Server)(nil)
 func New(cfg Config) (*Server, error) {
 	if cfg.Writer == nil || cfg.Store == nil || cfg.Info == nil {
 		return nil, errors.New("api: Config needs Writer, Store and Info")
-	}
-	if cfg.ForwardTimeout <= 0 {
-		cfg.ForwardTimeout = 2 * time.Second
 	}
 	l := cfg.Logger
 	if l == nil {
