@@ -22,6 +22,7 @@ func terminalEscape(m *ir.Machine, cur pipeline.MachineRecord, exists bool, to s
 
 func TestCanaryGuardAllowsTerminalExit(t *testing.T) {
 	opts := Options{SchemaDir: jobsSchema, Catalogs: []ir.Catalog{jobsgen.Catalog()}, Only: []Tier{TierProperty}, Cases: 2000}
+	opts.checks = []string{"property.guard-sequences"}
 	opts.doubles.decide = terminalEscape
 	rep := mustRun(t, opts)
 	c, _ := rep.Check("property.guard-sequences")
@@ -49,6 +50,7 @@ func (i *impureEval) Evaluate(ctx context.Context, items []pipeline.EvalItem) ([
 func TestCanaryImpureHandler(t *testing.T) {
 	opts := jobsOptions(t, TierProperty)
 	opts.Cases = 300
+	opts.checks = []string{"property.eval-pure"}
 	opts.doubles.evaluator = func(e pipeline.Evaluator) pipeline.Evaluator { return &impureEval{inner: e} }
 	rep := mustRun(t, opts)
 	c, _ := rep.Check("property.eval-pure")
@@ -63,6 +65,7 @@ func TestCanaryImpureHandler(t *testing.T) {
 func TestCanaryReplyBeforeCommit(t *testing.T) {
 	opts := jobsOptions(t, TierProperty)
 	opts.Cases = 300
+	opts.checks = []string{"property.reply-after-commit"}
 	opts.doubles.replyBeforeCommit = true
 	rep := mustRun(t, opts)
 	c, _ := rep.Check("property.reply-after-commit")
@@ -74,6 +77,7 @@ func TestCanaryReplyBeforeCommit(t *testing.T) {
 func TestCanaryAckFactBeforeFsync(t *testing.T) {
 	opts := jobsOptions(t, TierProperty)
 	opts.Cases = 300
+	opts.checks = []string{"property.fact-ack-durable"}
 	opts.doubles.ackBeforeFsync = true
 	rep := mustRun(t, opts)
 	c, _ := rep.Check("property.fact-ack-durable")

@@ -143,6 +143,7 @@ func (m missingType) Types() []*ir.TypeDesc {
 
 func TestCanaryTableMissingType(t *testing.T) {
 	opts := Options{SchemaDir: jobsSchema, Catalogs: []ir.Catalog{jobsgen.Catalog()}, Only: []Tier{TierStatic}}
+	opts.checks = []string{"static.table-complete"}
 	opts.doubles.catalog = func(c ir.Catalog) ir.Catalog { return missingType{c, "job.state_report"} }
 	rep := mustRun(t, opts)
 	c, _ := rep.Check("static.table-complete")
@@ -168,7 +169,7 @@ func TestPluginFingerprintMismatch(t *testing.T) {
 	dir := copySchema(t, "entries.cue", func(s string) string {
 		return strings.Replace(s, "priority: int & >=0 & <=1000", "priority: int & >=0 & <=999", 1)
 	})
-	rep := mustRun(t, Options{SchemaDir: dir, PluginPath: jobsPlugin(t), Only: []Tier{TierStatic}})
+	rep := mustRun(t, Options{SchemaDir: dir, PluginPath: jobsPlugin(t), Only: []Tier{TierStatic}, checks: []string{"static.plugin-types"}})
 	c, _ := rep.Check("static.plugin-types")
 	if c.Result != Fail || !hasCode(c.Findings, CodePluginFingerprint) {
 		t.Fatalf("static.plugin-types: %s %v, want FAIL with %s", c.Result, c.Findings, CodePluginFingerprint)
@@ -191,7 +192,7 @@ func TestListPrintsEveryInvariant(t *testing.T) {
 }
 
 func TestStrictUnclassified(t *testing.T) {
-	rep := mustRun(t, Options{SchemaDir: jobsSchema, Catalogs: []ir.Catalog{jobsgen.Catalog()}, Only: []Tier{TierProperty}, Cases: 50})
+	rep := mustRun(t, Options{SchemaDir: jobsSchema, Catalogs: []ir.Catalog{jobsgen.Catalog()}, Only: []Tier{TierProperty}, Cases: 50, checks: []string{"property.strict-unclassified"}})
 	c, _ := rep.Check("property.strict-unclassified")
 	if c.Result != Pass || c.Cases == 0 {
 		t.Fatalf("property.strict-unclassified: %s %s %v", c.Result, c.Reason, c.Findings)
