@@ -177,7 +177,7 @@ func (h *Host) Close() error {
 		var kills sync.WaitGroup
 		for _, inst := range h.plugins {
 			inst.mu.Lock()
-			c := inst.client
+			c, cmd := inst.client, inst.cmd
 			inst.healthy = false
 			inst.lastErr = "host closed"
 			inst.mu.Unlock()
@@ -185,7 +185,7 @@ func (h *Host) Close() error {
 				kills.Add(1)
 				go func() {
 					defer kills.Done()
-					c.Kill() // graceful, then forced after 2s
+					stopGracefully(c, cmd)
 				}()
 			}
 		}
@@ -250,6 +250,27 @@ type proc struct {
 	rpc    pb.HandlerClient
 	pid    int
 	desc   description
+}
+
+// closeGrace is how long Close lets a healthy plugin exit on its own.
+const closeGrace = 500 * time.Millisecond
+
+// stopGracefully asks a healthy plugin to shut down and kills it if it has
+// not exited within closeGrace.
+func stopGracefully(c *plugin.Client, cmd *exec.Cmd) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Kill()
+	}()
+	select {
+	case <-done:
+	case <-time.After(closeGrace):
+		if cmd != nil && cmd.Process != nil {
+			_ = cmd.Process.Kill()
+		}
+		<-done
+	}
 }
 
 // stop ends a refused, crashed or hung plugin process at once: handlers are
@@ -325,7 +346,7 @@ func (h *Host) launch(pc PluginConfig, sum []byte) (*proc, error) {
 	})
 	rpcc, err := client.Client()
 	if err != nil {
-		stop(client, cmd)
+		stop(client, cmd) // also waits for go-plugin's stderr reader: the tail is complete
 		return nil, h.classifyStartError(refuse, err, pc, sum, stderr)
 	}
 	raw, err := rpcc.Dispense(pb.PluginName)
@@ -372,7 +393,6 @@ func (h *Host) classifyStartError(refuse func(string, ...any) error, err error, 
 		}
 		return refuse("checksum mismatch: binary has sha256 %s, configuration expects %s; rebuild the plugin or update the configured sha256", actual, hex.EncodeToString(sum))
 	case strings.Contains(msg, "exited before we could connect") || strings.Contains(msg, "Failed to read any lines from plugin's stdout"):
-		time.Sleep(50 * time.Millisecond) // let the stderr reader drain the last lines
 		return refuse("exited before the handshake (is it a writ handler plugin built with plugins/sdk?); its stderr: %q", stderr.String())
 	case strings.Contains(msg, "Unrecognized remote plugin message"):
 		first := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(msg, "\n", 2)[0], "Unrecognized remote plugin message:"))

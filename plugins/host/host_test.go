@@ -61,6 +61,7 @@ func putItem(id, key, value string, state ...kv.Record) pipeline.EvalItem {
 }
 
 func TestLoadAndEvaluateBatch(t *testing.T) {
+	t.Parallel()
 	h := start(t, "ok")
 	st := h.Status()
 	if len(st) != 1 || st[0].Name != "host-test" || st[0].Version != "1.2.3" || !st[0].Healthy || st[0].PID == 0 {
@@ -103,6 +104,7 @@ func TestLoadAndEvaluateBatch(t *testing.T) {
 }
 
 func TestPanicIsErrorForThatItemOnly(t *testing.T) {
+	t.Parallel()
 	h := start(t, "ok")
 	items := []pipeline.EvalItem{
 		putItem("r1", "a", "1", kv.Record{Key: "a"}),
@@ -130,6 +132,7 @@ func TestPanicIsErrorForThatItemOnly(t *testing.T) {
 }
 
 func TestMalformedEffectIsInternalForThatItemOnly(t *testing.T) {
+	t.Parallel()
 	h := start(t, "ok")
 	items := []pipeline.EvalItem{
 		{Type: "test.fact", ID: "f1", Payload: []byte(`{"key":"i1","to":"NOPE"}`)},
@@ -148,6 +151,7 @@ func TestMalformedEffectIsInternalForThatItemOnly(t *testing.T) {
 }
 
 func TestRefusals(t *testing.T) {
+	t.Parallel()
 	path, sum := selfPlugin(t)
 	dir := t.TempDir()
 	notExec := filepath.Join(dir, "plugin-not-exec")
@@ -178,6 +182,7 @@ func TestRefusals(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			cfg := config(t)
 			cfg.Plugins = c.plugins
 			h, err := host.New(cfg)
@@ -198,6 +203,7 @@ func TestRefusals(t *testing.T) {
 }
 
 func TestTwoPluginsOneCallEach(t *testing.T) {
+	t.Parallel()
 	h := start(t, "partial", "rest")
 	st := h.Status()
 	if len(st) != 2 || st[0].PID == st[1].PID {
@@ -228,6 +234,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 }
 
 func TestKilledMidCallIsUnavailableThenRestarted(t *testing.T) {
+	t.Parallel()
 	h := start(t, "ok")
 	pid := h.Status()[0].PID
 	marker := filepath.Join(t.TempDir(), "started")
@@ -244,7 +251,7 @@ func TestKilledMidCallIsUnavailableThenRestarted(t *testing.T) {
 		})
 		done <- answer{res, err}
 	}()
-	waitFor(t, 10*time.Second, "the slow handler to start", func() bool { _, err := os.Stat(marker); return err == nil })
+	waitFor(t, 30*time.Second, "the slow handler to start", func() bool { _, err := os.Stat(marker); return err == nil })
 	killed := time.Now()
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -252,8 +259,8 @@ func TestKilledMidCallIsUnavailableThenRestarted(t *testing.T) {
 	var a answer
 	select {
 	case a = <-done:
-	case <-time.After(3 * time.Second):
-		t.Fatal("Evaluate did not return within 3s of the plugin being killed")
+	case <-time.After(5 * time.Second):
+		t.Fatal("Evaluate did not return within 5s of the plugin being killed")
 	}
 	t.Logf("Evaluate returned %s after SIGKILL", time.Since(killed))
 	if a.err != nil {
@@ -279,6 +286,7 @@ func TestKilledMidCallIsUnavailableThenRestarted(t *testing.T) {
 }
 
 func TestIdleCrashDetectedAndRestarted(t *testing.T) {
+	t.Parallel()
 	h := start(t, "ok")
 	pid := h.Status()[0].PID
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -295,6 +303,7 @@ func TestIdleCrashDetectedAndRestarted(t *testing.T) {
 }
 
 func TestCallTimeoutMarksPluginDown(t *testing.T) {
+	t.Parallel()
 	cfg := config(t, "ok")
 	cfg.CallTimeout = 300 * time.Millisecond
 	h, err := host.New(cfg)
@@ -310,13 +319,14 @@ func TestCallTimeoutMarksPluginDown(t *testing.T) {
 	if res[0].Err == nil || res[0].Err.Kind != pipeline.EvalUnavailable || !strings.Contains(res[0].Err.Msg, "did not answer") {
 		t.Fatalf("hung handler: %+v", res[0])
 	}
-	if el := time.Since(start); el > 2*time.Second {
+	if el := time.Since(start); el > 5*time.Second {
 		t.Fatalf("hung call took %s", el)
 	}
 	waitFor(t, 30*time.Second, "restart", func() bool { st := h.Status()[0]; return st.Healthy && st.Restarts == 1 })
 }
 
 func TestClosedHostRefusesAndKillsPlugins(t *testing.T) {
+	t.Parallel()
 	h, err := host.New(config(t, "ok"))
 	if err != nil {
 		t.Fatal(err)
@@ -332,6 +342,7 @@ func TestClosedHostRefusesAndKillsPlugins(t *testing.T) {
 // TestLargeBatch sends one call far above gRPC's default 4 MiB message
 // limit (1000 items with 8 KiB of state each).
 func TestLargeBatch(t *testing.T) {
+	t.Parallel()
 	h := start(t, "ok")
 	big := []byte(strings.Repeat("x", 8<<10))
 	items := make([]pipeline.EvalItem, 1000)

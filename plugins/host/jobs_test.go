@@ -72,6 +72,7 @@ func jobsHost(t testing.TB) *host.Host {
 }
 
 func TestJobsPluginProcess(t *testing.T) {
+	t.Parallel()
 	h := jobsHost(t)
 	st := h.Status()[0]
 	if st.Name != "writ-jobs" || !st.Healthy || len(st.Types) != 11 {
@@ -109,6 +110,7 @@ func TestJobsPluginProcess(t *testing.T) {
 }
 
 func TestJobsPluginWrongSchemaRefused(t *testing.T) {
+	t.Parallel()
 	pc := buildJobsPlugin(t)
 	cat := newTestCatalog() // another schema: other fingerprint, other types
 	_, err := host.New(host.Config{Catalog: cat, Plugins: []host.PluginConfig{pc}, LogOutput: logWriter{t}})

@@ -17,6 +17,7 @@ import (
 // TestPluginDiesWithNode kills a node process with SIGKILL (no chance to
 // clean up) and checks that its plugin process dies too (Pdeathsig).
 func TestPluginDiesWithNode(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	exe, err := os.Executable()
 	if err != nil {

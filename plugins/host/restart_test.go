@@ -19,6 +19,7 @@ import (
 // stays down, items get EvalUnavailable, the last error says why) and keep
 // retrying with backoff until the right binary is back.
 func TestRestartReverifiesChecksum(t *testing.T) {
+	t.Parallel()
 	self, sum := selfPlugin(t)
 	dir := t.TempDir()
 	good, err := os.ReadFile(self)
