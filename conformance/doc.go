@@ -13,10 +13,17 @@
 //     node starts it) serves exactly the evaluated types for the same
 //     schema fingerprint;
 //  2. property: cases drawn from the schema (valid and invalid) run
-//     through generated validation and CUE, through the real plugin twice,
-//     through apply twice, and as random fact sequences through the
-//     pipeline's guards;
-//  3. cluster: scenarios against real writd processes.
+//     through generated validation and CUE (the oracle, via schema/load),
+//     as random fact sequences through the pipeline's guard, and as
+//     workloads through the real pipeline with the user's real plugin
+//     over pipelinetest's in-memory log with manual commit (purity,
+//     apply-twice, perturbed sequences, conflict cases, reply-after-commit,
+//     fact acknowledgement backed by the outbox file);
+//  3. cluster: scenarios against an ephemeral cluster of 3 real writd
+//     processes (built with `go build` unless given), each with the user's
+//     plugin: quorum loss, SIGKILL of the leader or of a fact's receiver,
+//     commit timeout, receipts and watch, configuration with a majority
+//     down.
 //
 // Each check maps to the invariants it proves (InvariantMap, `--list`).
 // A check reports PASS only for what it verified; a check that could not
