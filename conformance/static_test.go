@@ -198,3 +198,14 @@ func TestStrictUnclassified(t *testing.T) {
 		t.Fatalf("property.strict-unclassified: %s %s %v", c.Result, c.Reason, c.Findings)
 	}
 }
+
+func TestValidateCUEAgreesOnJobs(t *testing.T) {
+	rep := mustRun(t, Options{SchemaDir: jobsSchema, Catalogs: []ir.Catalog{jobsgen.Catalog()}, Only: []Tier{TierProperty}, Cases: 2000, checks: []string{"property.validate-cue"}})
+	c, _ := rep.Check("property.validate-cue")
+	if c.Result != Pass || c.Cases < 2000 {
+		t.Fatalf("property.validate-cue: %s %d cases %v", c.Result, c.Cases, c.Findings)
+	}
+	for _, f := range c.Findings {
+		t.Errorf("unexpected finding: %s", f)
+	}
+}
