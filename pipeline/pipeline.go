@@ -222,6 +222,11 @@ type Pipeline struct {
 	idxBuf     []int
 	started    bool
 	stopped    bool
+	// The log's leadership as last seen by Tick: a change releases the
+	// facts that are backing off or whose proposal may have been lost.
+	seenTerm   uint64
+	seenLeader string
+	seenHas    bool
 
 	kick    chan struct{}
 	cancel  context.CancelFunc
@@ -328,9 +333,11 @@ func (p *Pipeline) Start(ctx context.Context) error {
 		return errors.New("pipeline: already started")
 	}
 	p.started = true
+	st := p.log.Status()
 	if p.ring.first == 0 {
-		p.ring.first = p.log.Status().Applied + 1
+		p.ring.first = st.Applied + 1
 	}
+	p.seenTerm, p.seenLeader, p.seenHas = st.Term, st.LeaderID, hasLeader(st)
 	if p.cfg.Manual {
 		return nil
 	}
@@ -1512,7 +1519,54 @@ func (p *Pipeline) Tick() {
 		}
 		p.timeoutLocked(e, "commit timeout")
 	}
+	p.leaderChangeLocked(now)
 	if len(p.queue) > 0 {
+		p.wakeup()
+	}
+}
+
+func hasLeader(st kv.LogStatus) bool { return st.IsLeader || st.LeaderID != "" }
+
+// leaderChangeLocked releases retained facts when the log has a leader
+// again or a new one (W3): a fact backing off from a leaderless period is
+// proposed now rather than when its backoff expires, and a fact whose
+// proposal is unconfirmed is proposed again now, because a proposal
+// forwarded to a leader that died is silently lost and would otherwise
+// hold its keys' latches (and every later fact on them) until the commit
+// timeout. Proposing a fact twice is harmless: application is deduplicated
+// by fact ID, and only the latest attempt's failed precondition counts.
+func (p *Pipeline) leaderChangeLocked(now time.Time) {
+	if p.log == nil || !p.started {
+		return
+	}
+	st := p.log.Status()
+	has := hasLeader(st)
+	changed := st.Term != p.seenTerm || st.LeaderID != p.seenLeader || has != p.seenHas
+	p.seenTerm, p.seenLeader, p.seenHas = st.Term, st.LeaderID, has
+	if !changed || !has {
+		return
+	}
+	released := 0
+	for _, e := range p.live {
+		if e.kind != kindFact || e.finished || e.inFlush {
+			continue
+		}
+		switch {
+		case e.proposed:
+			p.unlatchLocked(e)
+			e.proposed = false
+			e.backoff, e.notBefore = 0, time.Time{}
+			p.enqueueLocked(e, false)
+			released++
+		case e.queued && now.Before(e.notBefore):
+			e.backoff, e.notBefore = 0, time.Time{}
+			released++
+		default:
+			e.backoff = 0
+		}
+	}
+	if released > 0 {
+		p.trace0("leader", "", "", fmt.Sprintf("term %d leader %q: %d retained facts proposed now", st.Term, st.LeaderID, released))
 		p.wakeup()
 	}
 }
@@ -1660,6 +1714,26 @@ func (p *Pipeline) resolveLocked(e *entry, cmd *kv.Command, res kv.Result) {
 	e.proposed = false
 	p.trace("apply", e, res.Index, res.Status.String()+": "+res.Reason)
 	moved := res.Status == kv.StatusConflict || strings.Contains(res.Reason, errGuardMovedText)
+	if moved && e.kind == kindFact {
+		// The log works and the state moved: re-evaluate against it now.
+		// A fact never gives up, so conflicts do not grow its backoff;
+		// under sustained contention it only yields RetryMin to the other
+		// writers once every MaxConflicts attempts.
+		e.conflicts++
+		e.backoff = 0
+		p.unlatchLocked(e)
+		if e.conflicts >= p.cfg.MaxConflicts {
+			e.conflicts = 0
+			e.notBefore = p.clock.Now().Add(p.cfg.RetryMin)
+			p.trace("requeue", e, res.Index, fmt.Sprintf("re-evaluate in %s (contention)", p.cfg.RetryMin))
+			p.enqueueLocked(e, false)
+		} else {
+			p.trace("requeue", e, res.Index, "re-evaluate against new state")
+			p.enqueueLocked(e, true)
+		}
+		p.wakeup()
+		return
+	}
 	if moved {
 		e.conflicts++
 		if e.conflicts > p.cfg.MaxConflicts {

@@ -23,6 +23,7 @@ type FakeLog struct {
 	committed [][]kv.Command
 	index     uint64
 	noLeader  bool
+	term      uint64
 	lagging   map[string]bool
 
 	Checker  kv.Checker
@@ -52,7 +53,27 @@ func (p *fakeProposal) Wait(ctx context.Context) ([]kv.Result, error) {
 
 // NewFakeLog returns an empty log with a leader.
 func NewFakeLog() *FakeLog {
-	return &FakeLog{state: map[string]kv.Record{}, firstApp: map[string]kv.Result{}}
+	return &FakeLog{state: map[string]kv.Record{}, firstApp: map[string]kv.Result{}, term: 1}
+}
+
+// NewTerm simulates a leader change: the term advances and a leader is
+// known again.
+func (l *FakeLog) NewTerm() {
+	l.mu.Lock()
+	l.term++
+	l.noLeader = false
+	l.mu.Unlock()
+}
+
+// Forget silently drops every pending batch, as when a follower's forwarded
+// proposal dies with the old leader: it is never appended and its Wait
+// never returns a result (only its context ends it).
+func (l *FakeLog) Forget() int {
+	l.mu.Lock()
+	n := len(l.pending)
+	l.pending = nil
+	l.mu.Unlock()
+	return n
 }
 
 // SetLeader toggles whether a leader is known (no leader: Propose fails
@@ -241,7 +262,7 @@ func (l *FakeLog) Outcome(id string) (kv.Result, bool) {
 func (l *FakeLog) Status() kv.LogStatus {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	st := kv.LogStatus{NodeID: "n1", Term: 1, Commit: l.index, Applied: l.index}
+	st := kv.LogStatus{NodeID: "n1", Term: l.term, Commit: l.index, Applied: l.index}
 	if !l.noLeader {
 		st.LeaderID, st.IsLeader = "n1", true
 	}
