@@ -16,8 +16,8 @@ import (
 	"github.com/writ-dev/writ/raftstore"
 )
 
-// Loopback addresses for pipeline cluster tests: 127.0.4.1–127.0.4.3,
-// kernel-chosen ports.
+// Loopback addresses for pipeline cluster tests: 127.0.4.1–127.0.4.3 and
+// 127.0.7.1–127.0.7.3, kernel-chosen ports.
 
 type rnode struct {
 	cfg     raftstore.Config
@@ -26,6 +26,7 @@ type rnode struct {
 	outbox  string
 	mu      sync.Mutex
 	reloads []string
+	stages  map[string]int
 }
 
 type rcluster struct {
@@ -34,13 +35,17 @@ type rcluster struct {
 	eval  *pipelinetest.FakeEvaluator
 }
 
-func newRaftCluster(t testing.TB) *rcluster {
+func newRaftCluster(t testing.TB) *rcluster { return newRaftClusterOn(t, "127.0.4.%d") }
+
+// newRaftClusterOn starts three nodes on the loopback addresses hostFmt
+// names for 1..3.
+func newRaftClusterOn(t testing.TB, hostFmt string) *rcluster {
 	root := t.TempDir()
 	c := &rcluster{t: t, eval: pipelinetest.NewFakeEvaluator()}
 	var peers []raftstore.Peer
 	var lis []net.Listener
 	for i := 0; i < 3; i++ {
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.4.%d:0", i+1))
+		l, err := net.Listen("tcp", fmt.Sprintf(hostFmt, i+1)+":0")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,6 +73,7 @@ func (c *rcluster) start(i int) {
 	p, err := pipeline.New(pipeline.Config{NodeID: n.cfg.NodeID, Catalog: jobsgen.Catalog(), Evaluator: c.eval, DataDir: n.outbox,
 		CommitTimeout: 10 * time.Second, ConfigTimeout: 10 * time.Second, RetryMin: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond,
 		TickInterval: 5 * time.Millisecond, Logger: quiet(),
+		Trace: func(ev pipeline.TraceEvent) { if n.stages == nil { n.stages = map[string]int{} }; d := ev.Detail; if len(d) > 12 { d = d[:12] }; n.stages[ev.Stage+" "+d]++ },
 		OnConfigActivated: func(a pipeline.ConfigActivation) { n.mu.Lock(); n.reloads = append(n.reloads, a.ID); n.mu.Unlock() }})
 	if err != nil {
 		c.t.Fatal(err)
@@ -166,6 +172,15 @@ func TestRaftCluster3_FakeEvaluator(t *testing.T) {
 	c := newRaftCluster(t)
 	lead := c.leader(10 * time.Second)
 	fol := (lead + 1) % 3
+	// A follower learns the leader from its first append; until then a
+	// submit there is (truthfully) UNAVAILABLE, which is not what this
+	// step is about.
+	for deadline := time.Now().Add(10 * time.Second); c.nodes[fol].node.Status().LeaderID == ""; {
+		if time.Now().After(deadline) {
+			t.Fatal("follower never learned the leader")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	// W1: COMMITTED from the leader and from a follower.
 	if o := submit(c.nodes[lead].p, "job.submit", "r1", `{"job_id":"j1","queue":"q","priority":1,"command":"x"}`); o.Status != pipeline.StatusCommitted {
