@@ -14,6 +14,7 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
@@ -39,6 +40,8 @@ const (
 	backoffMax       = time.Second
 	removeGrace      = 2 * time.Second
 	snapInterval     = 500 * time.Millisecond
+	propQueue        = 1024
+	propTimeout      = 200 * time.Millisecond
 )
 
 type rawCodec struct{}
@@ -126,9 +129,19 @@ func (t *transport) serve(ss grpc.ServerStream) error {
 		if len(ids) == 1 && len(addrs) == 1 {
 			if id, err := strconv.ParseUint(ids[0], 10, 64); err == nil {
 				t.learnPeer(id, addrs[0])
+				// The peer is up (again): if our stream to it is down,
+				// reconnect now rather than after the backoff.
+				t.kickPeer(id)
 			}
 		}
 	}
+	// Forwarded proposals are stepped off the stream: raft blocks a
+	// proposal while this node knows no leader (a restarted node receiving
+	// proposals queued for it while it was the leader), and the heartbeats
+	// that would tell it the leader arrive behind them on this stream.
+	props := make(chan *raftpb.Message, propQueue)
+	defer close(props)
+	go t.stepProposals(ctx, props)
 	var frame []byte
 	for {
 		if err := ss.RecvMsg(&frame); err != nil {
@@ -140,10 +153,32 @@ func (t *transport) serve(ss grpc.ServerStream) error {
 			return err
 		}
 		for _, m := range msgs {
+			if m.GetType() == raftpb.MsgProp {
+				select {
+				case props <- m:
+				default:
+					// Like a follower without a leader, drop it: the
+					// proposer's wait times out and it retries.
+				}
+				continue
+			}
 			if err := t.h.step(ctx, m); err != nil {
 				return nil
 			}
 		}
+	}
+}
+
+// stepProposals steps forwarded proposals, each given at most propTimeout
+// to be accepted; a proposal that finds no leader in time is dropped.
+func (t *transport) stepProposals(ctx context.Context, props <-chan *raftpb.Message) {
+	for m := range props {
+		if ctx.Err() != nil {
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, propTimeout)
+		_ = t.h.step(pctx, m)
+		cancel()
 	}
 }
 
@@ -188,6 +223,19 @@ func (t *transport) learnPeer(id uint64, addr string) {
 	t.addPeerLocked(id, addr)
 }
 
+// kickPeer cuts short the reconnect backoff of the stream to a peer.
+func (t *transport) kickPeer(id uint64) {
+	t.mu.Lock()
+	p := t.peers[id]
+	t.mu.Unlock()
+	if p != nil {
+		select {
+		case p.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // setPeer adds a peer or updates its address.
 func (t *transport) setPeer(id uint64, addr string) {
 	t.mu.Lock()
@@ -210,7 +258,7 @@ func (t *transport) addPeerLocked(id uint64, addr string) {
 	if t.closed || addr == "" {
 		return
 	}
-	p := &peer{t: t, id: id, addr: addr, q: make(chan *raftpb.Message, t.queueLen), done: make(chan struct{})}
+	p := &peer{t: t, id: id, addr: addr, q: make(chan *raftpb.Message, t.queueLen), done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	t.peers[id] = p
 	t.wg.Add(1)
 	go func() {
@@ -297,6 +345,8 @@ type peer struct {
 	q    chan *raftpb.Message
 	once sync.Once
 	done chan struct{}
+	// kick wakes a reconnect backoff: the peer just connected to us.
+	kick chan struct{}
 	// lastSnap is when a snapshot was last queued (guarded by t.mu).
 	lastSnap time.Time
 }
@@ -314,6 +364,12 @@ func (p *peer) run() {
 			return dialer.DialContext(ctx, "tcp", a)
 		}),
 		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{}), grpc.MaxCallSendMsgSize(maxFrameBytes)),
+		// gRPC's own reconnect backoff (default up to 120 s) must not
+		// outlast ours: a restarted peer would hear nothing from us.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: backoffMin, Multiplier: 1.6, Jitter: 0.2, MaxDelay: backoffMax},
+			MinConnectTimeout: 2 * time.Second,
+		}),
 	)
 	if err != nil {
 		p.t.log.Error("raftstore: transport: bad peer address", "peer", p.id, "addr", p.addr, "err", err)
@@ -355,8 +411,11 @@ func (p *peer) run() {
 		case <-p.done:
 			return
 		case <-time.After(backoff):
+			backoff = min(backoff*2, backoffMax)
+		case <-p.kick:
+			conn.ResetConnectBackoff()
+			backoff = backoffMin
 		}
-		backoff = min(backoff*2, backoffMax)
 	}
 }
 

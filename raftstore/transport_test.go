@@ -154,3 +154,35 @@ func TestTransportBoundsQueueReconnectsAndBinds(t *testing.T) {
 		t.Fatalf("receiver did not learn sender address: %v %+v", ok, p)
 	}
 }
+
+// propBlocker is a raftHandler whose step blocks proposals until their
+// context ends, like raft does while the node knows no leader.
+type propBlocker struct{ recorder }
+
+func (r *propBlocker) step(ctx context.Context, m *raftpb.Message) error {
+	if m.GetType() == raftpb.MsgProp {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return r.recorder.step(ctx, m)
+}
+
+// TestTransportProposalsDoNotStallTheStream: a forwarded proposal that raft
+// cannot accept (no leader) must not hold up the messages behind it on the
+// same stream (the heartbeats that would tell the node its leader).
+func TestTransportProposalsDoNotStallTheStream(t *testing.T) {
+	ra, rb := &recorder{}, &propBlocker{}
+	a := newTransport(1, listen(t, "127.0.1.7"), 4096, 1<<20, ra, testLogger(t))
+	defer a.close()
+	b := newTransport(2, listen(t, "127.0.1.8"), 4096, 1<<20, rb, testLogger(t))
+	defer b.close()
+	a.setPeer(2, b.addr)
+	var msgs []*raftpb.Message
+	for i := range 2000 {
+		msgs = append(msgs, &raftpb.Message{Type: new(raftpb.MsgProp), To: new(uint64(2)), From: new(uint64(1)),
+			Entries: []*raftpb.Entry{{Data: []byte("proposal")}}, Term: new(uint64(i))})
+	}
+	msgs = append(msgs, msg(2, 7))
+	a.send(msgs)
+	waitFor(t, 5*time.Second, "heartbeat behind 2000 blocked proposals", func() bool { return rb.count() > 0 })
+}
