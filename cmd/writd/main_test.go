@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBadInputOneLine: bad configuration and occupied ports stop writd
@@ -62,5 +64,40 @@ func TestBadInputOneLine(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(data); len(ents) != 0 {
 		t.Fatalf("bad input touched the data directory: %v", ents)
+	}
+}
+
+// TestPluginChecksumFromConfigRefusesMismatch runs the real writd with the
+// real writ-jobs plugin and a configured checksum that does not match: the
+// node must refuse the plugin at start, naming it and the checksum.
+func TestPluginChecksumFromConfigRefusesMismatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs real binaries")
+	}
+	bin := buildBinaries(t)
+	data := t.TempDir()
+	wrong := strings.Repeat("0", 64)
+	cmd := exec.Command(filepath.Join(bin, "writd"), "--data-dir", data,
+		"--api-addr", "127.0.3.29:17070", "--raft-addr", "127.0.3.29:17071", "--gossip-addr", "127.0.3.29:17072",
+		"--plugins-jobs", filepath.Join(bin, "writ-jobs"), "--plugins-jobs-sha256", wrong)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatalf("writd started with a plugin whose checksum does not match; stderr: %s", errb.String())
+		}
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("writd kept running with a mismatched plugin checksum; stderr: %s", errb.String())
+	}
+	msg := errb.String()
+	if !strings.Contains(msg, "writ-jobs") || !strings.Contains(strings.ToLower(msg), "checksum") {
+		t.Fatalf("refusal does not name the plugin and the checksum: %q", msg)
 	}
 }

@@ -66,6 +66,8 @@ var Keys = []Key{
 	{Name: "membership.profile", Kind: String, Default: "lan", Help: "gossip failure-detection timing: lan (a dead node is noticed in ~5s) or local (~1s, for loopback test clusters)"},
 	{Name: "plugins.jobs", Kind: String, Default: "", Help: "path of the jobs handler plugin (empty: writ-jobs next to writd, then on PATH)"},
 	{Name: "plugins.paths", Kind: List, Default: []string{}, Help: "paths of further handler plugin binaries"},
+	{Name: "plugins.jobs_sha256", Kind: String, Default: "", Help: "expected SHA-256 (hex) of the jobs plugin binary; a mismatch refuses the plugin (empty: pinned from the binary at start)"},
+	{Name: "plugins.paths_sha256", Kind: List, Default: []string{}, Help: "expected SHA-256 (hex) of each plugins.paths binary, in the same order (empty: pinned at start)"},
 	{Name: "log.level", Kind: String, Default: "info", Help: "debug, info, warn or error"},
 	{Name: "log.format", Kind: String, Default: "text", Help: "text or json"},
 }
@@ -104,8 +106,12 @@ type Node struct {
 	FactRetry  time.Duration
 	JobsPlugin string
 	Plugins    []string
-	LogLevel   string
-	LogFormat  string
+	// JobsPluginSHA256 and PluginsSHA256 are the expected checksums from
+	// configuration ("" / nil: pin the binary as found at start).
+	JobsPluginSHA256 string
+	PluginsSHA256    []string
+	LogLevel         string
+	LogFormat        string
 	// File is the configuration file used, if any.
 	File string
 	// Dev is set when no file, variable or flag configured anything.
@@ -554,6 +560,23 @@ func (s source) node() (*Node, error) {
 			return nil, s.fail("plugins.paths", err.Error(), "list executable plugin binaries")
 		}
 	}
+	if n.JobsPluginSHA256, err = s.str("plugins.jobs_sha256"); err != nil {
+		return nil, err
+	}
+	if n.JobsPluginSHA256 != "" && !isSHA256Hex(n.JobsPluginSHA256) {
+		return nil, s.fail("plugins.jobs_sha256", "not 64 hexadecimal digits", "use the output of `sha256sum writ-jobs`")
+	}
+	if n.PluginsSHA256, err = s.list("plugins.paths_sha256"); err != nil {
+		return nil, err
+	}
+	if len(n.PluginsSHA256) > 0 && len(n.PluginsSHA256) != len(n.Plugins) {
+		return nil, s.fail("plugins.paths_sha256", fmt.Sprintf("has %d checksums for %d plugins.paths", len(n.PluginsSHA256), len(n.Plugins)), "give one checksum per plugins.paths entry, in the same order")
+	}
+	for _, sum := range n.PluginsSHA256 {
+		if !isSHA256Hex(sum) {
+			return nil, s.fail("plugins.paths_sha256", fmt.Sprintf("%q is not 64 hexadecimal digits", sum), "use the output of `sha256sum PLUGIN`")
+		}
+	}
 	return n, nil
 }
 
@@ -659,4 +682,17 @@ func checkExec(p string) error {
 		return fmt.Errorf("%s is not an executable file", p)
 	}
 	return nil
+}
+
+// isSHA256Hex reports whether s is a hex-encoded SHA-256 digest.
+func isSHA256Hex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
 }

@@ -100,6 +100,8 @@ func TestBadInput(t *testing.T) {
 		{"missing config file", func() Options { return Options{File: "/nonexistent/writ.yaml"} }, []string{"cannot read", "no such file"}},
 		{"bad yaml", func() Options { return Options{File: write(t, "b.yaml", "api: [\n")} }, []string{"cannot parse yaml"}},
 		{"plugin not executable", func() Options { return Options{Env: []string{"WRIT_PLUGINS_JOBS=" + notDir}} }, []string{"plugins.jobs", "not an executable"}},
+		{"bad plugin checksum", func() Options { return Options{Env: []string{"WRIT_PLUGINS_JOBS_SHA256=abc"}} }, []string{"plugins.jobs_sha256", "64 hexadecimal", "sha256sum"}},
+		{"checksum count", func() Options { return Options{Flags: flags(t, "--plugins-paths-sha256", strings.Repeat("a", 64))} }, []string{"plugins.paths_sha256", "1 checksums for 0", "one checksum per"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -328,15 +328,24 @@ func (n *Node) pluginConfigs(name string) ([]host.PluginConfig, error) {
 	}
 	paths = append(paths, jobs)
 	paths = append(paths, n.cfg.Plugins...)
+	// Expected checksums from configuration, positionally; "" pins the
+	// binary as found now (it is still verified at every later launch).
+	want := make([]string, len(paths))
+	want[0] = strings.ToLower(n.cfg.JobsPluginSHA256)
+	for i, sum := range n.cfg.PluginsSHA256 {
+		want[i+1] = strings.ToLower(sum)
+	}
 	var out []host.PluginConfig
-	for _, p := range paths {
+	for i, p := range paths {
 		abs, err := filepath.Abs(p)
 		if err != nil {
 			return nil, startErr("plugin %s: %v", p, err)
 		}
-		sum, err := fileSHA256(abs)
-		if err != nil {
-			return nil, startErr("plugin %s: %v: check plugins.jobs / plugins.paths", abs, err)
+		sum := want[i]
+		if sum == "" {
+			if sum, err = fileSHA256(abs); err != nil {
+				return nil, startErr("plugin %s: %v: check plugins.jobs / plugins.paths", abs, err)
+			}
 		}
 		out = append(out, host.PluginConfig{Path: abs, SHA256: sum})
 	}
