@@ -26,7 +26,6 @@ type rnode struct {
 	outbox  string
 	mu      sync.Mutex
 	reloads []string
-	stages  map[string]int
 }
 
 type rcluster struct {
@@ -73,7 +72,6 @@ func (c *rcluster) start(i int) {
 	p, err := pipeline.New(pipeline.Config{NodeID: n.cfg.NodeID, Catalog: jobsgen.Catalog(), Evaluator: c.eval, DataDir: n.outbox,
 		CommitTimeout: 10 * time.Second, ConfigTimeout: 10 * time.Second, RetryMin: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond,
 		TickInterval: 5 * time.Millisecond, Logger: quiet(),
-		Trace: func(ev pipeline.TraceEvent) { if n.stages == nil { n.stages = map[string]int{} }; d := ev.Detail; if len(d) > 12 { d = d[:12] }; n.stages[ev.Stage+" "+d]++ },
 		OnConfigActivated: func(a pipeline.ConfigActivation) { n.mu.Lock(); n.reloads = append(n.reloads, a.ID); n.mu.Unlock() }})
 	if err != nil {
 		c.t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/writ-dev/writ/examples/jobs/jobsgen"
+	"github.com/writ-dev/writ/kv"
 	"github.com/writ-dev/writ/pipeline"
 	"github.com/writ-dev/writ/pipeline/pipelinetest"
 )
@@ -214,5 +215,79 @@ func TestFactConflictReevaluatedPromptly_FakeLog(t *testing.T) {
 	r.checkAllCommitted(2)
 	if err := r.p.Stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRaftCluster3_RestartedNodeDrainsOutbox_FakeEvaluator is the restart
+// situation over a real 3-node raftstore cluster (etcd raft, WAL, gRPC
+// transport on 127.0.7.x): a follower accepts 30 facts for one key while
+// quorum is lost (its proposals fail or are lost), stops, and restarts
+// after the other two nodes have elected a leader in a new term. Its
+// reloaded outbox must drain well within the commit timeout (10s here),
+// and every fact is committed on every node.
+func TestRaftCluster3_RestartedNodeDrainsOutbox_FakeEvaluator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real cluster")
+	}
+	const n = 30
+	c := newRaftClusterOn(t, "127.0.7.%d")
+	lead := c.leader(10 * time.Second)
+	keep := (lead + 1) % 3
+	usage := func(i int, id string, seq int) {
+		t.Helper()
+		a := c.nodes[i].p.Report(context.Background(), pipeline.Entry{Type: "worker.usage",
+			Payload: []byte(fmt.Sprintf(`{"report_id":%q,"worker_id":"w","seq":%d,"cpu_millis":1,"mem_bytes":2}`, id, seq))})
+		if !a.Received {
+			t.Fatalf("report %s on node %d: %+v", id, i, a)
+		}
+	}
+	usage(lead, "warm", 1)
+	c.eventually("worker/w", `{"report_id":"warm","worker_id":"w","seq":1,"cpu_millis":1,"mem_bytes":2}`)
+	for i := range c.nodes {
+		if i != keep {
+			c.stop(i)
+		}
+	}
+	for i := 0; i < n; i++ {
+		usage(keep, fmt.Sprintf("u%d", i), 100+i)
+	}
+	time.Sleep(100 * time.Millisecond) // the drainer tries without quorum
+	c.stop(keep)
+	for i := range c.nodes {
+		if i != keep {
+			c.start(i)
+		}
+	}
+	c.leader(10 * time.Second)
+	c.start(keep)
+	if d := c.nodes[keep].p.Outbox().Depth; d != n {
+		t.Fatalf("reloaded outbox depth %d, want %d", d, n)
+	}
+	start := time.Now()
+	for c.nodes[keep].p.Outbox().Depth != 0 {
+		if time.Since(start) > 8*time.Second {
+			t.Fatalf("restarted node's outbox not drained after %s: %+v", time.Since(start), c.nodes[keep].p.Status(context.Background()))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("restarted node drained %d facts in %s", n, time.Since(start))
+	if ob := c.nodes[keep].p.Outbox(); ob.OldestAge != 0 || len(ob.Items) != 0 {
+		t.Fatalf("drained outbox: %+v", ob)
+	}
+	for _, nd := range c.nodes {
+		for i := 0; i < n; i++ {
+			id := fmt.Sprintf("fact:worker.usage:u%d", i)
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				r, ok := nd.node.Outcome(id)
+				if ok && (r.Status == kv.StatusApplied || r.Status == kv.StatusDuplicate) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: %s not committed: %+v %v", nd.cfg.NodeID, id, r, ok)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
 	}
 }
