@@ -18,7 +18,10 @@
 //     request ID, retry with the same ID safe) (W2).
 //  2. fact (Report): acknowledged as received only after an fsync into the
 //     outbox; proposed and re-proposed with backoff and no timeout until
-//     committed, with or without a leader, across restarts (W3).
+//     committed, with or without a leader, across restarts (W3). A leader
+//     (re)appearing or a term change releases every retained fact at once
+//     (backoffs reset, unconfirmed proposals proposed again); a failed
+//     revision precondition re-evaluates a fact at once.
 //  3. receipt (Deliver): acknowledged as received; each item goes through its
 //     own class and its outcome appears on the watch stream only (W4).
 //  4. config (ConfigUpgrade): stage → activate, or abort on timeout; first in
