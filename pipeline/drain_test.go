@@ -291,3 +291,23 @@ func TestRaftCluster3_RestartedNodeDrainsOutbox_FakeEvaluator(t *testing.T) {
 		}
 	}
 }
+
+// TestFactConfirmedWithoutApplyNotification_FakeLog: a retained fact's
+// entry is applied without an apply notification (the node installed a
+// snapshot that covers it). The drainer must notice from the log's
+// recorded outcome within about a second and retire it, rather than wait a
+// full CommitTimeout before re-proposing it while it holds its key.
+func TestFactConfirmedWithoutApplyNotification_FakeLog(t *testing.T) {
+	r := newDrainRig(t, pipeline.Config{CommitTimeout: 30 * time.Second, RetryMin: 20 * time.Millisecond, RetryMax: 2 * time.Second})
+	r.reportBatch(3)
+	r.p.Flush(context.Background())
+	if !r.log.CommitSilently() {
+		t.Fatal("nothing proposed")
+	}
+	took := r.drainWithin(1500*time.Millisecond, "entry applied without notification")
+	t.Logf("drained %s after a silent apply", took)
+	r.checkAllCommitted(3)
+	if err := r.p.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -143,6 +143,7 @@ type entry struct {
 	attempt     uint64
 	proposed    bool
 	proposedAt  time.Time
+	checkedAt   time.Time // last outcome lookup for an unconfirmed fact
 	everApplied bool
 	conflicts   int
 	held        bool
@@ -1491,6 +1492,11 @@ func (p *Pipeline) timeoutLocked(e *entry, why string) {
 // were not confirmed (re-proposed), config changes to abort. The background
 // loop calls it; in Manual mode the driver does.
 func (p *Pipeline) Tick() {
+	p.tickLocked()
+	p.confirmFacts()
+}
+
+func (p *Pipeline) tickLocked() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.clock.Now()
@@ -1522,6 +1528,57 @@ func (p *Pipeline) Tick() {
 	p.leaderChangeLocked(now)
 	if len(p.queue) > 0 {
 		p.wakeup()
+	}
+}
+
+// confirmFacts looks up, at most once a second each, the log's recorded
+// outcome of facts whose proposal has been unconfirmed for a second, and
+// retires those that are applied here. An apply notification can be
+// missing: a node that installs a snapshot applies the entries it covers
+// without replaying them. Without this such a fact (and every later fact
+// on its keys) would wait a full CommitTimeout before being re-proposed.
+func (p *Pipeline) confirmFacts() {
+	p.mu.Lock()
+	if p.log == nil || !p.started {
+		p.mu.Unlock()
+		return
+	}
+	now := p.clock.Now()
+	every := min(p.cfg.CommitTimeout, time.Second)
+	var ids []string
+	for id, e := range p.live {
+		if e.kind != kindFact || !e.proposed || e.inFlush || e.finished || id != e.cmdID ||
+			now.Sub(e.proposedAt) < every || now.Sub(e.checkedAt) < every {
+			continue
+		}
+		e.checkedAt = now
+		ids = append(ids, id)
+	}
+	log := p.log
+	p.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	var hits []kv.Result
+	var hitIDs []string
+	for _, id := range ids {
+		if r, ok := log.Outcome(id); ok && (r.Status == kv.StatusApplied || r.Status == kv.StatusDuplicate) {
+			hits, hitIDs = append(hits, r), append(hitIDs, id)
+		}
+	}
+	if len(hits) == 0 {
+		return
+	}
+	applied := log.Status().Applied
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, r := range hits {
+		e := p.live[hitIDs[i]]
+		if e == nil || e.finished || e.inFlush || r.Index > applied {
+			continue
+		}
+		p.trace("apply", e, r.Index, "confirmed from the log's recorded outcome")
+		p.factDoneLocked(e, r.Index, "done")
 	}
 }
 

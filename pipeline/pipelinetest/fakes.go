@@ -126,6 +126,23 @@ func (l *FakeLog) CommitNext() bool {
 	return true
 }
 
+// CommitSilently commits and applies the oldest pending batch without
+// telling the Observer or answering its Wait, as a node that installs a
+// snapshot covering the entry does; false if none.
+func (l *FakeLog) CommitSilently() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.pending) == 0 {
+		return false
+	}
+	p := l.pending[0]
+	l.pending = l.pending[1:]
+	l.index++
+	l.committed = append(l.committed, p.batch)
+	l.applyLocked(l.index, p.batch)
+	return true
+}
+
 // Lose drops every pending batch: they were never appended (a leader lost
 // its uncommitted tail).
 func (l *FakeLog) Lose() int {
