@@ -1492,14 +1492,18 @@ func (p *Pipeline) timeoutLocked(e *entry, why string) {
 // were not confirmed (re-proposed), config changes to abort. The background
 // loop calls it; in Manual mode the driver does.
 func (p *Pipeline) Tick() {
-	p.tickLocked()
-	p.confirmFacts()
+	if ids := p.tick(); len(ids) > 0 {
+		p.confirmFacts(ids)
+	}
 }
 
-func (p *Pipeline) tickLocked() {
+// tick enforces timeouts and returns the facts whose recorded outcome
+// should be looked up (see confirmFacts).
+func (p *Pipeline) tick() (check []string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.clock.Now()
+	every := min(p.cfg.CommitTimeout, time.Second)
 	var expired []*entry
 	seen := map[*entry]bool{}
 	for _, e := range p.live {
@@ -1516,6 +1520,10 @@ func (p *Pipeline) tickLocked() {
 		case e.kind != kindFact && !e.deadline.IsZero() && !now.Before(e.deadline):
 			expired = append(expired, e)
 		}
+		if e.kind == kindFact && e.proposed && !e.inFlush && now.Sub(e.proposedAt) >= every && now.Sub(e.checkedAt) >= every {
+			e.checkedAt = now
+			check = append(check, e.cmdID)
+		}
 	}
 	for _, e := range expired {
 		if e.kind == kindFact || (e.kind == kindConfig && e.replied) {
@@ -1529,36 +1537,23 @@ func (p *Pipeline) tickLocked() {
 	if len(p.queue) > 0 {
 		p.wakeup()
 	}
+	if p.log == nil || !p.started {
+		return nil
+	}
+	return check
 }
 
-// confirmFacts looks up, at most once a second each, the log's recorded
-// outcome of facts whose proposal has been unconfirmed for a second, and
-// retires those that are applied here. An apply notification can be
-// missing: a node that installs a snapshot applies the entries it covers
-// without replaying them. Without this such a fact (and every later fact
-// on its keys) would wait a full CommitTimeout before being re-proposed.
-func (p *Pipeline) confirmFacts() {
+// confirmFacts looks up (outside the lock) the log's recorded outcome of
+// facts whose proposal has been unconfirmed for a second (at most once a
+// second each; tick picks them), and retires those applied here. An apply
+// notification can be missing: a node that installs a snapshot applies the
+// entries it covers without replaying them. Without this such a fact (and
+// every later fact on its keys) would wait a full CommitTimeout before
+// being re-proposed.
+func (p *Pipeline) confirmFacts(ids []string) {
 	p.mu.Lock()
-	if p.log == nil || !p.started {
-		p.mu.Unlock()
-		return
-	}
-	now := p.clock.Now()
-	every := min(p.cfg.CommitTimeout, time.Second)
-	var ids []string
-	for id, e := range p.live {
-		if e.kind != kindFact || !e.proposed || e.inFlush || e.finished || id != e.cmdID ||
-			now.Sub(e.proposedAt) < every || now.Sub(e.checkedAt) < every {
-			continue
-		}
-		e.checkedAt = now
-		ids = append(ids, id)
-	}
 	log := p.log
 	p.mu.Unlock()
-	if len(ids) == 0 {
-		return
-	}
 	var hits []kv.Result
 	var hitIDs []string
 	for _, id := range ids {
