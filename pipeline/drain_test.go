@@ -172,6 +172,14 @@ func TestLostProposalReproposedOnLeaderChange_FakeLog(t *testing.T) {
 	if got := r.log.Forget(); got != 1 {
 		t.Fatalf("%d batches proposed, want 1 (one key, one latch)", got)
 	}
+	ob := r.p.Outbox()
+	total := 0
+	for _, it := range ob.Items {
+		total += int(ob.Attempts[it.ID])
+	}
+	if len(ob.Attempts) != n || total != 1 {
+		t.Fatalf("attempts %v (total %d), want one proposal among %d facts", ob.Attempts, total, n)
+	}
 	r.log.NewTerm()
 	took := r.drainWithin(time.Second, "after the leader that held the proposal died")
 	t.Logf("drained %d facts %s after the leader change", n, took)

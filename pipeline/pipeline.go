@@ -144,6 +144,7 @@ type entry struct {
 	proposed    bool
 	proposedAt  time.Time
 	checkedAt   time.Time // last outcome lookup for an unconfirmed fact
+	proposals   uint32    // proposals of this entry since the node started
 	everApplied bool
 	conflicts   int
 	held        bool
@@ -1005,6 +1006,7 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 				continue
 			}
 			e.proposed, e.proposedAt = true, now
+			e.proposals++
 			e.provisional = e.cmd.Effect
 			p.live[e.cmdID] = e
 			if e.cmd.ID != e.cmdID {

@@ -12,12 +12,27 @@ type OutboxStats struct {
 	Depth     int
 	OldestAge time.Duration
 	Items     []OutboxItem
+	// Attempts counts, by fact ID, how often this node has proposed each
+	// retained fact since it (re)started.
+	Attempts map[string]uint32
 }
 
-// Outbox reports the retained facts (depth, oldest age, items).
+// Outbox reports the retained facts (depth, oldest age, items, attempts).
 func (p *Pipeline) Outbox() OutboxStats {
 	items := p.outbox.Items()
 	st := OutboxStats{Depth: len(items), Items: items}
+	if len(items) > 0 {
+		st.Attempts = make(map[string]uint32, len(items))
+		p.mu.Lock()
+		for _, it := range items {
+			if e := p.live[it.ID]; e != nil {
+				st.Attempts[it.ID] = e.proposals
+			} else {
+				st.Attempts[it.ID] = 0
+			}
+		}
+		p.mu.Unlock()
+	}
 	if len(items) > 0 {
 		oldest := items[0].Received
 		for _, it := range items[1:] {
