@@ -188,6 +188,17 @@ func (h *Harness) Run(cmd string, args map[string]string, input string) (string,
 		emit("serializable reads of %s lag until a linearizable read", args["keys"])
 	case "lose":
 		emit("lost %d pending batches", h.Log.Lose())
+	case "forget":
+		emit("forgot %d pending batches (never appended, never answered)", h.Log.Forget())
+	case "newterm":
+		h.Log.NewTerm()
+		emit("new term %d, leader known", h.Log.Status().Term)
+	case "silent-commit":
+		if h.Log.CommitSilently() {
+			emit("committed without an apply notification")
+		} else {
+			emit("nothing to commit")
+		}
 	case "advance":
 		d, err := time.ParseDuration(args["d"])
 		if err != nil {
