@@ -186,6 +186,54 @@ type MemberInfo struct {
 	Match       uint64
 	Leader      bool
 	Fingerprint string
+	// Refused is why the leader does not admit this node ("" when it is
+	// not refused).
+	Refused string
+}
+
+// Refusal is a node that gossips with the cluster but is not admitted to
+// the raft configuration.
+type Refusal struct {
+	ID          string
+	GossipAddr  string
+	RaftAddr    string
+	Fingerprint string
+	Reason      string
+	Since       time.Time
+}
+
+// KeyOp is a gossip keyring operation.
+type KeyOp = writv1.KeyringRequest_Op
+
+// The keyring operations.
+const (
+	KeyList    = writv1.KeyringRequest_LIST
+	KeyInstall = writv1.KeyringRequest_INSTALL
+	KeyUse     = writv1.KeyringRequest_USE
+	KeyRemove  = writv1.KeyringRequest_REMOVE
+)
+
+// KeyReport is the cluster-wide answer to a keyring operation.
+type KeyReport struct {
+	NumNodes, NumResp, NumErr int
+	// Messages holds per-node error messages by node ID.
+	Messages map[string]string
+	// Keys and PrimaryKeys count, per base64 key, the nodes holding it and
+	// the nodes encrypting with it (KeyList only).
+	Keys, PrimaryKeys map[string]int
+}
+
+// ErrNotEncrypted is returned (wrapped) by Membership.Keyring when the
+// node runs without gossip encryption.
+var ErrNotEncrypted = errors.New("api: gossip encryption is not enabled on this node: start every node with gossip.key")
+
+// Membership is what the API needs from the node's gossip agent beyond
+// Info: refused nodes and the gossip keyring.
+type Membership interface {
+	Refused(ctx context.Context) []Refusal
+	// Keyring runs op cluster-wide; key is base64 (empty for KeyList). The
+	// report is returned even with an error when some nodes answered.
+	Keyring(ctx context.Context, op KeyOp, key string) (KeyReport, error)
 }
 
 // PluginInfo describes one handler plugin process.

@@ -27,4 +27,10 @@
 //     gets a generated one (returned in the reply); a fact or receipt
 //     without one uses its payload's declared id field.
 //  6. Server reflection is registered, so grpcurl works against any node.
+//  7. Members lists each node's refusal reason (Member.refused) and every
+//     refused node (MembersResponse.refused) from the optional Membership
+//     backend. Keyring (list/install/use/remove a gossip key) is served by
+//     the node called — gossip carries it to every node — never forwarded;
+//     a malformed key is InvalidArgument naming the key and the fix, and
+//     removing a key some node still encrypts with is FailedPrecondition.
 package api

@@ -3,11 +3,13 @@ package api
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,7 +34,10 @@ type Config struct {
 	Writer Writer
 	Store  Store
 	Info   Info
-	Logger *slog.Logger
+	// Membership serves refused nodes and the gossip keyring; nil means
+	// Keyring answers FailedPrecondition and Members lists no refusals.
+	Membership Membership
+	Logger     *slog.Logger
 	// NoForward disables forwarding to the leader (requests are processed
 	// locally).
 	NoForward bool
@@ -394,9 +399,98 @@ func (s *Server) Members(ctx context.Context, _ *writv1.MembersRequest) (*writv1
 	out := &writv1.MembersResponse{}
 	for _, m := range s.cfg.Info.Members(ctx) {
 		out.Members = append(out.Members, &writv1.Member{Id: m.ID, RaftAddr: m.RaftAddr, ApiAddr: m.APIAddr, GossipAddr: m.GossipAddr,
-			Role: m.Role, Status: m.Status, Match: m.Match, Leader: m.Leader, SchemaFingerprint: m.Fingerprint})
+			Role: m.Role, Status: m.Status, Match: m.Match, Leader: m.Leader, SchemaFingerprint: m.Fingerprint, Refused: m.Refused})
+	}
+	if s.cfg.Membership != nil {
+		for _, r := range s.cfg.Membership.Refused(ctx) {
+			w := &writv1.Refusal{Id: r.ID, GossipAddr: r.GossipAddr, RaftAddr: r.RaftAddr, SchemaFingerprint: r.Fingerprint, Reason: r.Reason}
+			if !r.Since.IsZero() {
+				w.SinceUnixMs = r.Since.UnixMilli()
+			}
+			out.Refused = append(out.Refused, w)
+		}
 	}
 	return out, nil
+}
+
+// CheckKey validates a base64 gossip key: standard base64 of 16, 24 or 32
+// bytes. The error names the argument and the fix.
+func CheckKey(key string) error {
+	k := strings.TrimSpace(key)
+	if k == "" {
+		return errors.New("key is required: pass a base64 key of 16, 24 or 32 bytes, e.g. from `head -c 32 /dev/urandom | base64`")
+	}
+	b, err := base64.StdEncoding.DecodeString(k)
+	if err != nil {
+		return fmt.Errorf("key %q is not valid base64 (%v): pass the standard base64 encoding of 16, 24 or 32 random bytes, e.g. from `head -c 32 /dev/urandom | base64`", k, err)
+	}
+	switch len(b) {
+	case 16, 24, 32:
+		return nil
+	}
+	return fmt.Errorf("key decodes to %d bytes: a gossip key must be 16, 24 or 32 bytes (AES-128/192/256); generate one with `head -c 32 /dev/urandom | base64`", len(b))
+}
+
+// Keyring runs a gossip keyring operation across the cluster. It is served
+// by the node it reaches (gossip carries it to every other node), so it is
+// never forwarded.
+func (s *Server) Keyring(ctx context.Context, r *writv1.KeyringRequest) (*writv1.KeyringResponse, error) {
+	op := r.GetOp()
+	switch op {
+	case KeyList, KeyInstall, KeyUse, KeyRemove:
+	default:
+		return nil, status.Errorf(codes.InvalidArgument, "op %v: use LIST, INSTALL, USE or REMOVE", op)
+	}
+	key := strings.TrimSpace(r.GetKey())
+	if op != KeyList {
+		if err := CheckKey(key); err != nil {
+			return nil, status.Error(codes.InvalidArgument, err.Error())
+		}
+	}
+	if s.cfg.Membership == nil {
+		return nil, status.Error(codes.FailedPrecondition, ErrNotEncrypted.Error())
+	}
+	if op == KeyRemove {
+		// Refuse to remove a key some node still encrypts with: that node
+		// would lose its only way to talk to the others.
+		lr, err := s.cfg.Membership.Keyring(ctx, KeyList, "")
+		if err != nil {
+			return nil, keyringStatus(err)
+		}
+		if n := lr.PrimaryKeys[key]; n > 0 {
+			return nil, status.Errorf(codes.FailedPrecondition,
+				"key %s is the primary key (used to encrypt gossip) on %d of %d nodes and cannot be removed: make another installed key primary first with `writctl keyring use NEWKEY`", key, n, lr.NumNodes)
+		}
+	}
+	rep, err := s.cfg.Membership.Keyring(ctx, op, key)
+	if err != nil {
+		return nil, keyringStatus(err)
+	}
+	out := &writv1.KeyringResponse{Op: op, NumNodes: uint32(rep.NumNodes), NumResp: uint32(rep.NumResp), NumErr: uint32(rep.NumErr), Messages: rep.Messages}
+	if len(rep.Keys) > 0 {
+		out.Keys = make(map[string]uint32, len(rep.Keys))
+		for k, n := range rep.Keys {
+			out.Keys[k] = uint32(n)
+		}
+	}
+	if len(rep.PrimaryKeys) > 0 {
+		out.PrimaryKeys = make(map[string]uint32, len(rep.PrimaryKeys))
+		for k, n := range rep.PrimaryKeys {
+			out.PrimaryKeys[k] = uint32(n)
+		}
+	}
+	return out, nil
+}
+
+func keyringStatus(err error) error {
+	if errors.Is(err, ErrNotEncrypted) {
+		return status.Error(codes.FailedPrecondition, err.Error())
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return toStatus(err)
+	}
+	// Not every node confirmed: the operation is idempotent, rerun it.
+	return status.Error(codes.Aborted, err.Error())
 }
 
 // Plugins lists this node's handler plugins.

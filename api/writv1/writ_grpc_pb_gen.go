@@ -33,6 +33,7 @@ const (
 	Writ_Outbox_FullMethodName        = "/writ.v1.Writ/Outbox"
 	Writ_Status_FullMethodName        = "/writ.v1.Writ/Status"
 	Writ_Members_FullMethodName       = "/writ.v1.Writ/Members"
+	Writ_Keyring_FullMethodName       = "/writ.v1.Writ/Keyring"
 	Writ_Plugins_FullMethodName       = "/writ.v1.Writ/Plugins"
 	Writ_ConfigShow_FullMethodName    = "/writ.v1.Writ/ConfigShow"
 	Writ_ConfigUpgrade_FullMethodName = "/writ.v1.Writ/ConfigUpgrade"
@@ -53,6 +54,7 @@ type WritClient interface {
 	Outbox(ctx context.Context, in *OutboxRequest, opts ...grpc.CallOption) (*OutboxResponse, error)
 	Status(ctx context.Context, in *StatusRequest, opts ...grpc.CallOption) (*StatusResponse, error)
 	Members(ctx context.Context, in *MembersRequest, opts ...grpc.CallOption) (*MembersResponse, error)
+	Keyring(ctx context.Context, in *KeyringRequest, opts ...grpc.CallOption) (*KeyringResponse, error)
 	Plugins(ctx context.Context, in *PluginsRequest, opts ...grpc.CallOption) (*PluginsResponse, error)
 	ConfigShow(ctx context.Context, in *ConfigShowRequest, opts ...grpc.CallOption) (*ConfigShowResponse, error)
 	ConfigUpgrade(ctx context.Context, in *ConfigUpgradeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ConfigProgress], error)
@@ -185,6 +187,16 @@ func (c *writClient) Members(ctx context.Context, in *MembersRequest, opts ...gr
 	return out, nil
 }
 
+func (c *writClient) Keyring(ctx context.Context, in *KeyringRequest, opts ...grpc.CallOption) (*KeyringResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(KeyringResponse)
+	err := c.cc.Invoke(ctx, Writ_Keyring_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *writClient) Plugins(ctx context.Context, in *PluginsRequest, opts ...grpc.CallOption) (*PluginsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(PluginsResponse)
@@ -239,6 +251,7 @@ type WritServer interface {
 	Outbox(context.Context, *OutboxRequest) (*OutboxResponse, error)
 	Status(context.Context, *StatusRequest) (*StatusResponse, error)
 	Members(context.Context, *MembersRequest) (*MembersResponse, error)
+	Keyring(context.Context, *KeyringRequest) (*KeyringResponse, error)
 	Plugins(context.Context, *PluginsRequest) (*PluginsResponse, error)
 	ConfigShow(context.Context, *ConfigShowRequest) (*ConfigShowResponse, error)
 	ConfigUpgrade(*ConfigUpgradeRequest, grpc.ServerStreamingServer[ConfigProgress]) error
@@ -284,6 +297,9 @@ func (UnimplementedWritServer) Status(context.Context, *StatusRequest) (*StatusR
 }
 func (UnimplementedWritServer) Members(context.Context, *MembersRequest) (*MembersResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Members not implemented")
+}
+func (UnimplementedWritServer) Keyring(context.Context, *KeyringRequest) (*KeyringResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Keyring not implemented")
 }
 func (UnimplementedWritServer) Plugins(context.Context, *PluginsRequest) (*PluginsResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Plugins not implemented")
@@ -506,6 +522,24 @@ func _Writ_Members_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Writ_Keyring_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(KeyringRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WritServer).Keyring(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Writ_Keyring_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WritServer).Keyring(ctx, req.(*KeyringRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Writ_Plugins_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(PluginsRequest)
 	if err := dec(in); err != nil {
@@ -599,6 +633,10 @@ var Writ_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Members",
 			Handler:    _Writ_Members_Handler,
+		},
+		{
+			MethodName: "Keyring",
+			Handler:    _Writ_Keyring_Handler,
 		},
 		{
 			MethodName: "Plugins",

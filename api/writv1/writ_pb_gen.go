@@ -133,6 +133,65 @@ func (Encoding) EnumDescriptor() ([]byte, []int) {
 	return file_writ_proto_rawDescGZIP(), []int{1}
 }
 
+type KeyringRequest_Op int32
+
+const (
+	KeyringRequest_OP_UNSPECIFIED KeyringRequest_Op = 0
+	// Which keys every node holds and encrypts with.
+	KeyringRequest_LIST KeyringRequest_Op = 1
+	// Add key to every node's keyring (rotation step 1).
+	KeyringRequest_INSTALL KeyringRequest_Op = 2
+	// Make key the one every node encrypts with (step 2).
+	KeyringRequest_USE KeyringRequest_Op = 3
+	// Drop key from every keyring (step 3); the key in use cannot be removed.
+	KeyringRequest_REMOVE KeyringRequest_Op = 4
+)
+
+// Enum value maps for KeyringRequest_Op.
+var (
+	KeyringRequest_Op_name = map[int32]string{
+		0: "OP_UNSPECIFIED",
+		1: "LIST",
+		2: "INSTALL",
+		3: "USE",
+		4: "REMOVE",
+	}
+	KeyringRequest_Op_value = map[string]int32{
+		"OP_UNSPECIFIED": 0,
+		"LIST":           1,
+		"INSTALL":        2,
+		"USE":            3,
+		"REMOVE":         4,
+	}
+)
+
+func (x KeyringRequest_Op) Enum() *KeyringRequest_Op {
+	p := new(KeyringRequest_Op)
+	*p = x
+	return p
+}
+
+func (x KeyringRequest_Op) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (KeyringRequest_Op) Descriptor() protoreflect.EnumDescriptor {
+	return file_writ_proto_enumTypes[2].Descriptor()
+}
+
+func (KeyringRequest_Op) Type() protoreflect.EnumType {
+	return &file_writ_proto_enumTypes[2]
+}
+
+func (x KeyringRequest_Op) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use KeyringRequest_Op.Descriptor instead.
+func (KeyringRequest_Op) EnumDescriptor() ([]byte, []int) {
+	return file_writ_proto_rawDescGZIP(), []int{29, 0}
+}
+
 type ConfigProgress_Phase int32
 
 const (
@@ -175,11 +234,11 @@ func (x ConfigProgress_Phase) String() string {
 }
 
 func (ConfigProgress_Phase) Descriptor() protoreflect.EnumDescriptor {
-	return file_writ_proto_enumTypes[2].Descriptor()
+	return file_writ_proto_enumTypes[3].Descriptor()
 }
 
 func (ConfigProgress_Phase) Type() protoreflect.EnumType {
-	return &file_writ_proto_enumTypes[2]
+	return &file_writ_proto_enumTypes[3]
 }
 
 func (x ConfigProgress_Phase) Number() protoreflect.EnumNumber {
@@ -188,7 +247,7 @@ func (x ConfigProgress_Phase) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ConfigProgress_Phase.Descriptor instead.
 func (ConfigProgress_Phase) EnumDescriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{34, 0}
+	return file_writ_proto_rawDescGZIP(), []int{37, 0}
 }
 
 // OutcomeDetail is attached as a gRPC status detail to every error that
@@ -1855,8 +1914,11 @@ type Member struct {
 	Match             uint64 `protobuf:"varint,7,opt,name=match,proto3" json:"match,omitempty"`
 	Leader            bool   `protobuf:"varint,8,opt,name=leader,proto3" json:"leader,omitempty"`
 	SchemaFingerprint string `protobuf:"bytes,9,opt,name=schema_fingerprint,json=schemaFingerprint,proto3" json:"schema_fingerprint,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Why the raft leader does not admit this node ("" when it is not
+	// refused), e.g. an incompatible schema fingerprint.
+	Refused       string `protobuf:"bytes,10,opt,name=refused,proto3" json:"refused,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Member) Reset() {
@@ -1952,16 +2014,113 @@ func (x *Member) GetSchemaFingerprint() string {
 	return ""
 }
 
+func (x *Member) GetRefused() string {
+	if x != nil {
+		return x.Refused
+	}
+	return ""
+}
+
+// A node that gossips with the cluster but is not admitted to the raft
+// configuration.
+type Refusal struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Id                string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	GossipAddr        string                 `protobuf:"bytes,2,opt,name=gossip_addr,json=gossipAddr,proto3" json:"gossip_addr,omitempty"`
+	RaftAddr          string                 `protobuf:"bytes,3,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
+	SchemaFingerprint string                 `protobuf:"bytes,4,opt,name=schema_fingerprint,json=schemaFingerprint,proto3" json:"schema_fingerprint,omitempty"`
+	Reason            string                 `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	// When the refusal was first decided (Unix milliseconds).
+	SinceUnixMs   int64 `protobuf:"varint,6,opt,name=since_unix_ms,json=sinceUnixMs,proto3" json:"since_unix_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Refusal) Reset() {
+	*x = Refusal{}
+	mi := &file_writ_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Refusal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Refusal) ProtoMessage() {}
+
+func (x *Refusal) ProtoReflect() protoreflect.Message {
+	mi := &file_writ_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Refusal.ProtoReflect.Descriptor instead.
+func (*Refusal) Descriptor() ([]byte, []int) {
+	return file_writ_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *Refusal) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Refusal) GetGossipAddr() string {
+	if x != nil {
+		return x.GossipAddr
+	}
+	return ""
+}
+
+func (x *Refusal) GetRaftAddr() string {
+	if x != nil {
+		return x.RaftAddr
+	}
+	return ""
+}
+
+func (x *Refusal) GetSchemaFingerprint() string {
+	if x != nil {
+		return x.SchemaFingerprint
+	}
+	return ""
+}
+
+func (x *Refusal) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Refusal) GetSinceUnixMs() int64 {
+	if x != nil {
+		return x.SinceUnixMs
+	}
+	return 0
+}
+
 type MembersResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Members       []*Member              `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Members []*Member              `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
+	// Every node this node's reconciler refuses, with the reason (only the
+	// raft leader, or a node in the raft configuration, judges newcomers).
+	Refused       []*Refusal `protobuf:"bytes,2,rep,name=refused,proto3" json:"refused,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MembersResponse) Reset() {
 	*x = MembersResponse{}
-	mi := &file_writ_proto_msgTypes[27]
+	mi := &file_writ_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1973,7 +2132,7 @@ func (x *MembersResponse) String() string {
 func (*MembersResponse) ProtoMessage() {}
 
 func (x *MembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[27]
+	mi := &file_writ_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1986,12 +2145,168 @@ func (x *MembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersResponse.ProtoReflect.Descriptor instead.
 func (*MembersResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{27}
+	return file_writ_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *MembersResponse) GetMembers() []*Member {
 	if x != nil {
 		return x.Members
+	}
+	return nil
+}
+
+func (x *MembersResponse) GetRefused() []*Refusal {
+	if x != nil {
+		return x.Refused
+	}
+	return nil
+}
+
+// A gossip keyring operation. Every operation reaches every alive node.
+type KeyringRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Op    KeyringRequest_Op      `protobuf:"varint,1,opt,name=op,proto3,enum=writ.v1.KeyringRequest_Op" json:"op,omitempty"`
+	// Base64 (standard encoding) of a 16, 24 or 32 byte key; empty for LIST.
+	Key           string `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeyringRequest) Reset() {
+	*x = KeyringRequest{}
+	mi := &file_writ_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyringRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyringRequest) ProtoMessage() {}
+
+func (x *KeyringRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_writ_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyringRequest.ProtoReflect.Descriptor instead.
+func (*KeyringRequest) Descriptor() ([]byte, []int) {
+	return file_writ_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *KeyringRequest) GetOp() KeyringRequest_Op {
+	if x != nil {
+		return x.Op
+	}
+	return KeyringRequest_OP_UNSPECIFIED
+}
+
+func (x *KeyringRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+type KeyringResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Op    KeyringRequest_Op      `protobuf:"varint,1,opt,name=op,proto3,enum=writ.v1.KeyringRequest_Op" json:"op,omitempty"`
+	// How many nodes gossip knows, how many answered, how many failed.
+	NumNodes uint32 `protobuf:"varint,2,opt,name=num_nodes,json=numNodes,proto3" json:"num_nodes,omitempty"`
+	NumResp  uint32 `protobuf:"varint,3,opt,name=num_resp,json=numResp,proto3" json:"num_resp,omitempty"`
+	NumErr   uint32 `protobuf:"varint,4,opt,name=num_err,json=numErr,proto3" json:"num_err,omitempty"`
+	// Per-node error messages, by node ID.
+	Messages map[string]string `protobuf:"bytes,5,rep,name=messages,proto3" json:"messages,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// LIST: for each base64 key, how many nodes hold it / encrypt with it.
+	Keys          map[string]uint32 `protobuf:"bytes,6,rep,name=keys,proto3" json:"keys,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	PrimaryKeys   map[string]uint32 `protobuf:"bytes,7,rep,name=primary_keys,json=primaryKeys,proto3" json:"primary_keys,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeyringResponse) Reset() {
+	*x = KeyringResponse{}
+	mi := &file_writ_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyringResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyringResponse) ProtoMessage() {}
+
+func (x *KeyringResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_writ_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyringResponse.ProtoReflect.Descriptor instead.
+func (*KeyringResponse) Descriptor() ([]byte, []int) {
+	return file_writ_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *KeyringResponse) GetOp() KeyringRequest_Op {
+	if x != nil {
+		return x.Op
+	}
+	return KeyringRequest_OP_UNSPECIFIED
+}
+
+func (x *KeyringResponse) GetNumNodes() uint32 {
+	if x != nil {
+		return x.NumNodes
+	}
+	return 0
+}
+
+func (x *KeyringResponse) GetNumResp() uint32 {
+	if x != nil {
+		return x.NumResp
+	}
+	return 0
+}
+
+func (x *KeyringResponse) GetNumErr() uint32 {
+	if x != nil {
+		return x.NumErr
+	}
+	return 0
+}
+
+func (x *KeyringResponse) GetMessages() map[string]string {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+func (x *KeyringResponse) GetKeys() map[string]uint32 {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *KeyringResponse) GetPrimaryKeys() map[string]uint32 {
+	if x != nil {
+		return x.PrimaryKeys
 	}
 	return nil
 }
@@ -2004,7 +2319,7 @@ type PluginsRequest struct {
 
 func (x *PluginsRequest) Reset() {
 	*x = PluginsRequest{}
-	mi := &file_writ_proto_msgTypes[28]
+	mi := &file_writ_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2016,7 +2331,7 @@ func (x *PluginsRequest) String() string {
 func (*PluginsRequest) ProtoMessage() {}
 
 func (x *PluginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[28]
+	mi := &file_writ_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2029,7 +2344,7 @@ func (x *PluginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginsRequest.ProtoReflect.Descriptor instead.
 func (*PluginsRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{28}
+	return file_writ_proto_rawDescGZIP(), []int{31}
 }
 
 type Plugin struct {
@@ -2046,7 +2361,7 @@ type Plugin struct {
 
 func (x *Plugin) Reset() {
 	*x = Plugin{}
-	mi := &file_writ_proto_msgTypes[29]
+	mi := &file_writ_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2058,7 +2373,7 @@ func (x *Plugin) String() string {
 func (*Plugin) ProtoMessage() {}
 
 func (x *Plugin) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[29]
+	mi := &file_writ_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2071,7 +2386,7 @@ func (x *Plugin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plugin.ProtoReflect.Descriptor instead.
 func (*Plugin) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{29}
+	return file_writ_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Plugin) GetName() string {
@@ -2125,7 +2440,7 @@ type PluginsResponse struct {
 
 func (x *PluginsResponse) Reset() {
 	*x = PluginsResponse{}
-	mi := &file_writ_proto_msgTypes[30]
+	mi := &file_writ_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2137,7 +2452,7 @@ func (x *PluginsResponse) String() string {
 func (*PluginsResponse) ProtoMessage() {}
 
 func (x *PluginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[30]
+	mi := &file_writ_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2150,7 +2465,7 @@ func (x *PluginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginsResponse.ProtoReflect.Descriptor instead.
 func (*PluginsResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{30}
+	return file_writ_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PluginsResponse) GetPlugins() []*Plugin {
@@ -2168,7 +2483,7 @@ type ConfigShowRequest struct {
 
 func (x *ConfigShowRequest) Reset() {
 	*x = ConfigShowRequest{}
-	mi := &file_writ_proto_msgTypes[31]
+	mi := &file_writ_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2180,7 +2495,7 @@ func (x *ConfigShowRequest) String() string {
 func (*ConfigShowRequest) ProtoMessage() {}
 
 func (x *ConfigShowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[31]
+	mi := &file_writ_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2193,7 +2508,7 @@ func (x *ConfigShowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigShowRequest.ProtoReflect.Descriptor instead.
 func (*ConfigShowRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{31}
+	return file_writ_proto_rawDescGZIP(), []int{34}
 }
 
 type ConfigShowResponse struct {
@@ -2211,7 +2526,7 @@ type ConfigShowResponse struct {
 
 func (x *ConfigShowResponse) Reset() {
 	*x = ConfigShowResponse{}
-	mi := &file_writ_proto_msgTypes[32]
+	mi := &file_writ_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2223,7 +2538,7 @@ func (x *ConfigShowResponse) String() string {
 func (*ConfigShowResponse) ProtoMessage() {}
 
 func (x *ConfigShowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[32]
+	mi := &file_writ_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2236,7 +2551,7 @@ func (x *ConfigShowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigShowResponse.ProtoReflect.Descriptor instead.
 func (*ConfigShowResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{32}
+	return file_writ_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ConfigShowResponse) GetTag() string {
@@ -2282,7 +2597,7 @@ type ConfigUpgradeRequest struct {
 
 func (x *ConfigUpgradeRequest) Reset() {
 	*x = ConfigUpgradeRequest{}
-	mi := &file_writ_proto_msgTypes[33]
+	mi := &file_writ_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2294,7 +2609,7 @@ func (x *ConfigUpgradeRequest) String() string {
 func (*ConfigUpgradeRequest) ProtoMessage() {}
 
 func (x *ConfigUpgradeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[33]
+	mi := &file_writ_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2307,7 +2622,7 @@ func (x *ConfigUpgradeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigUpgradeRequest.ProtoReflect.Descriptor instead.
 func (*ConfigUpgradeRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{33}
+	return file_writ_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ConfigUpgradeRequest) GetRequestId() string {
@@ -2354,7 +2669,7 @@ type ConfigProgress struct {
 
 func (x *ConfigProgress) Reset() {
 	*x = ConfigProgress{}
-	mi := &file_writ_proto_msgTypes[34]
+	mi := &file_writ_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2366,7 +2681,7 @@ func (x *ConfigProgress) String() string {
 func (*ConfigProgress) ProtoMessage() {}
 
 func (x *ConfigProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[34]
+	mi := &file_writ_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2379,7 +2694,7 @@ func (x *ConfigProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigProgress.ProtoReflect.Descriptor instead.
 func (*ConfigProgress) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{34}
+	return file_writ_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ConfigProgress) GetPhase() ConfigProgress_Phase {
@@ -2572,7 +2887,7 @@ const file_writ_proto_rawDesc = "" +
 	"state_hash\x18\x14 \x01(\tR\tstateHash\x12\x1f\n" +
 	"\vstate_index\x18\x15 \x01(\x04R\n" +
 	"stateIndex\"\x10\n" +
-	"\x0eMembersRequest\"\xfa\x01\n" +
+	"\x0eMembersRequest\"\x94\x02\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x19\n" +
@@ -2583,9 +2898,47 @@ const file_writ_proto_rawDesc = "" +
 	"\x06status\x18\x06 \x01(\tR\x06status\x12\x14\n" +
 	"\x05match\x18\a \x01(\x04R\x05match\x12\x16\n" +
 	"\x06leader\x18\b \x01(\bR\x06leader\x12-\n" +
-	"\x12schema_fingerprint\x18\t \x01(\tR\x11schemaFingerprint\"<\n" +
+	"\x12schema_fingerprint\x18\t \x01(\tR\x11schemaFingerprint\x12\x18\n" +
+	"\arefused\x18\n" +
+	" \x01(\tR\arefused\"\xc2\x01\n" +
+	"\aRefusal\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
+	"\vgossip_addr\x18\x02 \x01(\tR\n" +
+	"gossipAddr\x12\x1b\n" +
+	"\traft_addr\x18\x03 \x01(\tR\braftAddr\x12-\n" +
+	"\x12schema_fingerprint\x18\x04 \x01(\tR\x11schemaFingerprint\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\"\n" +
+	"\rsince_unix_ms\x18\x06 \x01(\x03R\vsinceUnixMs\"h\n" +
 	"\x0fMembersResponse\x12)\n" +
-	"\amembers\x18\x01 \x03(\v2\x0f.writ.v1.MemberR\amembers\"\x10\n" +
+	"\amembers\x18\x01 \x03(\v2\x0f.writ.v1.MemberR\amembers\x12*\n" +
+	"\arefused\x18\x02 \x03(\v2\x10.writ.v1.RefusalR\arefused\"\x94\x01\n" +
+	"\x0eKeyringRequest\x12*\n" +
+	"\x02op\x18\x01 \x01(\x0e2\x1a.writ.v1.KeyringRequest.OpR\x02op\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\"D\n" +
+	"\x02Op\x12\x12\n" +
+	"\x0eOP_UNSPECIFIED\x10\x00\x12\b\n" +
+	"\x04LIST\x10\x01\x12\v\n" +
+	"\aINSTALL\x10\x02\x12\a\n" +
+	"\x03USE\x10\x03\x12\n" +
+	"\n" +
+	"\x06REMOVE\x10\x04\"\x8e\x04\n" +
+	"\x0fKeyringResponse\x12*\n" +
+	"\x02op\x18\x01 \x01(\x0e2\x1a.writ.v1.KeyringRequest.OpR\x02op\x12\x1b\n" +
+	"\tnum_nodes\x18\x02 \x01(\rR\bnumNodes\x12\x19\n" +
+	"\bnum_resp\x18\x03 \x01(\rR\anumResp\x12\x17\n" +
+	"\anum_err\x18\x04 \x01(\rR\x06numErr\x12B\n" +
+	"\bmessages\x18\x05 \x03(\v2&.writ.v1.KeyringResponse.MessagesEntryR\bmessages\x126\n" +
+	"\x04keys\x18\x06 \x03(\v2\".writ.v1.KeyringResponse.KeysEntryR\x04keys\x12L\n" +
+	"\fprimary_keys\x18\a \x03(\v2).writ.v1.KeyringResponse.PrimaryKeysEntryR\vprimaryKeys\x1a;\n" +
+	"\rMessagesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a7\n" +
+	"\tKeysEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\x1a>\n" +
+	"\x10PrimaryKeysEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\"\x10\n" +
 	"\x0ePluginsRequest\"\x90\x01\n" +
 	"\x06Plugin\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
@@ -2636,7 +2989,7 @@ const file_writ_proto_rawDesc = "" +
 	"\bEncoding\x12\b\n" +
 	"\x04JSON\x10\x00\x12\n" +
 	"\n" +
-	"\x06BINARY\x10\x012\xde\x06\n" +
+	"\x06BINARY\x10\x012\x9c\a\n" +
 	"\x04Writ\x129\n" +
 	"\x06Submit\x12\x16.writ.v1.SubmitRequest\x1a\x17.writ.v1.SubmitResponse\x129\n" +
 	"\x06Report\x12\x16.writ.v1.ReportRequest\x1a\x17.writ.v1.ReportResponse\x12<\n" +
@@ -2649,6 +3002,7 @@ const file_writ_proto_rawDesc = "" +
 	"\x06Outbox\x12\x16.writ.v1.OutboxRequest\x1a\x17.writ.v1.OutboxResponse\x129\n" +
 	"\x06Status\x12\x16.writ.v1.StatusRequest\x1a\x17.writ.v1.StatusResponse\x12<\n" +
 	"\aMembers\x12\x17.writ.v1.MembersRequest\x1a\x18.writ.v1.MembersResponse\x12<\n" +
+	"\aKeyring\x12\x17.writ.v1.KeyringRequest\x1a\x18.writ.v1.KeyringResponse\x12<\n" +
 	"\aPlugins\x12\x17.writ.v1.PluginsRequest\x1a\x18.writ.v1.PluginsResponse\x12E\n" +
 	"\n" +
 	"ConfigShow\x12\x1a.writ.v1.ConfigShowRequest\x1a\x1b.writ.v1.ConfigShowResponse\x12I\n" +
@@ -2666,97 +3020,112 @@ func file_writ_proto_rawDescGZIP() []byte {
 	return file_writ_proto_rawDescData
 }
 
-var file_writ_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_writ_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_writ_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_writ_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_writ_proto_goTypes = []any{
 	(Outcome)(0),                 // 0: writ.v1.Outcome
 	(Encoding)(0),                // 1: writ.v1.Encoding
-	(ConfigProgress_Phase)(0),    // 2: writ.v1.ConfigProgress.Phase
-	(*OutcomeDetail)(nil),        // 3: writ.v1.OutcomeDetail
-	(*Entry)(nil),                // 4: writ.v1.Entry
-	(*SubmitRequest)(nil),        // 5: writ.v1.SubmitRequest
-	(*SubmitResponse)(nil),       // 6: writ.v1.SubmitResponse
-	(*ReportRequest)(nil),        // 7: writ.v1.ReportRequest
-	(*ReportResponse)(nil),       // 8: writ.v1.ReportResponse
-	(*DeliverRequest)(nil),       // 9: writ.v1.DeliverRequest
-	(*DeliverResponse)(nil),      // 10: writ.v1.DeliverResponse
-	(*WatchRequest)(nil),         // 11: writ.v1.WatchRequest
-	(*WatchEvent)(nil),           // 12: writ.v1.WatchEvent
-	(*Record)(nil),               // 13: writ.v1.Record
-	(*GetRequest)(nil),           // 14: writ.v1.GetRequest
-	(*GetResponse)(nil),          // 15: writ.v1.GetResponse
-	(*ListRequest)(nil),          // 16: writ.v1.ListRequest
-	(*ListResponse)(nil),         // 17: writ.v1.ListResponse
-	(*OutcomeRequest)(nil),       // 18: writ.v1.OutcomeRequest
-	(*OutcomeResponse)(nil),      // 19: writ.v1.OutcomeResponse
-	(*ConflictsRequest)(nil),     // 20: writ.v1.ConflictsRequest
-	(*Conflict)(nil),             // 21: writ.v1.Conflict
-	(*ConflictsResponse)(nil),    // 22: writ.v1.ConflictsResponse
-	(*OutboxRequest)(nil),        // 23: writ.v1.OutboxRequest
-	(*OutboxFact)(nil),           // 24: writ.v1.OutboxFact
-	(*OutboxResponse)(nil),       // 25: writ.v1.OutboxResponse
-	(*StatusRequest)(nil),        // 26: writ.v1.StatusRequest
-	(*StatusResponse)(nil),       // 27: writ.v1.StatusResponse
-	(*MembersRequest)(nil),       // 28: writ.v1.MembersRequest
-	(*Member)(nil),               // 29: writ.v1.Member
-	(*MembersResponse)(nil),      // 30: writ.v1.MembersResponse
-	(*PluginsRequest)(nil),       // 31: writ.v1.PluginsRequest
-	(*Plugin)(nil),               // 32: writ.v1.Plugin
-	(*PluginsResponse)(nil),      // 33: writ.v1.PluginsResponse
-	(*ConfigShowRequest)(nil),    // 34: writ.v1.ConfigShowRequest
-	(*ConfigShowResponse)(nil),   // 35: writ.v1.ConfigShowResponse
-	(*ConfigUpgradeRequest)(nil), // 36: writ.v1.ConfigUpgradeRequest
-	(*ConfigProgress)(nil),       // 37: writ.v1.ConfigProgress
+	(KeyringRequest_Op)(0),       // 2: writ.v1.KeyringRequest.Op
+	(ConfigProgress_Phase)(0),    // 3: writ.v1.ConfigProgress.Phase
+	(*OutcomeDetail)(nil),        // 4: writ.v1.OutcomeDetail
+	(*Entry)(nil),                // 5: writ.v1.Entry
+	(*SubmitRequest)(nil),        // 6: writ.v1.SubmitRequest
+	(*SubmitResponse)(nil),       // 7: writ.v1.SubmitResponse
+	(*ReportRequest)(nil),        // 8: writ.v1.ReportRequest
+	(*ReportResponse)(nil),       // 9: writ.v1.ReportResponse
+	(*DeliverRequest)(nil),       // 10: writ.v1.DeliverRequest
+	(*DeliverResponse)(nil),      // 11: writ.v1.DeliverResponse
+	(*WatchRequest)(nil),         // 12: writ.v1.WatchRequest
+	(*WatchEvent)(nil),           // 13: writ.v1.WatchEvent
+	(*Record)(nil),               // 14: writ.v1.Record
+	(*GetRequest)(nil),           // 15: writ.v1.GetRequest
+	(*GetResponse)(nil),          // 16: writ.v1.GetResponse
+	(*ListRequest)(nil),          // 17: writ.v1.ListRequest
+	(*ListResponse)(nil),         // 18: writ.v1.ListResponse
+	(*OutcomeRequest)(nil),       // 19: writ.v1.OutcomeRequest
+	(*OutcomeResponse)(nil),      // 20: writ.v1.OutcomeResponse
+	(*ConflictsRequest)(nil),     // 21: writ.v1.ConflictsRequest
+	(*Conflict)(nil),             // 22: writ.v1.Conflict
+	(*ConflictsResponse)(nil),    // 23: writ.v1.ConflictsResponse
+	(*OutboxRequest)(nil),        // 24: writ.v1.OutboxRequest
+	(*OutboxFact)(nil),           // 25: writ.v1.OutboxFact
+	(*OutboxResponse)(nil),       // 26: writ.v1.OutboxResponse
+	(*StatusRequest)(nil),        // 27: writ.v1.StatusRequest
+	(*StatusResponse)(nil),       // 28: writ.v1.StatusResponse
+	(*MembersRequest)(nil),       // 29: writ.v1.MembersRequest
+	(*Member)(nil),               // 30: writ.v1.Member
+	(*Refusal)(nil),              // 31: writ.v1.Refusal
+	(*MembersResponse)(nil),      // 32: writ.v1.MembersResponse
+	(*KeyringRequest)(nil),       // 33: writ.v1.KeyringRequest
+	(*KeyringResponse)(nil),      // 34: writ.v1.KeyringResponse
+	(*PluginsRequest)(nil),       // 35: writ.v1.PluginsRequest
+	(*Plugin)(nil),               // 36: writ.v1.Plugin
+	(*PluginsResponse)(nil),      // 37: writ.v1.PluginsResponse
+	(*ConfigShowRequest)(nil),    // 38: writ.v1.ConfigShowRequest
+	(*ConfigShowResponse)(nil),   // 39: writ.v1.ConfigShowResponse
+	(*ConfigUpgradeRequest)(nil), // 40: writ.v1.ConfigUpgradeRequest
+	(*ConfigProgress)(nil),       // 41: writ.v1.ConfigProgress
+	nil,                          // 42: writ.v1.KeyringResponse.MessagesEntry
+	nil,                          // 43: writ.v1.KeyringResponse.KeysEntry
+	nil,                          // 44: writ.v1.KeyringResponse.PrimaryKeysEntry
 }
 var file_writ_proto_depIdxs = []int32{
 	0,  // 0: writ.v1.OutcomeDetail.outcome:type_name -> writ.v1.Outcome
 	1,  // 1: writ.v1.Entry.encoding:type_name -> writ.v1.Encoding
-	4,  // 2: writ.v1.SubmitRequest.entry:type_name -> writ.v1.Entry
+	5,  // 2: writ.v1.SubmitRequest.entry:type_name -> writ.v1.Entry
 	0,  // 3: writ.v1.SubmitResponse.outcome:type_name -> writ.v1.Outcome
-	4,  // 4: writ.v1.ReportRequest.entry:type_name -> writ.v1.Entry
-	4,  // 5: writ.v1.DeliverRequest.entry:type_name -> writ.v1.Entry
-	13, // 6: writ.v1.GetResponse.record:type_name -> writ.v1.Record
-	13, // 7: writ.v1.ListResponse.records:type_name -> writ.v1.Record
+	5,  // 4: writ.v1.ReportRequest.entry:type_name -> writ.v1.Entry
+	5,  // 5: writ.v1.DeliverRequest.entry:type_name -> writ.v1.Entry
+	14, // 6: writ.v1.GetResponse.record:type_name -> writ.v1.Record
+	14, // 7: writ.v1.ListResponse.records:type_name -> writ.v1.Record
 	0,  // 8: writ.v1.OutcomeResponse.outcome:type_name -> writ.v1.Outcome
-	21, // 9: writ.v1.ConflictsResponse.conflicts:type_name -> writ.v1.Conflict
-	24, // 10: writ.v1.OutboxResponse.facts:type_name -> writ.v1.OutboxFact
-	29, // 11: writ.v1.MembersResponse.members:type_name -> writ.v1.Member
-	32, // 12: writ.v1.PluginsResponse.plugins:type_name -> writ.v1.Plugin
-	2,  // 13: writ.v1.ConfigProgress.phase:type_name -> writ.v1.ConfigProgress.Phase
-	0,  // 14: writ.v1.ConfigProgress.outcome:type_name -> writ.v1.Outcome
-	5,  // 15: writ.v1.Writ.Submit:input_type -> writ.v1.SubmitRequest
-	7,  // 16: writ.v1.Writ.Report:input_type -> writ.v1.ReportRequest
-	9,  // 17: writ.v1.Writ.Deliver:input_type -> writ.v1.DeliverRequest
-	11, // 18: writ.v1.Writ.Watch:input_type -> writ.v1.WatchRequest
-	14, // 19: writ.v1.Writ.Get:input_type -> writ.v1.GetRequest
-	16, // 20: writ.v1.Writ.List:input_type -> writ.v1.ListRequest
-	18, // 21: writ.v1.Writ.Outcome:input_type -> writ.v1.OutcomeRequest
-	20, // 22: writ.v1.Writ.Conflicts:input_type -> writ.v1.ConflictsRequest
-	23, // 23: writ.v1.Writ.Outbox:input_type -> writ.v1.OutboxRequest
-	26, // 24: writ.v1.Writ.Status:input_type -> writ.v1.StatusRequest
-	28, // 25: writ.v1.Writ.Members:input_type -> writ.v1.MembersRequest
-	31, // 26: writ.v1.Writ.Plugins:input_type -> writ.v1.PluginsRequest
-	34, // 27: writ.v1.Writ.ConfigShow:input_type -> writ.v1.ConfigShowRequest
-	36, // 28: writ.v1.Writ.ConfigUpgrade:input_type -> writ.v1.ConfigUpgradeRequest
-	6,  // 29: writ.v1.Writ.Submit:output_type -> writ.v1.SubmitResponse
-	8,  // 30: writ.v1.Writ.Report:output_type -> writ.v1.ReportResponse
-	10, // 31: writ.v1.Writ.Deliver:output_type -> writ.v1.DeliverResponse
-	12, // 32: writ.v1.Writ.Watch:output_type -> writ.v1.WatchEvent
-	15, // 33: writ.v1.Writ.Get:output_type -> writ.v1.GetResponse
-	17, // 34: writ.v1.Writ.List:output_type -> writ.v1.ListResponse
-	19, // 35: writ.v1.Writ.Outcome:output_type -> writ.v1.OutcomeResponse
-	22, // 36: writ.v1.Writ.Conflicts:output_type -> writ.v1.ConflictsResponse
-	25, // 37: writ.v1.Writ.Outbox:output_type -> writ.v1.OutboxResponse
-	27, // 38: writ.v1.Writ.Status:output_type -> writ.v1.StatusResponse
-	30, // 39: writ.v1.Writ.Members:output_type -> writ.v1.MembersResponse
-	33, // 40: writ.v1.Writ.Plugins:output_type -> writ.v1.PluginsResponse
-	35, // 41: writ.v1.Writ.ConfigShow:output_type -> writ.v1.ConfigShowResponse
-	37, // 42: writ.v1.Writ.ConfigUpgrade:output_type -> writ.v1.ConfigProgress
-	29, // [29:43] is the sub-list for method output_type
-	15, // [15:29] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	22, // 9: writ.v1.ConflictsResponse.conflicts:type_name -> writ.v1.Conflict
+	25, // 10: writ.v1.OutboxResponse.facts:type_name -> writ.v1.OutboxFact
+	30, // 11: writ.v1.MembersResponse.members:type_name -> writ.v1.Member
+	31, // 12: writ.v1.MembersResponse.refused:type_name -> writ.v1.Refusal
+	2,  // 13: writ.v1.KeyringRequest.op:type_name -> writ.v1.KeyringRequest.Op
+	2,  // 14: writ.v1.KeyringResponse.op:type_name -> writ.v1.KeyringRequest.Op
+	42, // 15: writ.v1.KeyringResponse.messages:type_name -> writ.v1.KeyringResponse.MessagesEntry
+	43, // 16: writ.v1.KeyringResponse.keys:type_name -> writ.v1.KeyringResponse.KeysEntry
+	44, // 17: writ.v1.KeyringResponse.primary_keys:type_name -> writ.v1.KeyringResponse.PrimaryKeysEntry
+	36, // 18: writ.v1.PluginsResponse.plugins:type_name -> writ.v1.Plugin
+	3,  // 19: writ.v1.ConfigProgress.phase:type_name -> writ.v1.ConfigProgress.Phase
+	0,  // 20: writ.v1.ConfigProgress.outcome:type_name -> writ.v1.Outcome
+	6,  // 21: writ.v1.Writ.Submit:input_type -> writ.v1.SubmitRequest
+	8,  // 22: writ.v1.Writ.Report:input_type -> writ.v1.ReportRequest
+	10, // 23: writ.v1.Writ.Deliver:input_type -> writ.v1.DeliverRequest
+	12, // 24: writ.v1.Writ.Watch:input_type -> writ.v1.WatchRequest
+	15, // 25: writ.v1.Writ.Get:input_type -> writ.v1.GetRequest
+	17, // 26: writ.v1.Writ.List:input_type -> writ.v1.ListRequest
+	19, // 27: writ.v1.Writ.Outcome:input_type -> writ.v1.OutcomeRequest
+	21, // 28: writ.v1.Writ.Conflicts:input_type -> writ.v1.ConflictsRequest
+	24, // 29: writ.v1.Writ.Outbox:input_type -> writ.v1.OutboxRequest
+	27, // 30: writ.v1.Writ.Status:input_type -> writ.v1.StatusRequest
+	29, // 31: writ.v1.Writ.Members:input_type -> writ.v1.MembersRequest
+	33, // 32: writ.v1.Writ.Keyring:input_type -> writ.v1.KeyringRequest
+	35, // 33: writ.v1.Writ.Plugins:input_type -> writ.v1.PluginsRequest
+	38, // 34: writ.v1.Writ.ConfigShow:input_type -> writ.v1.ConfigShowRequest
+	40, // 35: writ.v1.Writ.ConfigUpgrade:input_type -> writ.v1.ConfigUpgradeRequest
+	7,  // 36: writ.v1.Writ.Submit:output_type -> writ.v1.SubmitResponse
+	9,  // 37: writ.v1.Writ.Report:output_type -> writ.v1.ReportResponse
+	11, // 38: writ.v1.Writ.Deliver:output_type -> writ.v1.DeliverResponse
+	13, // 39: writ.v1.Writ.Watch:output_type -> writ.v1.WatchEvent
+	16, // 40: writ.v1.Writ.Get:output_type -> writ.v1.GetResponse
+	18, // 41: writ.v1.Writ.List:output_type -> writ.v1.ListResponse
+	20, // 42: writ.v1.Writ.Outcome:output_type -> writ.v1.OutcomeResponse
+	23, // 43: writ.v1.Writ.Conflicts:output_type -> writ.v1.ConflictsResponse
+	26, // 44: writ.v1.Writ.Outbox:output_type -> writ.v1.OutboxResponse
+	28, // 45: writ.v1.Writ.Status:output_type -> writ.v1.StatusResponse
+	32, // 46: writ.v1.Writ.Members:output_type -> writ.v1.MembersResponse
+	34, // 47: writ.v1.Writ.Keyring:output_type -> writ.v1.KeyringResponse
+	37, // 48: writ.v1.Writ.Plugins:output_type -> writ.v1.PluginsResponse
+	39, // 49: writ.v1.Writ.ConfigShow:output_type -> writ.v1.ConfigShowResponse
+	41, // 50: writ.v1.Writ.ConfigUpgrade:output_type -> writ.v1.ConfigProgress
+	36, // [36:51] is the sub-list for method output_type
+	21, // [21:36] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_writ_proto_init() }
@@ -2769,8 +3138,8 @@ func file_writ_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_writ_proto_rawDesc), len(file_writ_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   35,
+			NumEnums:      4,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,8 +22,9 @@ import (
 )
 
 // startNode builds writd and the writ-jobs plugin and starts one real
-// single-node cluster on host; it is stopped when the test ends.
-func startNode(t *testing.T, host string) string {
+// single-node cluster on host (with extra writd flags); it is stopped when
+// the test ends.
+func startNode(t *testing.T, host string, extra ...string) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a real writd process: skipped with -short")
@@ -39,6 +40,7 @@ func startNode(t *testing.T, host string) string {
 	addr := host + ":7070"
 	cmd := exec.Command(filepath.Join(bin, "writd"), "--data-dir", data, "--api-addr", addr, "--raft-addr", host+":7071", "--gossip-addr", host+":7072",
 		"--plugins-jobs", filepath.Join(bin, "writ-jobs"))
+	cmd.Args = append(cmd.Args, extra...)
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
@@ -93,6 +95,7 @@ func TestCommandsAgainstRealNode(t *testing.T) {
 	}
 	must(0, "leader", "status")
 	must(0, "voter", "members")
+	must(1, "gossip encryption is not enabled", "keyring", "list")
 	must(0, "writ-jobs", "plugins")
 	must(0, "COMMITTED", "submit", "queue.control", `{"queue":"q1","action":"create"}`)
 	out := must(0, `"outcome":"COMMITTED"`, "-o", "json", "submit", "--id", "req-j1", "job.submit", `{"job_id":"j1","queue":"q1","priority":3,"command":"run"}`)

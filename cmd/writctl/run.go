@@ -111,7 +111,7 @@ func (a *app) root() *cobra.Command {
 	pf.StringVarP(&a.output, "output", "o", "text", "output format: text or json")
 	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "deadline for each call")
 	root.AddCommand(a.statusCmd(), a.membersCmd(), a.submitCmd(), a.reportCmd(), a.deliverCmd(), a.watchCmd(),
-		a.getCmd(), a.listCmd(), a.outcomeCmd(), a.factsCmd(), a.conflictsCmd(), a.pluginsCmd(), a.configCmd(), a.benchCmd())
+		a.getCmd(), a.listCmd(), a.outcomeCmd(), a.factsCmd(), a.conflictsCmd(), a.pluginsCmd(), a.configCmd(), a.benchCmd(), a.keyringCmd())
 	return root
 }
 
@@ -295,18 +295,44 @@ func (a *app) membersCmd() *cobra.Command {
 			if a.output == "json" {
 				return a.printJSON(m)
 			}
-			w := a.table()
-			fmt.Fprintln(w, "ID\tSTATUS\tROLE\tLEADER\tAPI\tRAFT\tGOSSIP\tMATCH")
-			for _, x := range m.Members {
-				l := ""
-				if x.Leader {
-					l = "*"
-				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", x.Id, x.Status, x.Role, l, x.ApiAddr, x.RaftAddr, x.GossipAddr, x.Match)
-			}
-			return w.Flush()
+			return renderMembers(a.out, m)
 		},
 	}
+}
+
+// renderMembers prints the members table and, below it, every refused node
+// with its reason.
+func renderMembers(out io.Writer, m *writv1.MembersResponse) error {
+	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tSTATUS\tROLE\tLEADER\tAPI\tRAFT\tGOSSIP\tMATCH\tREFUSED")
+	for _, x := range m.Members {
+		l := ""
+		if x.Leader {
+			l = "*"
+		}
+		role := x.Role
+		if role == "" {
+			role = "-"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", x.Id, x.Status, role, l, x.ApiAddr, x.RaftAddr, x.GossipAddr, x.Match, x.Refused)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if len(m.Refused) == 0 {
+		return nil
+	}
+	fmt.Fprintf(out, "\nrefused (%d): gossiping with the cluster but not admitted to raft\n", len(m.Refused))
+	w = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tGOSSIP\tRAFT\tSINCE\tREASON")
+	for _, r := range m.Refused {
+		since := "-"
+		if r.SinceUnixMs > 0 {
+			since = time.UnixMilli(r.SinceUnixMs).UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", r.Id, r.GossipAddr, r.RaftAddr, since, r.Reason)
+	}
+	return w.Flush()
 }
 
 func (a *app) submitCmd() *cobra.Command {

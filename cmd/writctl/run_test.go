@@ -35,6 +35,10 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"config", "upgrade"}, exitUsage, "needs --file"},
 		{[]string{"config", "upgrade", "--file", bad}, exitUsage, "settings.commit_timeout"},
 		{[]string{"bench", "--type", "job.control"}, exitUsage, "--type"},
+		{[]string{"keyring", "install"}, exitUsage, "exactly one KEY"},
+		{[]string{"keyring", "list", "extra"}, exitUsage, "takes no arguments"},
+		{[]string{"keyring", "use", "not*base64"}, exitUsage, "keyring use KEY: key \"not*base64\" is not valid base64"},
+		{[]string{"keyring", "remove", "c2hvcnQ="}, exitUsage, "keyring remove KEY: key decodes to 5 bytes"},
 		{[]string{"--addr", "127.0.3.40:1", "--timeout", "2s", "status"}, exitUnavailable, "cannot reach writd at 127.0.3.40:1"},
 	} {
 		code, _, errs := run(t, "", c.args...)
@@ -46,7 +50,7 @@ func TestUsageErrors(t *testing.T) {
 
 func TestHelpAndCompletion(t *testing.T) {
 	code, out, _ := run(t, "", "--help")
-	for _, cmd := range []string{"status", "members", "submit", "report", "deliver", "watch", "get", "list", "outcome", "facts", "conflicts", "plugins", "config", "bench", "completion"} {
+	for _, cmd := range []string{"status", "members", "submit", "report", "deliver", "watch", "get", "list", "outcome", "facts", "conflicts", "plugins", "config", "bench", "keyring", "completion"} {
 		if !strings.Contains(out, "  "+cmd) {
 			t.Errorf("help does not list %s", cmd)
 		}

@@ -56,6 +56,7 @@ type proc struct {
 	host   string
 	dir    string
 	join   string
+	args   []string // extra writd flags for this node
 	cmd    *exec.Cmd
 	logf   *os.File
 	conn   *grpc.ClientConn
@@ -69,6 +70,7 @@ func (p *proc) gossip() string { return p.host + ":7072" }
 type cluster struct {
 	t     *testing.T
 	bin   string
+	args  []string // extra writd flags for every node
 	nodes []*proc
 }
 
@@ -76,7 +78,13 @@ type cluster struct {
 // bootstraps, the others join through its gossip address.
 func newCluster(t *testing.T, hosts ...string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, bin: buildBinaries(t)}
+	return newClusterArgs(t, nil, hosts...)
+}
+
+// newClusterArgs is newCluster with extra writd flags for every node.
+func newClusterArgs(t *testing.T, args []string, hosts ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, bin: buildBinaries(t), args: args}
 	root := t.TempDir()
 	if d := os.Getenv("TESTLOG_WRITD_DIR"); d != "" {
 		// keep data and logs for post-mortems
@@ -113,6 +121,7 @@ func (c *cluster) start(p *proc) {
 	if p.join != "" {
 		args = append(args, "--join", p.join)
 	}
+	args = append(append(args, c.args...), p.args...)
 	lf, err := os.OpenFile(p.dir+".log", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		c.t.Fatal(err)

@@ -392,13 +392,10 @@ func (i *info) Members(context.Context) []api.MemberInfo {
 	leader := i.n.rs.Status().LeaderID
 	var out []api.MemberInfo
 	for _, m := range v.Members {
-		status := m.Gossip
-		if m.Refused != "" {
-			status += " (refused: " + m.Refused + ")"
-		}
 		out = append(out, api.MemberInfo{
 			ID: m.ID, RaftAddr: m.Tags[membership.TagRaftAddr], APIAddr: m.Tags[membership.TagAPIAddr], GossipAddr: m.GossipAddr,
-			Role: m.Raft, Status: status, Match: m.Match, Leader: m.ID == leader, Fingerprint: m.Tags[membership.TagFingerprint],
+			Role: m.Raft, Status: m.Gossip, Match: m.Match, Leader: m.ID == leader, Fingerprint: m.Tags[membership.TagFingerprint],
+			Refused: m.Refused,
 		})
 	}
 	return out
@@ -417,4 +414,68 @@ func (i *info) Plugins(context.Context) []api.PluginInfo {
 		out = append(out, api.PluginInfo{Name: p.Name + " " + p.Version, Path: p.Path, State: state, Types: p.Types, Restarts: uint32(p.Restarts)})
 	}
 	return out
+}
+
+// agentView is what the API adapter uses from the membership agent.
+type agentView interface {
+	Refused() []membership.Refusal
+	InstallKey(key string) (membership.KeyReport, error)
+	UseKey(key string) (membership.KeyReport, error)
+	RemoveKey(key string) (membership.KeyReport, error)
+	ListKeys() (membership.KeyReport, error)
+}
+
+var _ agentView = (*membership.Agent)(nil)
+
+// members adapts the membership agent to api.Membership.
+type members struct{ a agentView }
+
+var _ api.Membership = (*members)(nil)
+
+func (m *members) Refused(context.Context) []api.Refusal {
+	return refusalsToAPI(m.a.Refused())
+}
+
+func refusalsToAPI(rs []membership.Refusal) []api.Refusal {
+	var out []api.Refusal
+	for _, r := range rs {
+		out = append(out, api.Refusal{ID: r.ID, GossipAddr: r.Addr, RaftAddr: r.RaftAddr, Fingerprint: r.Fingerprint, Reason: r.Reason, Since: r.Since})
+	}
+	return out
+}
+
+// Keyring runs the operation on the agent; serf's key queries are
+// synchronous, so ctx only bounds how long the caller waits for the answer.
+func (m *members) Keyring(ctx context.Context, op api.KeyOp, key string) (api.KeyReport, error) {
+	type res struct {
+		rep membership.KeyReport
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		var r res
+		switch op {
+		case api.KeyInstall:
+			r.rep, r.err = m.a.InstallKey(key)
+		case api.KeyUse:
+			r.rep, r.err = m.a.UseKey(key)
+		case api.KeyRemove:
+			r.rep, r.err = m.a.RemoveKey(key)
+		case api.KeyList:
+			r.rep, r.err = m.a.ListKeys()
+		default:
+			r.err = fmt.Errorf("node: keyring op %v unknown", op)
+		}
+		ch <- r
+	}()
+	select {
+	case <-ctx.Done():
+		return api.KeyReport{}, fmt.Errorf("node: keyring %v: %w (the operation may still complete; it is safe to rerun)", op, ctx.Err())
+	case r := <-ch:
+		rep := api.KeyReport{NumNodes: r.rep.NumNodes, NumResp: r.rep.NumResp, NumErr: r.rep.NumErr, Messages: r.rep.Messages, Keys: r.rep.Keys, PrimaryKeys: r.rep.PrimaryKeys}
+		if errors.Is(r.err, membership.ErrNotEncrypted) {
+			return rep, api.ErrNotEncrypted
+		}
+		return rep, r.err
+	}
 }

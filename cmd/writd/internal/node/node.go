@@ -150,7 +150,8 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	if err != nil {
 		return nil, startErr("plugins: %v", err)
 	}
-	cleanup = append(cleanup, func() { _ = n.host.Close() })
+	host := n.host // n is nil by the time a failed Start runs its cleanup
+	cleanup = append(cleanup, func() { _ = host.Close() })
 
 	// 3. pipeline
 	n.pl, err = pipeline.New(pipeline.Config{
@@ -161,7 +162,8 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	if err != nil {
 		return nil, startErr("pipeline: %v", err)
 	}
-	cleanup = append(cleanup, func() { _ = n.pl.Stop() })
+	pl := n.pl
+	cleanup = append(cleanup, func() { _ = pl.Stop() })
 
 	// 4. raftstore
 	n.rs, err = raftstore.Start(raftstore.Config{
@@ -181,19 +183,24 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	// 5. membership
 	ghost, gport, _ := net.SplitHostPort(cfg.GossipAddr)
 	port, _ := strconv.Atoi(gport)
+	ekey, keyring := gossipKeys(encodeKey(cfg.GossipKey), n.dataDir)
+	if keyring != "" && ekey == "" {
+		n.log.Info("writd: gossip keys from the keyring persisted by earlier key rotations; gossip.key is used only to create it", "keyring", keyring)
+	}
 	n.mem, err = membership.Start(membership.Config{
 		NodeID: cfg.NodeID, BindAddr: ghost, BindPort: port, Seeds: cfg.Join,
 		RaftAddr: n.rs.Addr(), APIAddr: lis.Addr().String(), Fingerprint: n.cat.Fingerprint(), Version: Version,
-		Profile: cfg.GossipProfile, EncryptKey: encodeKey(cfg.GossipKey), SnapshotPath: filepath.Join(n.dataDir, "serf.snapshot"),
+		Profile: cfg.GossipProfile, EncryptKey: ekey, KeyringFile: keyring, SnapshotPath: filepath.Join(n.dataDir, "serf.snapshot"),
 		FailedGrace: cfg.FailedGrace, Logger: n.log.With("component", "membership"),
 	}, n.rs)
 	if err != nil {
 		return nil, startErr("membership: %v", err)
 	}
-	cleanup = append(cleanup, func() { _ = n.mem.Shutdown() })
+	mem := n.mem
+	cleanup = append(cleanup, func() { _ = mem.Shutdown() })
 
 	// 6. API
-	n.apis, err = api.New(api.Config{Writer: &writer{n: n}, Store: n.rs, Info: &info{n: n}, Logger: n.log.With("component", "api")})
+	n.apis, err = api.New(api.Config{Writer: &writer{n: n}, Store: n.rs, Info: &info{n: n}, Membership: &members{a: n.mem}, Logger: n.log.With("component", "api")})
 	if err != nil {
 		return nil, err
 	}
@@ -363,6 +370,23 @@ func fileSHA256(p string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// gossipKeys decides how membership gets its gossip keys. With encryption
+// on (gossip.key set) the keyring lives in the data directory so key
+// rotations (writctl keyring) survive a restart: the first start creates it
+// from gossip.key; once it exists it is authoritative (its first key is the
+// one in use) and gossip.key is not consulted, since after a rotation it
+// names a retired key.
+func gossipKeys(key, dataDir string) (encryptKey, keyringFile string) {
+	if key == "" {
+		return "", ""
+	}
+	f := filepath.Join(dataDir, "serf.keyring")
+	if _, err := os.Stat(f); err == nil {
+		return "", f
+	}
+	return key, f
 }
 
 func encodeKey(k []byte) string {
