@@ -334,6 +334,19 @@ func (n *Node) confChange(ctx context.Context, cc *raftpb.ConfChange) error {
 	if !n.isLeader.Load() {
 		return fmt.Errorf("raftstore: conf change: %w", ErrNotLeader)
 	}
+	// raft refuses a conf change (it turns it into an empty entry) while it
+	// has not itself marked the previous one applied. Entries can be applied
+	// here before raft's Advance records them, so wait for raft to catch up
+	// with what this node applied, which includes the previous change.
+	for applied := n.applied.Load(); n.rn.Status().Applied < applied; {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("raftstore: conf change: %w", ctx.Err())
+		case <-n.stopc:
+			return n.stopErr()
+		case <-time.After(time.Millisecond):
+		}
+	}
 	ccID := rand.Uint64() | 1
 	cc.Id = new(ccID)
 	ch := make(chan struct{})

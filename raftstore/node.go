@@ -61,6 +61,9 @@ type Node struct {
 	fsyncs   atomic.Uint64 // WAL appends that synced entries (for benchmarks)
 	entries  atomic.Uint64 // entries appended to the WAL
 
+	// owned by the Ready loop (and open before it runs): what the WAL holds
+	savedTerm, savedVote uint64
+
 	mu        sync.Mutex
 	waiters   map[uint64]*proposal
 	ccWaiters map[uint64]chan struct{}
@@ -278,6 +281,7 @@ func (n *Node) open() error {
 		n.snapIndex.Store(snapshot.GetMetadata().GetIndex())
 	}
 	if hs != nil {
+		n.savedTerm, n.savedVote = hs.GetTerm(), hs.GetVote()
 		if err := n.storage.SetHardState(hs); err != nil {
 			return fmt.Errorf("raftstore: set hard state: %w", err)
 		}
@@ -344,14 +348,24 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		n.term.Store(rd.HardState.GetTerm())
 		n.commit.Store(rd.HardState.GetCommit())
 	}
-	// 1. Persist an incoming snapshot (snap file, then its WAL record).
 	hasSnap := !raft.IsEmptySnap(rd.Snapshot)
+	// 1. Persist an incoming snapshot (snap file, then its WAL record).
 	if hasSnap {
 		if err := n.saveSnapshot(rd.Snapshot); err != nil {
 			return err
 		}
 	}
-	// 2. Append entries and hard state to the WAL, with fsync.
+	// 2. A leader whose term and vote are already durable sends its
+	// appends and heartbeats now, in parallel with its own fsync (raft
+	// thesis §10.2.1): they promise nothing about the leader's disk, and
+	// the leader's own log counts toward commit only after Advance. Every
+	// other message (vote and append responses above all) waits for step 5.
+	early := n.isLeader.Load() && !hasSnap && n.hardStateDurable(rd.HardState)
+	late := rd.Messages
+	if early && len(rd.Messages) > 0 {
+		late = n.sendEarly(rd.Messages)
+	}
+	// 3. Append entries and hard state to the WAL, with fsync.
 	if h := n.cfg.hooks; h != nil && h.beforeWALSave != nil && (len(rd.Entries) > 0 || !raft.IsEmptyHardState(rd.HardState)) {
 		if err := h.beforeWALSave(); err != nil {
 			return fmt.Errorf("raftstore: WAL write/fsync failed; stopping without acknowledging: %w", err)
@@ -360,11 +374,14 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	if err := n.wal.Save(rd.HardState, rd.Entries); err != nil {
 		return fmt.Errorf("raftstore: WAL write/fsync failed; stopping without acknowledging: %w", err)
 	}
+	if hs := rd.HardState; hs != nil && !raft.IsEmptyHardState(hs) {
+		n.savedTerm, n.savedVote = hs.GetTerm(), hs.GetVote()
+	}
 	if len(rd.Entries) > 0 {
 		n.fsyncs.Add(1)
 		n.entries.Add(uint64(len(rd.Entries)))
 	}
-	// 3. Make the snapshot and entries visible to raft's storage.
+	// 4. Make the snapshot and entries visible to raft's storage.
 	if hasSnap {
 		if err := n.storage.ApplySnapshot(rd.Snapshot); err != nil {
 			return fmt.Errorf("raftstore: apply snapshot to log storage: %w", err)
@@ -373,9 +390,10 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	if err := n.storage.Append(rd.Entries); err != nil {
 		return fmt.Errorf("raftstore: append to log storage: %w", err)
 	}
-	// 4. Send messages, only now that what they promise is durable.
-	n.tr.send(rd.Messages)
-	// 5. Answer linearizable reads.
+	// 5. Send the remaining messages, only now that what they promise is
+	// durable.
+	n.tr.send(late)
+	// 6. Answer linearizable reads.
 	if len(rd.ReadStates) > 0 {
 		n.mu.Lock()
 		for _, rs := range rd.ReadStates {
@@ -390,21 +408,51 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		}
 		n.mu.Unlock()
 	}
-	// 6. Hand the snapshot and committed entries to the applier, in order.
+	// 7. Hand the snapshot and the committed entries to the applier, in
+	// order.
 	if hasSnap || len(rd.CommittedEntries) > 0 {
 		t := applyTask{entries: rd.CommittedEntries}
 		if hasSnap {
 			t.snap = rd.Snapshot
 		}
-		select {
-		case n.applyc <- t:
-		case <-n.stopc:
-			return errStopping
+		if err := n.handToApplier(t); err != nil {
+			return err
 		}
 	}
-	// 7. Tell raft this Ready is handled.
+	// 8. Tell raft this Ready is handled.
 	n.rn.Advance()
 	return nil
+}
+
+func (n *Node) handToApplier(t applyTask) error {
+	select {
+	case n.applyc <- t:
+		return nil
+	case <-n.stopc:
+		return errStopping
+	}
+}
+
+// hardStateDurable reports whether hs changes neither term nor vote from
+// what the WAL already holds.
+func (n *Node) hardStateDurable(hs *raftpb.HardState) bool {
+	return hs == nil || (hs.GetTerm() == n.savedTerm && hs.GetVote() == n.savedVote)
+}
+
+// sendEarly sends the leader's appends and heartbeats and returns the other
+// messages, in their order, for sending after the WAL save.
+func (n *Node) sendEarly(msgs []*raftpb.Message) []*raftpb.Message {
+	var now, late []*raftpb.Message
+	for _, m := range msgs {
+		switch m.GetType() {
+		case raftpb.MsgApp, raftpb.MsgHeartbeat:
+			now = append(now, m)
+		default:
+			late = append(late, m)
+		}
+	}
+	n.tr.send(now)
+	return late
 }
 
 func (n *Node) saveSnapshot(s *raftpb.Snapshot) error {

@@ -319,6 +319,12 @@ func TestMembershipAddLearnerPromoteTransferRemove(t *testing.T) {
 		rec, ok, _ := j.Get(ctx, "k/a", false)
 		return ok && string(rec.Value) == "1"
 	})
+	// The learner applies what it acknowledged; its acknowledgement may
+	// still be on its way to the leader.
+	waitFor(t, 5*time.Second, "leader sees the learner's progress", func() bool {
+		ms := l.Members()
+		return len(ms) == 2 && ms[1].Match > 0
+	})
 	ms := l.Members()
 	if len(ms) != 2 || ms[1].ID != "n5" || ms[1].Voter || ms[1].Match == 0 {
 		t.Fatalf("members after add: %+v", ms)
