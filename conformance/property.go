@@ -179,6 +179,9 @@ type seqFact struct {
 	hasOrder bool
 }
 
+// decideFunc has the signature of pipeline.Decide.
+type decideFunc func(m *ir.Machine, cur pipeline.MachineRecord, exists bool, to string, order uint64, hasOrder bool, illegal pipeline.Verdict) (pipeline.Verdict, string)
+
 // foldGuard applies facts through decide the way every replica does:
 // deduplicated by fact ID, the machine record advanced only on Apply. It
 // returns the final record, the verdict of each delivered fact (0 for an
@@ -309,7 +312,7 @@ func checkGuardSequences(_ context.Context, e *Env) Outcome {
 	if len(fts) == 0 {
 		return notRun("the schema has no fact type that moves a machine")
 	}
-	decide := e.decide()
+	decide := decideFunc(pipeline.Decide)
 	rng := rand.New(rand.NewPCG(e.Opts.Seed, 77))
 	var c collector
 	for i := 0; c.out.Cases < e.Opts.Cases && i < 4*e.Opts.Cases; i++ {

@@ -180,8 +180,8 @@ func newEnv(opts Options) *Env {
 				break
 			}
 		}
-		if env.Catalog != nil && opts.doubles.catalog != nil {
-			env.Catalog = opts.doubles.catalog(env.Catalog)
+		if env.Catalog != nil {
+			env.Catalog = canaryCatalog(env.Catalog)
 		}
 	}
 	return env

@@ -116,42 +116,6 @@ func hasCode(fs []Finding, code string) bool {
 	return false
 }
 
-// missingType hides one type from a generated catalog: the canary
-// "classification table missing a type", implemented as a test double
-// because the generated code offers no seam for it.
-type missingType struct {
-	ir.Catalog
-	hide string
-}
-
-func (m missingType) Type(name string) (*ir.TypeDesc, bool) {
-	if name == m.hide {
-		return nil, false
-	}
-	return m.Catalog.Type(name)
-}
-
-func (m missingType) Types() []*ir.TypeDesc {
-	var out []*ir.TypeDesc
-	for _, td := range m.Catalog.Types() {
-		if td.Name != m.hide {
-			out = append(out, td)
-		}
-	}
-	return out
-}
-
-func TestCanaryTableMissingType(t *testing.T) {
-	opts := Options{SchemaDir: jobsSchema, Catalogs: []ir.Catalog{jobsgen.Catalog()}, Only: []Tier{TierStatic}}
-	opts.checks = []string{"static.table-complete"}
-	opts.doubles.catalog = func(c ir.Catalog) ir.Catalog { return missingType{c, "job.state_report"} }
-	rep := mustRun(t, opts)
-	c, _ := rep.Check("static.table-complete")
-	if c.Result != Fail || !hasCode(c.Findings, CodeTableMissingType) {
-		t.Fatalf("static.table-complete: %s %v, want FAIL with %s", c.Result, c.Findings, CodeTableMissingType)
-	}
-}
-
 func TestNoCatalogIsNotRunNeverPass(t *testing.T) {
 	rep := mustRun(t, Options{SchemaDir: jobsSchema, Only: []Tier{TierStatic}})
 	for _, id := range []string{"static.table-complete", "static.plugin-types"} {

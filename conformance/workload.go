@@ -394,11 +394,8 @@ func (e *Env) runSetup(ctx context.Context, r *rig, setup []drawnEntry, instrume
 			r.drain(ctx)
 			continue
 		}
-		var h replyHandle = r.p.SubmitAsync(ctx, en)
+		h := r.p.SubmitAsync(ctx, en)
 		r.p.Flush(ctx)
-		if e.Opts.doubles.replyBeforeCommit {
-			h = earlyReply{idx: r.log.Index() + 1}
-		}
 		if instrument && r.log.Pending() > 0 {
 			w.reply.out.Cases++
 			select {
@@ -427,12 +424,7 @@ func (e *Env) runSetup(ctx context.Context, r *rig, setup []drawnEntry, instrume
 // report hands one fact to the pipeline, checks the acknowledgement is
 // backed by the outbox file (W3), and commits it.
 func (e *Env) report(ctx context.Context, r *rig, de drawnEntry, instrument bool) {
-	var ack pipeline.Ack
-	if e.Opts.doubles.ackBeforeFsync {
-		ack = pipeline.Ack{Received: true, ID: de.id}
-	} else {
-		ack = r.p.Report(ctx, pipeline.Entry{Type: de.typ, ID: de.id, Payload: de.data})
-	}
+	ack := r.p.Report(ctx, pipeline.Entry{Type: de.typ, ID: de.id, Payload: de.data})
 	if instrument && ack.Received {
 		e.wl.ack.out.Cases++
 		if !outboxHas(r.dir, de.typ, de.id) && !e.committed(ctx, r, de) {
@@ -441,31 +433,7 @@ func (e *Env) report(ctx context.Context, r *rig, de drawnEntry, instrument bool
 				Fix:     "acknowledge a fact only after it is fsync'd into the outbox (W3)"})
 		}
 	}
-	if e.Opts.doubles.ackBeforeFsync {
-		r.p.Report(ctx, pipeline.Entry{Type: de.typ, ID: de.id, Payload: de.data})
-	}
 	r.drain(ctx)
-}
-
-// replyHandle is what a requester holds (pipeline.Handle).
-type replyHandle interface {
-	Done() <-chan struct{}
-	Outcome() pipeline.Outcome
-}
-
-var _ replyHandle = (*pipeline.Handle)(nil)
-
-// earlyReply is the reply-before-commit canary's handle: COMMITTED at once.
-type earlyReply struct{ idx uint64 }
-
-func (earlyReply) Done() <-chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}
-
-func (r earlyReply) Outcome() pipeline.Outcome {
-	return pipeline.Outcome{Status: pipeline.StatusCommitted, Index: r.idx}
 }
 
 // committed reports whether the fact's command was already applied (an ID

@@ -1019,6 +1019,9 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 			if await {
 				proposed = append(proposed, e)
 			}
+			if canaryReplyBeforeCommit && e.kind == kindRequest {
+				p.finishLocked(e, Outcome{Status: StatusCommitted}) // canary build: reply at propose
+			}
 		case planFinish:
 			p.finishLocked(e, e.planOut)
 		case planIdentity:

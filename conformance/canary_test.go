@@ -1,0 +1,115 @@
+package conformance
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/writ-dev/writ/examples/jobs/jobsgen"
+	"github.com/writ-dev/writ/schema/ir"
+)
+
+// canaries are deliberately broken builds of the module, each behind a build
+// tag used only by these tests: the pipeline (or, for the table, the
+// classification table the suite checks) is compiled with the bug. Each must
+// make its check FAIL with the given code, and the same check must PASS in
+// the build without the tag. This is how we know the checks can fail.
+var canaries = []struct {
+	tag, check, code string
+	cases            int
+	plugin           bool
+}{
+	// The pipeline answers COMMITTED when it proposes, before commit/apply.
+	{"canary_replybeforecommit", "property.reply-after-commit", CodeReplyBeforeCommit, 300, true},
+	// The outbox acknowledges a batch of facts before writing and fsyncing it.
+	{"canary_ackbeforefsync", "property.fact-ack-durable", CodeFactAckBeforeDurable, 300, true},
+	// pipeline.Decide lets an instance leave a terminal state.
+	{"canary_guardterminalexit", "property.guard-sequences", CodeTerminalLeft, 2000, false},
+	// The classification table the suite sees lacks the first fact type.
+	{"canary_tablemissingtype", "static.table-complete", CodeTableMissingType, 0, false},
+}
+
+// canaryOptions runs exactly one check over the jobs domain.
+func canaryOptions(check string, cases int, plugin string) Options {
+	tier := TierStatic
+	if strings.HasPrefix(check, "property.") {
+		tier = TierProperty
+	}
+	return Options{SchemaDir: jobsSchema, PluginPath: plugin, Catalogs: []ir.Catalog{jobsgen.Catalog()},
+		Only: []Tier{tier}, Cases: cases, checks: []string{check}}
+}
+
+// TestCanaryTarget is the inner half of TestCanaryBuildsFailTheirCheck: the
+// outer test builds this package's test binary with a canary tag and runs
+// only this test, which runs one check and writes its result as JSON. It is
+// skipped in a normal run.
+func TestCanaryTarget(t *testing.T) {
+	check := os.Getenv("WRIT_CANARY_CHECK")
+	if check == "" {
+		t.Skip("run by TestCanaryBuildsFailTheirCheck in a canary build")
+	}
+	var cases int
+	if err := json.Unmarshal([]byte(os.Getenv("WRIT_CANARY_CASES")), &cases); err != nil {
+		t.Fatalf("WRIT_CANARY_CASES: %v", err)
+	}
+	rep := mustRun(t, canaryOptions(check, cases, os.Getenv("WRIT_CANARY_PLUGIN")))
+	c, ok := rep.Check(check)
+	if !ok {
+		t.Fatalf("no check %s in the report", check)
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(os.Getenv("WRIT_CANARY_REPORT"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCanaryBuildsFailTheirCheck(t *testing.T) {
+	if os.Getenv("WRIT_CANARY_CHECK") != "" {
+		t.Skip("inside a canary build")
+	}
+	plugin := jobsPlugin(t)
+	dir := t.TempDir()
+	for _, cn := range canaries {
+		t.Run(cn.tag, func(t *testing.T) {
+			pl := ""
+			if cn.plugin {
+				pl = plugin
+			}
+			// Without the tag (this binary) the check passes.
+			rep := mustRun(t, canaryOptions(cn.check, cn.cases, pl))
+			if c, _ := rep.Check(cn.check); c.Result != Pass || c.Cases == 0 {
+				t.Fatalf("%s without -tags %s: %s (%d cases) %s %v, want PASS", cn.check, cn.tag, c.Result, c.Cases, c.Reason, c.Findings)
+			}
+			// With the tag, a real build of the broken code fails it.
+			bin := filepath.Join(dir, cn.tag+".test")
+			if out, err := exec.Command("go", "test", "-c", "-tags", cn.tag, "-o", bin, ".").CombinedOutput(); err != nil {
+				t.Fatalf("go test -c -tags %s: %v\n%s", cn.tag, err, out)
+			}
+			out := filepath.Join(dir, cn.tag+".json")
+			cmd := exec.Command(bin, "-test.run", "^TestCanaryTarget$", "-test.count", "1")
+			cmd.Env = append(os.Environ(), "WRIT_CANARY_CHECK="+cn.check, "WRIT_CANARY_PLUGIN="+pl,
+				"WRIT_CANARY_CASES="+strconv.Itoa(cn.cases), "WRIT_CANARY_REPORT="+out)
+			if b, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("canary build %s: %v\n%s", cn.tag, err, b)
+			}
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatalf("canary build %s wrote no result: %v", cn.tag, err)
+			}
+			var c CheckResult
+			if err := json.Unmarshal(b, &c); err != nil {
+				t.Fatalf("canary result: %v", err)
+			}
+			if c.Result != Fail || !hasCode(c.Findings, cn.code) {
+				t.Fatalf("%s with -tags %s: %s %s %v, want FAIL with %s", cn.check, cn.tag, c.Result, c.Reason, c.Findings, cn.code)
+			}
+		})
+	}
+}
