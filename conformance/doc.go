@@ -33,6 +33,12 @@
 // (BLOCKED, INCOMPLETE, REVIEW_REQUIRED); BLOCKED and INCOMPLETE fail their
 // check.
 //
+// The suite's own tests prove each contract check can fail: build tags
+// (canary_replybeforecommit, canary_ackbeforefsync,
+// canary_guardterminalexit in the pipeline; canary_tablemissingtype here)
+// compile a deliberate bug into the code, and the tests build the suite with
+// each tag and assert the matching check fails. Never build a node with them.
+//
 // The suite never imports raftstore or membership: it sees the cluster only
 // through writd processes and the client API.
 package conformance
