@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
@@ -14,6 +15,10 @@ import (
 	"github.com/writ-dev/writ/api"
 	"github.com/writ-dev/writ/api/writv1"
 )
+
+// keyringTimeout is the default deadline of a keyring call (--timeout
+// overrides it).
+const keyringTimeout = 30 * time.Second
 
 // keyringCmd rotates the gossip encryption key on a live cluster:
 // install NEW, use NEW, remove OLD.
@@ -45,7 +50,12 @@ is back. The key in use (primary) cannot be removed.`,
 				}
 				return nil
 			},
-			RunE: func(_ *cobra.Command, args []string) error {
+			RunE: func(cmd *cobra.Command, args []string) error {
+				// A key query waits for every alive node (and is retried
+				// when one is late), so it gets more time than other calls.
+				if f := cmd.Flag("timeout"); f != nil && !f.Changed && a.timeout < keyringTimeout {
+					a.timeout = keyringTimeout
+				}
 				req := &writv1.KeyringRequest{Op: o}
 				if nargs == 1 {
 					req.Key = strings.TrimSpace(args[0])

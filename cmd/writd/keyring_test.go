@@ -124,6 +124,48 @@ func TestCluster_KeyRotation(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 
+	// A node that is down during a rotation misses it; handed the current
+	// key in gossip.key, it rejoins (the key becomes primary in its
+	// persisted keyring, the keys it had stay until removed).
+	c.stop(n3)
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		code, out, _ := c.writctl(n1, "-o", "json", "keyring", "list")
+		var k keyringJSON
+		if code == 0 && json.Unmarshal([]byte(out), &k) == nil && k.NumNodes == 2 && k.NumResp == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("n3 stopped, but gossip still counts it after 30s: %d %s", code, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	thirdKey := newGossipKey(t)
+	must(n1, 0, "on 2 of 2 nodes", "keyring", "install", thirdKey)
+	must(n2, 0, "on 2 of 2 nodes", "keyring", "use", thirdKey)
+	must(n1, 0, "on 2 of 2 nodes", "keyring", "remove", newKey)
+	n3.args = []string{"--gossip-key", thirdKey}
+	c.start(n3)
+	c.waitReady(n3, 40*time.Second)
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		if k := list(n1); k.Keys[thirdKey] == 3 && k.PrimaryKeys[thirdKey] == 3 {
+			if k.Keys[newKey] != 1 {
+				t.Fatalf("the rejoined node should still hold the key it had: %+v", k)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rejoined node: keyring did not settle on the third key: %+v", list(n1))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	must(n3, 0, "on 3 of 3 nodes", "keyring", "remove", newKey)
+	if k := list(n2); len(k.Keys) != 1 || k.Keys[thirdKey] != 3 {
+		t.Fatalf("after removing the stale key everywhere: %+v", k)
+	}
+	newKey = thirdKey // the key a new node needs now
+
 	// Bad keys are refused before any call, naming the argument and the fix.
 	must(n1, 2, "not valid base64", "keyring", "install", "not*base64")
 	must(n1, 2, "16, 24 or 32 bytes", "keyring", "use", base64.StdEncoding.EncodeToString([]byte("short")))

@@ -2,9 +2,11 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,17 +70,47 @@ func TestMembersAdapter_FakeAgent(t *testing.T) {
 
 func TestGossipKeys(t *testing.T) {
 	dir := t.TempDir()
-	if e, f := gossipKeys("", dir); e != "" || f != "" {
-		t.Fatalf("no key: want no encryption, got %q %q", e, f)
+	if e, f, err := gossipKeys("", dir); e != "" || f != "" || err != nil {
+		t.Fatalf("no key: want no encryption, got %q %q %v", e, f, err)
 	}
-	e, f := gossipKeys("K", dir)
-	if e != "K" || f != filepath.Join(dir, "serf.keyring") {
-		t.Fatalf("first start: want the key and a keyring to create, got %q %q", e, f)
+	e, f, err := gossipKeys("OLD", dir)
+	if e != "OLD" || f != filepath.Join(dir, "serf.keyring") || err != nil {
+		t.Fatalf("first start: want the key and a keyring to create, got %q %q %v", e, f, err)
 	}
-	if err := os.WriteFile(f, []byte(`["x"]`), 0o600); err != nil {
+	// membership creates the file; a rotation then rewrites it.
+	if err := os.WriteFile(f, []byte(`["NEW"]`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if e, f2 := gossipKeys("K", dir); e != "" || f2 != f {
-		t.Fatalf("keyring exists: want it authoritative, got %q %q", e, f2)
+	if e, f2, err := gossipKeys("OLD", dir); e != "" || f2 != f || err != nil {
+		t.Fatalf("same gossip.key after a rotation: want the keyring authoritative, got %q %q %v", e, f2, err)
+	}
+	if b, _ := os.ReadFile(f); string(b) != `["NEW"]` {
+		t.Fatalf("keyring rewritten although gossip.key did not change: %s", b)
+	}
+	// The operator hands the node another key: it becomes primary, the
+	// others stay.
+	if e, _, err := gossipKeys("NEWER", dir); e != "" || err != nil {
+		t.Fatalf("changed gossip.key: %q %v", e, err)
+	}
+	var keys []string
+	b, _ := os.ReadFile(f)
+	if err := json.Unmarshal(b, &keys); err != nil || len(keys) != 2 || keys[0] != "NEWER" || keys[1] != "NEW" {
+		t.Fatalf("changed gossip.key: want it first, the old keys kept: %s %v", b, err)
+	}
+	// Unchanged again: left alone.
+	if err := os.WriteFile(f, []byte(`["X"]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := gossipKeys("NEWER", dir); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(f); string(b) != `["X"]` {
+		t.Fatalf("keyring rewritten although gossip.key did not change: %s", b)
+	}
+	if err := os.WriteFile(f, []byte(`not json`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := gossipKeys("OTHER", dir); err == nil || !strings.Contains(err.Error(), "JSON array") {
+		t.Fatalf("corrupt keyring: want an error naming the format, got %v", err)
 	}
 }

@@ -183,9 +183,12 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	// 5. membership
 	ghost, gport, _ := net.SplitHostPort(cfg.GossipAddr)
 	port, _ := strconv.Atoi(gport)
-	ekey, keyring := gossipKeys(encodeKey(cfg.GossipKey), n.dataDir)
+	ekey, keyring, err := gossipKeys(encodeKey(cfg.GossipKey), n.dataDir)
+	if err != nil {
+		return nil, startErr("%v", err)
+	}
 	if keyring != "" && ekey == "" {
-		n.log.Info("writd: gossip keys from the keyring persisted by earlier key rotations; gossip.key is used only to create it", "keyring", keyring)
+		n.log.Info("writd: gossip keys from the node's keyring (kept across key rotations)", "keyring", keyring)
 	}
 	n.mem, err = membership.Start(membership.Config{
 		NodeID: cfg.NodeID, BindAddr: ghost, BindPort: port, Seeds: cfg.Join,
@@ -374,19 +377,56 @@ func fileSHA256(p string) (string, error) {
 
 // gossipKeys decides how membership gets its gossip keys. With encryption
 // on (gossip.key set) the keyring lives in the data directory so key
-// rotations (writctl keyring) survive a restart: the first start creates it
-// from gossip.key; once it exists it is authoritative (its first key is the
-// one in use) and gossip.key is not consulted, since after a rotation it
-// names a retired key.
-func gossipKeys(key, dataDir string) (encryptKey, keyringFile string) {
+// rotations (writctl keyring) survive a restart. The first start creates it
+// from gossip.key. Later starts with the same gossip.key leave it as the
+// rotations left it (gossip.key may name a retired key by then). A start
+// with a different gossip.key — an operator handing a node that missed a
+// rotation the current key — makes that key primary, keeping the others.
+// The key the keyring was last seeded from is remembered (as a SHA-256) in
+// serf.keyring.seed.
+func gossipKeys(key, dataDir string) (encryptKey, keyringFile string, err error) {
 	if key == "" {
-		return "", ""
+		return "", "", nil
 	}
 	f := filepath.Join(dataDir, "serf.keyring")
-	if _, err := os.Stat(f); err == nil {
-		return "", f
+	seedFile := f + ".seed"
+	sum := sha256.Sum256([]byte(key))
+	seed := hex.EncodeToString(sum[:])
+	data, rerr := os.ReadFile(f)
+	if errors.Is(rerr, os.ErrNotExist) {
+		if err := os.WriteFile(seedFile, []byte(seed+"\n"), 0o600); err != nil {
+			return "", "", fmt.Errorf("node: gossip keyring seed: %w", err)
+		}
+		return key, f, nil
 	}
-	return key, f
+	if rerr != nil {
+		return "", "", fmt.Errorf("node: gossip keyring %s: %w", f, rerr)
+	}
+	if old, _ := os.ReadFile(seedFile); strings.TrimSpace(string(old)) == seed {
+		return "", f, nil
+	}
+	var keys []string
+	if err := json.Unmarshal(data, &keys); err != nil {
+		return "", "", fmt.Errorf("node: gossip keyring %s is not a JSON array of base64 keys (%v): fix or delete it (it is recreated from gossip.key)", f, err)
+	}
+	out := []string{key}
+	for _, k := range keys {
+		if k != key {
+			out = append(out, k)
+		}
+	}
+	b, _ := json.MarshalIndent(out, "", "  ")
+	tmp := f + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return "", "", fmt.Errorf("node: gossip keyring: %w", err)
+	}
+	if err := os.Rename(tmp, f); err != nil {
+		return "", "", fmt.Errorf("node: gossip keyring: %w", err)
+	}
+	if err := os.WriteFile(seedFile, []byte(seed+"\n"), 0o600); err != nil {
+		return "", "", fmt.Errorf("node: gossip keyring seed: %w", err)
+	}
+	return "", f, nil
 }
 
 func encodeKey(k []byte) string {
