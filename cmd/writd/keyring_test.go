@@ -67,15 +67,20 @@ func TestCluster_KeyRotation(t *testing.T) {
 		}
 		return out
 	}
+	// tryList is keyring list -o json on p; ok when 3 of 3 nodes answered.
+	tryList := func(p *proc) (keyringJSON, bool) {
+		code, out, _ := c.writctl(p, "-o", "json", "keyring", "list")
+		var k keyringJSON
+		if code != 0 || json.Unmarshal([]byte(out), &k) != nil {
+			return k, false
+		}
+		return k, k.NumNodes == 3 && k.NumResp == 3 && k.NumErr == 0
+	}
 	list := func(p *proc) keyringJSON {
 		t.Helper()
-		out := must(p, 0, "", "-o", "json", "keyring", "list")
-		var k keyringJSON
-		if err := json.Unmarshal([]byte(out), &k); err != nil {
-			t.Fatalf("keyring list -o json: %v\n%s", err, out)
-		}
-		if k.NumNodes != 3 || k.NumResp != 3 || k.NumErr != 0 {
-			t.Fatalf("keyring list: want 3 of 3 nodes answering, no errors: %+v", k)
+		k, ok := tryList(p)
+		if !ok {
+			t.Fatalf("keyring list on %s: want 3 of 3 nodes answering, no errors: %+v", p.name, k)
 		}
 		return k
 	}
@@ -115,11 +120,12 @@ func TestCluster_KeyRotation(t *testing.T) {
 	c.waitReady(n3, 40*time.Second)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if k := list(n3); k.Keys[newKey] == 3 && k.PrimaryKeys[newKey] == 3 && len(k.Keys) == 1 {
+		k, ok := tryList(n3)
+		if ok && k.Keys[newKey] == 3 && k.PrimaryKeys[newKey] == 3 && len(k.Keys) == 1 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("restarted node: keyring did not settle on the new key: %+v", list(n3))
+			t.Fatalf("restarted node: keyring did not settle on the new key: %+v", k)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -149,14 +155,15 @@ func TestCluster_KeyRotation(t *testing.T) {
 	c.waitReady(n3, 40*time.Second)
 	deadline = time.Now().Add(30 * time.Second)
 	for {
-		if k := list(n1); k.Keys[thirdKey] == 3 && k.PrimaryKeys[thirdKey] == 3 {
+		k, ok := tryList(n1)
+		if ok && k.Keys[thirdKey] == 3 && k.PrimaryKeys[thirdKey] == 3 {
 			if k.Keys[newKey] != 1 {
 				t.Fatalf("the rejoined node should still hold the key it had: %+v", k)
 			}
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("rejoined node: keyring did not settle on the third key: %+v", list(n1))
+			t.Fatalf("rejoined node: keyring did not settle on the third key: %+v", k)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
