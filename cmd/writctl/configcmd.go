@@ -29,15 +29,9 @@ func (a *app) configShowCmd() *cobra.Command {
 		Short: "Show the committed (activated) configuration and its tag",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			c, err := a.dial()
+			r, err := call(a, writv1.WritClient.ConfigShow, &writv1.ConfigShowRequest{})
 			if err != nil {
 				return err
-			}
-			ctx, cancel := a.ctx()
-			defer cancel()
-			r, err := c.ConfigShow(ctx, &writv1.ConfigShowRequest{})
-			if err != nil {
-				return a.rpcErr(err)
 			}
 			if a.output == "json" {
 				return a.printAny(map[string]any{"tag": r.Tag, "index": r.Index, "activated": r.Activated, "document": rawOrString(r.Document)})

@@ -132,6 +132,23 @@ func (a *app) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), a.timeout)
 }
 
+// call dials the node and runs one unary RPC under the command's deadline;
+// a failure comes back as rpcErr's one line and exit code.
+func call[Req, Resp any](a *app, method func(writv1.WritClient, context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
+	var zero Resp
+	c, err := a.dial()
+	if err != nil {
+		return zero, err
+	}
+	ctx, cancel := a.ctx()
+	defer cancel()
+	r, err := method(c, ctx, req)
+	if err != nil {
+		return zero, a.rpcErr(err)
+	}
+	return r, nil
+}
+
 // rpcErr turns a call error into one clear line and an exit code.
 func (a *app) rpcErr(err error) error {
 	if d, ok := api.OutcomeFromError(err); ok {
@@ -232,15 +249,9 @@ func (a *app) statusCmd() *cobra.Command {
 		Short: "Show the node's role, readiness, health and progress",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			c, err := a.dial()
+			s, err := call(a, writv1.WritClient.Status, &writv1.StatusRequest{})
 			if err != nil {
 				return err
-			}
-			ctx, cancel := a.ctx()
-			defer cancel()
-			s, err := c.Status(ctx, &writv1.StatusRequest{})
-			if err != nil {
-				return a.rpcErr(err)
 			}
 			if a.output == "json" {
 				return a.printJSON(s)
@@ -282,15 +293,9 @@ func (a *app) membersCmd() *cobra.Command {
 		Short: "List cluster members as gossip and consensus see them",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			c, err := a.dial()
+			m, err := call(a, writv1.WritClient.Members, &writv1.MembersRequest{})
 			if err != nil {
 				return err
-			}
-			ctx, cancel := a.ctx()
-			defer cancel()
-			m, err := c.Members(ctx, &writv1.MembersRequest{})
-			if err != nil {
-				return a.rpcErr(err)
 			}
 			if a.output == "json" {
 				return a.printJSON(m)
@@ -386,15 +391,9 @@ func (a *app) reportCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := a.dial()
+			r, err := call(a, writv1.WritClient.Report, &writv1.ReportRequest{Entry: &writv1.Entry{Type: args[0], Id: id, Payload: p}})
 			if err != nil {
 				return err
-			}
-			ctx, cancel := a.ctx()
-			defer cancel()
-			r, err := c.Report(ctx, &writv1.ReportRequest{Entry: &writv1.Entry{Type: args[0], Id: id, Payload: p}})
-			if err != nil {
-				return a.rpcErr(err)
 			}
 			if a.output == "json" {
 				return a.printJSON(r)
@@ -418,15 +417,9 @@ func (a *app) deliverCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := a.dial()
+			r, err := call(a, writv1.WritClient.Deliver, &writv1.DeliverRequest{Entry: &writv1.Entry{Type: args[0], Id: id, Payload: p}})
 			if err != nil {
 				return err
-			}
-			ctx, cancel := a.ctx()
-			defer cancel()
-			r, err := c.Deliver(ctx, &writv1.DeliverRequest{Entry: &writv1.Entry{Type: args[0], Id: id, Payload: p}})
-			if err != nil {
-				return a.rpcErr(err)
 			}
 			if a.output == "json" {
 				return a.printJSON(r)
@@ -510,15 +503,9 @@ func (a *app) getCmd() *cobra.Command {
 		Short: "Read one key (linearizable unless --serializable)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			c, err := a.dial()
+			r, err := call(a, writv1.WritClient.Get, &writv1.GetRequest{Key: args[0], Serializable: serial})
 			if err != nil {
 				return err
-			}
-			ctx, cancel := a.ctx()
-			defer cancel()
-			r, err := c.Get(ctx, &writv1.GetRequest{Key: args[0], Serializable: serial})
-			if err != nil {
-				return a.rpcErr(err)
 			}
 			if !r.Found {
 				if a.output == "json" {
@@ -548,15 +535,9 @@ func (a *app) listCmd() *cobra.Command {
 			if len(args) == 1 {
 				prefix = args[0]
 			}
-			c, err := a.dial()
+			r, err := call(a, writv1.WritClient.List, &writv1.ListRequest{Prefix: prefix, Serializable: serial})
 			if err != nil {
 				return err
-			}
-			ctx, cancel := a.ctx()
-			defer cancel()
-			r, err := c.List(ctx, &writv1.ListRequest{Prefix: prefix, Serializable: serial})
-			if err != nil {
-				return a.rpcErr(err)
 			}
 			if a.output == "json" {
 				out := []any{}
@@ -582,15 +563,9 @@ func (a *app) outcomeCmd() *cobra.Command {
 		Short: "Show the recorded outcome of a request or fact ID",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			c, err := a.dial()
+			r, err := call(a, writv1.WritClient.Outcome, &writv1.OutcomeRequest{RequestId: args[0]})
 			if err != nil {
 				return err
-			}
-			ctx, cancel := a.ctx()
-			defer cancel()
-			r, err := c.Outcome(ctx, &writv1.OutcomeRequest{RequestId: args[0]})
-			if err != nil {
-				return a.rpcErr(err)
 			}
 			if a.output == "json" {
 				if err := a.printJSON(r); err != nil {
@@ -617,15 +592,9 @@ func (a *app) factsCmd() *cobra.Command {
 		Short: "Show this node's fact outbox (received, not yet known committed)",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			c, err := a.dial()
+			r, err := call(a, writv1.WritClient.Outbox, &writv1.OutboxRequest{})
 			if err != nil {
 				return err
-			}
-			ctx, cancel := a.ctx()
-			defer cancel()
-			r, err := c.Outbox(ctx, &writv1.OutboxRequest{})
-			if err != nil {
-				return a.rpcErr(err)
 			}
 			if a.output == "json" {
 				return a.printJSON(r)
@@ -646,15 +615,9 @@ func (a *app) conflictsCmd() *cobra.Command {
 		Short: "List open conflict cases (facts that contradicted state)",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			c, err := a.dial()
+			r, err := call(a, writv1.WritClient.Conflicts, &writv1.ConflictsRequest{})
 			if err != nil {
 				return err
-			}
-			ctx, cancel := a.ctx()
-			defer cancel()
-			r, err := c.Conflicts(ctx, &writv1.ConflictsRequest{})
-			if err != nil {
-				return a.rpcErr(err)
 			}
 			if a.output == "json" {
 				out := []any{}
@@ -678,15 +641,9 @@ func (a *app) pluginsCmd() *cobra.Command {
 		Short: "List this node's handler plugins",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			c, err := a.dial()
+			r, err := call(a, writv1.WritClient.Plugins, &writv1.PluginsRequest{})
 			if err != nil {
 				return err
-			}
-			ctx, cancel := a.ctx()
-			defer cancel()
-			r, err := c.Plugins(ctx, &writv1.PluginsRequest{})
-			if err != nil {
-				return a.rpcErr(err)
 			}
 			if a.output == "json" {
 				return a.printJSON(r)
