@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/writ-dev/writ/kv"
 	"github.com/writ-dev/writ/pipeline"
 	pb "github.com/writ-dev/writ/plugins/proto"
@@ -22,36 +20,52 @@ func (fuzzCatalog) Machine(name string) (*ir.Machine, bool) {
 	return &ir.Machine{Name: "job", States: []string{"PENDING", "RUNNING"}}, true
 }
 
-// FuzzConvert feeds arbitrary wire results (as a plugin could send them)
-// through the host's result check: it must never panic, and whatever it
-// accepts must be a well-formed effect for the item.
+// FuzzConvert feeds arbitrary wire results (as a plugin could send them,
+// packed with the batch codec) through the host's result decoding and
+// check: it must never panic, and whatever it accepts must be a well-formed
+// effect for the item.
 func FuzzConvert(f *testing.F) {
-	seed := func(r *pb.Result) {
-		b, err := proto.Marshal(r)
-		if err != nil {
-			f.Fatal(err)
+	effect := func(result string, writes ...kv.Write) []byte {
+		b := []byte{pb.TagEffect}
+		b = pb.AppendUvarint(b, uint64(len(writes)))
+		for _, w := range writes {
+			b = pb.AppendWrite(b, w.Key, w.Value, w.Delete, w.IfRev)
 		}
-		f.Add(b)
+		b = pb.AppendBytes(b, []byte(result))
+		return pb.AppendUvarint(b, 0)
 	}
-	seed(&pb.Result{Writes: []*pb.Write{{Key: "job/a", Value: []byte("{}"), IfRev: 3}}, Result: []byte(`{"ok":true}`)})
-	seed(&pb.Result{Writes: []*pb.Write{{Key: "job/b", Value: []byte("{}")}}})
-	seed(&pb.Result{Writes: []*pb.Write{{Key: "_m/job/a", Value: []byte("{}"), IfRev: 3}}})
-	seed(&pb.Result{Writes: []*pb.Write{{Key: "job/a", IfRev: 2}}})
-	seed(&pb.Result{NeedKeys: []string{"worker/w1"}})
-	seed(&pb.Result{NeedKeys: []string{"job/a"}})
-	seed(&pb.Result{Transitions: []*pb.Transition{{Machine: "job", Key: "x", To: "RUNNING"}}})
-	seed(&pb.Result{Transitions: []*pb.Transition{{Machine: "job", Key: "x", To: "NOPE"}}})
-	seed(&pb.Result{Error: &pb.Error{Kind: pb.ErrorKind_ERROR_KIND_RULE, Message: "no"}})
-	seed(&pb.Result{Error: &pb.Error{Kind: 9}})
+	transition := func(machine, key, to string) []byte {
+		b := []byte{pb.TagEffect, 0, 0, 1}
+		return pb.AppendTransition(b, machine, key, to)
+	}
+	need := func(keys ...string) []byte {
+		b := pb.AppendUvarint([]byte{pb.TagNeedKeys}, uint64(len(keys)))
+		for _, k := range keys {
+			b = pb.AppendString(b, k)
+		}
+		return b
+	}
+	f.Add(effect(`{"ok":true}`, kv.Write{Key: "job/a", Value: []byte("{}"), IfRev: 3}))
+	f.Add(effect("", kv.Write{Key: "job/b", Value: []byte("{}")}))
+	f.Add(effect("", kv.Write{Key: "_m/job/a", Value: []byte("{}"), IfRev: 3}))
+	f.Add(effect("", kv.Write{Key: "job/a", IfRev: 2}))
+	f.Add(effect("", kv.Write{Key: "job/a", Delete: true, IfRev: 3}, kv.Write{Key: "job/a", IfRev: 3}))
+	f.Add(need("worker/w1"))
+	f.Add(need("job/a"))
+	f.Add(transition("job", "x", "RUNNING"))
+	f.Add(transition("job", "x", "NOPE"))
+	f.Add(pb.AppendError(nil, pb.ErrorRule, "no"))
+	f.Add(pb.AppendError(nil, 9, "?"))
+	f.Add([]byte{7})
 	h := &Host{cfg: Config{Catalog: fuzzCatalog{}}}
 	inst := &instance{h: h, desc: description{name: "fuzz"}}
 	it := &pipeline.EvalItem{Type: "job.submit", ID: "r", State: []kv.Record{{Key: "job/a", Value: []byte("{}"), Rev: 3}, {Key: "job/b"}}}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var r pb.Result
-		if proto.Unmarshal(b, &r) != nil {
+		d := pb.NewDecoder(b, false)
+		res := h.decodeResult(inst, it, d, &writeSlab{}, 1)
+		if d.Err() != nil {
 			return
 		}
-		res := h.convert(inst, it, &r)
 		if res.Err != nil {
 			if res.Err.Kind < pipeline.EvalRule || res.Err.Kind > pipeline.EvalInternal {
 				t.Fatalf("error kind %d out of range", res.Err.Kind)

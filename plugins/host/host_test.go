@@ -169,7 +169,7 @@ func TestRefusals(t *testing.T) {
 		{"bad checksum syntax", []host.PluginConfig{{Path: path, SHA256: "xyz"}}, []string{"64 hex digits"}},
 		{"checksum mismatch", []host.PluginConfig{{Path: path, SHA256: wrongSum, Args: []string{pluginFlag + "ok"}}}, []string{"checksum mismatch", sum, wrongSum}},
 		{"stdout noise", []host.PluginConfig{{Path: path, SHA256: sum, Args: []string{pluginFlag + "noise"}}}, []string{"stdout before the go-plugin handshake", "hello from a chatty plugin"}},
-		{"wrong protocol", []host.PluginConfig{{Path: path, SHA256: sum, Args: []string{pluginFlag + "proto2"}}}, []string{"another handler protocol version", "Plugin version: 2"}},
+		{"wrong protocol", []host.PluginConfig{{Path: path, SHA256: sum, Args: []string{pluginFlag + "proto1"}}}, []string{"another handler protocol version", "Plugin version: 1", "version(s) [2]"}},
 		{"wrong fingerprint", []host.PluginConfig{{Path: path, SHA256: sum, Args: []string{pluginFlag + "badfp"}}}, []string{`"host-test"`, "fp-something-else", testFingerprint}},
 		{"unknown type", []host.PluginConfig{{Path: path, SHA256: sum, Args: []string{pluginFlag + "unknowntype"}}}, []string{`"host-test"`, `"test.nope"`, "does not declare"}},
 		{"receipt type", []host.PluginConfig{{Path: path, SHA256: sum, Args: []string{pluginFlag + "receipt"}}}, []string{`"test.batch"`, "receipt", `"test.put"`}},

@@ -145,32 +145,13 @@ func (i *instance) call(ctx context.Context, items []pipeline.EvalItem, idxs []i
 		unavailable("down (%s); restarting", lastErr)
 		return
 	}
-	req := &pb.EvaluateRequest{Items: make([]*pb.Item, len(idxs))}
-	nrec := 0
-	for _, k := range idxs {
-		nrec += len(items[k].State)
-	}
-	recs := make([]pb.Record, nrec)
-	pitems := make([]pb.Item, len(idxs))
-	r := 0
-	for j, k := range idxs {
-		it := &items[k]
-		pi := &pitems[j]
-		pi.Type, pi.Id, pi.Payload = it.Type, it.ID, it.Payload
-		if len(it.State) > 0 {
-			pi.State = make([]*pb.Record, len(it.State))
-			for s := range it.State {
-				rec := &recs[r]
-				r++
-				rec.Key, rec.Value, rec.Rev = it.State[s].Key, it.State[s].Value, it.State[s].Rev
-				pi.State[s] = rec
-			}
-		}
-		req.Items[j] = pi
-	}
+	buf := encodeItems(items, idxs)
+	req := &pb.EvaluateRequest{Items: *buf}
 	cctx, cancel := context.WithTimeout(ctx, i.h.cfg.CallTimeout)
 	defer cancel()
 	resp, err := rpc.Evaluate(cctx, req)
+	// gRPC has encoded the request by the time Evaluate returns.
+	releaseBuf(buf)
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
@@ -193,14 +174,5 @@ func (i *instance) call(ctx context.Context, items []pipeline.EvalItem, idxs []i
 		}
 		return
 	}
-	if len(resp.Results) != len(idxs) {
-		e := &pipeline.EvalError{Kind: pipeline.EvalInternal, Msg: fmt.Sprintf("plugin %s: returned %d results for %d items", i.label(), len(resp.Results), len(idxs))}
-		for _, k := range idxs {
-			out[k] = pipeline.EvalResult{Err: e}
-		}
-		return
-	}
-	for j, k := range idxs {
-		out[k] = i.h.convert(i, &items[k], resp.Results[j])
-	}
+	i.h.decodeResults(i, items, idxs, resp.Results, out)
 }

@@ -167,7 +167,7 @@ func testHandlers() map[string]sdk.Handler {
 
 func servePlugin(mode string) {
 	p := &sdk.Plugin{Name: "host-test", Version: "1.2.3", Fingerprint: testFingerprint, Handlers: testHandlers()}
-	versions := map[int]plugin.PluginSet{1: sdk.PluginSet(p)}
+	versions := map[int]plugin.PluginSet{int(sdk.Handshake.ProtocolVersion): sdk.PluginSet(p)}
 	switch mode {
 	case "ok":
 	case "noise":
@@ -183,8 +183,9 @@ func servePlugin(mode string) {
 	case "rest":
 		delete(p.Handlers, "test.put")
 		p.Name = "host-test-rest"
-	case "proto2":
-		versions = map[int]plugin.PluginSet{2: sdk.PluginSet(p)}
+	case "proto1":
+		// A plugin built against the retired version-1 protocol.
+		versions = map[int]plugin.PluginSet{1: sdk.PluginSet(p)}
 	case "exit":
 		fmt.Fprintln(os.Stderr, "refusing to start: no configuration")
 		os.Exit(3)

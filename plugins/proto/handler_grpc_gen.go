@@ -1,4 +1,4 @@
-// The writ handler plugin wire protocol, version 1.
+// The writ handler plugin wire protocol, version 2.
 //
 // A handler plugin is a go-plugin gRPC server. The host (a writd node) calls
 // Describe once after the go-plugin handshake to learn what the plugin
@@ -27,8 +27,8 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Handler_Describe_FullMethodName = "/writ.plugin.v1.Handler/Describe"
-	Handler_Evaluate_FullMethodName = "/writ.plugin.v1.Handler/Evaluate"
+	Handler_Describe_FullMethodName = "/writ.plugin.v2.Handler/Describe"
+	Handler_Evaluate_FullMethodName = "/writ.plugin.v2.Handler/Evaluate"
 )
 
 // HandlerClient is the client API for Handler service.
@@ -38,7 +38,7 @@ type HandlerClient interface {
 	// Describe names the plugin and declares what it serves.
 	Describe(ctx context.Context, in *DescribeRequest, opts ...grpc.CallOption) (*DescribeResponse, error)
 	// Evaluate runs the handlers for a batch of entries. Results are
-	// positional: results[i] answers items[i].
+	// positional: result i answers item i.
 	Evaluate(ctx context.Context, in *EvaluateRequest, opts ...grpc.CallOption) (*EvaluateResponse, error)
 }
 
@@ -77,7 +77,7 @@ type HandlerServer interface {
 	// Describe names the plugin and declares what it serves.
 	Describe(context.Context, *DescribeRequest) (*DescribeResponse, error)
 	// Evaluate runs the handlers for a batch of entries. Results are
-	// positional: results[i] answers items[i].
+	// positional: result i answers item i.
 	Evaluate(context.Context, *EvaluateRequest) (*EvaluateResponse, error)
 	mustEmbedUnimplementedHandlerServer()
 }
@@ -156,7 +156,7 @@ func _Handler_Evaluate_Handler(srv interface{}, ctx context.Context, dec func(in
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
 var Handler_ServiceDesc = grpc.ServiceDesc{
-	ServiceName: "writ.plugin.v1.Handler",
+	ServiceName: "writ.plugin.v2.Handler",
 	HandlerType: (*HandlerServer)(nil),
 	Methods: []grpc.MethodDesc{
 		{

@@ -1,4 +1,4 @@
-// The writ handler plugin wire protocol, version 1.
+// The writ handler plugin wire protocol, version 2.
 //
 // A handler plugin is a go-plugin gRPC server. The host (a writd node) calls
 // Describe once after the go-plugin handshake to learn what the plugin
@@ -28,61 +28,6 @@ const (
 	// Verify that runtime/protoimpl is sufficiently up-to-date.
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
-
-type ErrorKind int32
-
-const (
-	ErrorKind_ERROR_KIND_UNSPECIFIED ErrorKind = 0
-	// A domain rule refused the entry.
-	ErrorKind_ERROR_KIND_RULE ErrorKind = 1
-	// The payload is invalid.
-	ErrorKind_ERROR_KIND_VALIDATION ErrorKind = 2
-	// The handler failed (panic, bug, malformed output).
-	ErrorKind_ERROR_KIND_INTERNAL ErrorKind = 3
-)
-
-// Enum value maps for ErrorKind.
-var (
-	ErrorKind_name = map[int32]string{
-		0: "ERROR_KIND_UNSPECIFIED",
-		1: "ERROR_KIND_RULE",
-		2: "ERROR_KIND_VALIDATION",
-		3: "ERROR_KIND_INTERNAL",
-	}
-	ErrorKind_value = map[string]int32{
-		"ERROR_KIND_UNSPECIFIED": 0,
-		"ERROR_KIND_RULE":        1,
-		"ERROR_KIND_VALIDATION":  2,
-		"ERROR_KIND_INTERNAL":    3,
-	}
-)
-
-func (x ErrorKind) Enum() *ErrorKind {
-	p := new(ErrorKind)
-	*p = x
-	return p
-}
-
-func (x ErrorKind) String() string {
-	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
-}
-
-func (ErrorKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_handler_proto_enumTypes[0].Descriptor()
-}
-
-func (ErrorKind) Type() protoreflect.EnumType {
-	return &file_handler_proto_enumTypes[0]
-}
-
-func (x ErrorKind) Number() protoreflect.EnumNumber {
-	return protoreflect.EnumNumber(x)
-}
-
-// Deprecated: Use ErrorKind.Descriptor instead.
-func (ErrorKind) EnumDescriptor() ([]byte, []int) {
-	return file_handler_proto_rawDescGZIP(), []int{0}
-}
 
 type DescribeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -210,149 +155,22 @@ func (x *DescribeResponse) GetProtocolVersion() uint32 {
 	return 0
 }
 
-// Record is a key's committed value and revision. rev 0 means absent.
-type Record struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
-	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
-	Rev           uint64                 `protobuf:"varint,3,opt,name=rev,proto3" json:"rev,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Record) Reset() {
-	*x = Record{}
-	mi := &file_handler_proto_msgTypes[2]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Record) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Record) ProtoMessage() {}
-
-func (x *Record) ProtoReflect() protoreflect.Message {
-	mi := &file_handler_proto_msgTypes[2]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Record.ProtoReflect.Descriptor instead.
-func (*Record) Descriptor() ([]byte, []int) {
-	return file_handler_proto_rawDescGZIP(), []int{2}
-}
-
-func (x *Record) GetKey() string {
-	if x != nil {
-		return x.Key
-	}
-	return ""
-}
-
-func (x *Record) GetValue() []byte {
-	if x != nil {
-		return x.Value
-	}
-	return nil
-}
-
-func (x *Record) GetRev() uint64 {
-	if x != nil {
-		return x.Rev
-	}
-	return 0
-}
-
-// Item is one entry to evaluate.
-type Item struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	Type  string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Id    string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
-	// payload is the JSON encoding of the validated payload.
-	Payload []byte `protobuf:"bytes,3,opt,name=payload,proto3" json:"payload,omitempty"`
-	// state holds every key the entry touches (absent keys with rev 0),
-	// including machine-state records "_m/<machine>/<instance>".
-	State         []*Record `protobuf:"bytes,4,rep,name=state,proto3" json:"state,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Item) Reset() {
-	*x = Item{}
-	mi := &file_handler_proto_msgTypes[3]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Item) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Item) ProtoMessage() {}
-
-func (x *Item) ProtoReflect() protoreflect.Message {
-	mi := &file_handler_proto_msgTypes[3]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Item.ProtoReflect.Descriptor instead.
-func (*Item) Descriptor() ([]byte, []int) {
-	return file_handler_proto_rawDescGZIP(), []int{3}
-}
-
-func (x *Item) GetType() string {
-	if x != nil {
-		return x.Type
-	}
-	return ""
-}
-
-func (x *Item) GetId() string {
-	if x != nil {
-		return x.Id
-	}
-	return ""
-}
-
-func (x *Item) GetPayload() []byte {
-	if x != nil {
-		return x.Payload
-	}
-	return nil
-}
-
-func (x *Item) GetState() []*Record {
-	if x != nil {
-		return x.State
-	}
-	return nil
-}
-
+// EvaluateRequest carries a batch of entries packed with the batch codec
+// (batch.go): per item its type, ID, JSON payload and the state it touches
+// (key, value, revision; revision 0 means absent), including machine-state
+// records "_m/<machine>/<instance>". One bytes field instead of a message
+// per item and per record keeps encoding and decoding to a few allocations
+// per batch on both sides.
 type EvaluateRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Items         []*Item                `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	Items         []byte                 `protobuf:"bytes,1,opt,name=items,proto3" json:"items,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EvaluateRequest) Reset() {
 	*x = EvaluateRequest{}
-	mi := &file_handler_proto_msgTypes[4]
+	mi := &file_handler_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -364,7 +182,7 @@ func (x *EvaluateRequest) String() string {
 func (*EvaluateRequest) ProtoMessage() {}
 
 func (x *EvaluateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_handler_proto_msgTypes[4]
+	mi := &file_handler_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -377,287 +195,30 @@ func (x *EvaluateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvaluateRequest.ProtoReflect.Descriptor instead.
 func (*EvaluateRequest) Descriptor() ([]byte, []int) {
-	return file_handler_proto_rawDescGZIP(), []int{4}
+	return file_handler_proto_rawDescGZIP(), []int{2}
 }
 
-func (x *EvaluateRequest) GetItems() []*Item {
+func (x *EvaluateRequest) GetItems() []byte {
 	if x != nil {
 		return x.Items
 	}
 	return nil
 }
 
-// Write is one key mutation guarded by a revision precondition: the key's
-// revision must equal if_rev at apply (0: the key must be absent).
-type Write struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
-	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
-	Delete        bool                   `protobuf:"varint,3,opt,name=delete,proto3" json:"delete,omitempty"`
-	IfRev         uint64                 `protobuf:"varint,4,opt,name=if_rev,json=ifRev,proto3" json:"if_rev,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Write) Reset() {
-	*x = Write{}
-	mi := &file_handler_proto_msgTypes[5]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Write) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Write) ProtoMessage() {}
-
-func (x *Write) ProtoReflect() protoreflect.Message {
-	mi := &file_handler_proto_msgTypes[5]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Write.ProtoReflect.Descriptor instead.
-func (*Write) Descriptor() ([]byte, []int) {
-	return file_handler_proto_rawDescGZIP(), []int{5}
-}
-
-func (x *Write) GetKey() string {
-	if x != nil {
-		return x.Key
-	}
-	return ""
-}
-
-func (x *Write) GetValue() []byte {
-	if x != nil {
-		return x.Value
-	}
-	return nil
-}
-
-func (x *Write) GetDelete() bool {
-	if x != nil {
-		return x.Delete
-	}
-	return false
-}
-
-func (x *Write) GetIfRev() uint64 {
-	if x != nil {
-		return x.IfRev
-	}
-	return 0
-}
-
-// Transition asks for a state change of another machine instance.
-type Transition struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Machine       string                 `protobuf:"bytes,1,opt,name=machine,proto3" json:"machine,omitempty"`
-	Key           string                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
-	To            string                 `protobuf:"bytes,3,opt,name=to,proto3" json:"to,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Transition) Reset() {
-	*x = Transition{}
-	mi := &file_handler_proto_msgTypes[6]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Transition) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Transition) ProtoMessage() {}
-
-func (x *Transition) ProtoReflect() protoreflect.Message {
-	mi := &file_handler_proto_msgTypes[6]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Transition.ProtoReflect.Descriptor instead.
-func (*Transition) Descriptor() ([]byte, []int) {
-	return file_handler_proto_rawDescGZIP(), []int{6}
-}
-
-func (x *Transition) GetMachine() string {
-	if x != nil {
-		return x.Machine
-	}
-	return ""
-}
-
-func (x *Transition) GetKey() string {
-	if x != nil {
-		return x.Key
-	}
-	return ""
-}
-
-func (x *Transition) GetTo() string {
-	if x != nil {
-		return x.To
-	}
-	return ""
-}
-
-type Error struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          ErrorKind              `protobuf:"varint,1,opt,name=kind,proto3,enum=writ.plugin.v1.ErrorKind" json:"kind,omitempty"`
-	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Error) Reset() {
-	*x = Error{}
-	mi := &file_handler_proto_msgTypes[7]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Error) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Error) ProtoMessage() {}
-
-func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_handler_proto_msgTypes[7]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Error.ProtoReflect.Descriptor instead.
-func (*Error) Descriptor() ([]byte, []int) {
-	return file_handler_proto_rawDescGZIP(), []int{7}
-}
-
-func (x *Error) GetKind() ErrorKind {
-	if x != nil {
-		return x.Kind
-	}
-	return ErrorKind_ERROR_KIND_UNSPECIFIED
-}
-
-func (x *Error) GetMessage() string {
-	if x != nil {
-		return x.Message
-	}
-	return ""
-}
-
-// Result answers one item: an effect (writes, optional result document,
-// transitions), or a request for more keys, or an error.
-type Result struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Writes        []*Write               `protobuf:"bytes,1,rep,name=writes,proto3" json:"writes,omitempty"`
-	Result        []byte                 `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
-	NeedKeys      []string               `protobuf:"bytes,3,rep,name=need_keys,json=needKeys,proto3" json:"need_keys,omitempty"`
-	Transitions   []*Transition          `protobuf:"bytes,4,rep,name=transitions,proto3" json:"transitions,omitempty"`
-	Error         *Error                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Result) Reset() {
-	*x = Result{}
-	mi := &file_handler_proto_msgTypes[8]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Result) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Result) ProtoMessage() {}
-
-func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_handler_proto_msgTypes[8]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Result.ProtoReflect.Descriptor instead.
-func (*Result) Descriptor() ([]byte, []int) {
-	return file_handler_proto_rawDescGZIP(), []int{8}
-}
-
-func (x *Result) GetWrites() []*Write {
-	if x != nil {
-		return x.Writes
-	}
-	return nil
-}
-
-func (x *Result) GetResult() []byte {
-	if x != nil {
-		return x.Result
-	}
-	return nil
-}
-
-func (x *Result) GetNeedKeys() []string {
-	if x != nil {
-		return x.NeedKeys
-	}
-	return nil
-}
-
-func (x *Result) GetTransitions() []*Transition {
-	if x != nil {
-		return x.Transitions
-	}
-	return nil
-}
-
-func (x *Result) GetError() *Error {
-	if x != nil {
-		return x.Error
-	}
-	return nil
-}
-
+// EvaluateResponse carries one result per item, positionally, packed with
+// the batch codec: an effect (writes guarded by revision, optional result
+// document, transitions of other machine instances), a request for more
+// keys, or a typed error (rule, validation, internal).
 type EvaluateResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Results       []*Result              `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	Results       []byte                 `protobuf:"bytes,1,opt,name=results,proto3" json:"results,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EvaluateResponse) Reset() {
 	*x = EvaluateResponse{}
-	mi := &file_handler_proto_msgTypes[9]
+	mi := &file_handler_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -669,7 +230,7 @@ func (x *EvaluateResponse) String() string {
 func (*EvaluateResponse) ProtoMessage() {}
 
 func (x *EvaluateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_handler_proto_msgTypes[9]
+	mi := &file_handler_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -682,10 +243,10 @@ func (x *EvaluateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvaluateResponse.ProtoReflect.Descriptor instead.
 func (*EvaluateResponse) Descriptor() ([]byte, []int) {
-	return file_handler_proto_rawDescGZIP(), []int{9}
+	return file_handler_proto_rawDescGZIP(), []int{3}
 }
 
-func (x *EvaluateResponse) GetResults() []*Result {
+func (x *EvaluateResponse) GetResults() []byte {
 	if x != nil {
 		return x.Results
 	}
@@ -696,7 +257,7 @@ var File_handler_proto protoreflect.FileDescriptor
 
 const file_handler_proto_rawDesc = "" +
 	"\n" +
-	"\rhandler.proto\x12\x0ewrit.plugin.v1\"<\n" +
+	"\rhandler.proto\x12\x0ewrit.plugin.v2\"<\n" +
 	"\x0fDescribeRequest\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\"\xa3\x01\n" +
 	"\x10DescribeResponse\x12\x12\n" +
@@ -704,47 +265,14 @@ const file_handler_proto_rawDesc = "" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x14\n" +
 	"\x05types\x18\x03 \x03(\tR\x05types\x12 \n" +
 	"\vfingerprint\x18\x04 \x01(\tR\vfingerprint\x12)\n" +
-	"\x10protocol_version\x18\x05 \x01(\rR\x0fprotocolVersion\"B\n" +
-	"\x06Record\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\x12\x10\n" +
-	"\x03rev\x18\x03 \x01(\x04R\x03rev\"r\n" +
-	"\x04Item\x12\x12\n" +
-	"\x04type\x18\x01 \x01(\tR\x04type\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\tR\x02id\x12\x18\n" +
-	"\apayload\x18\x03 \x01(\fR\apayload\x12,\n" +
-	"\x05state\x18\x04 \x03(\v2\x16.writ.plugin.v1.RecordR\x05state\"=\n" +
-	"\x0fEvaluateRequest\x12*\n" +
-	"\x05items\x18\x01 \x03(\v2\x14.writ.plugin.v1.ItemR\x05items\"^\n" +
-	"\x05Write\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\x12\x16\n" +
-	"\x06delete\x18\x03 \x01(\bR\x06delete\x12\x15\n" +
-	"\x06if_rev\x18\x04 \x01(\x04R\x05ifRev\"H\n" +
-	"\n" +
-	"Transition\x12\x18\n" +
-	"\amachine\x18\x01 \x01(\tR\amachine\x12\x10\n" +
-	"\x03key\x18\x02 \x01(\tR\x03key\x12\x0e\n" +
-	"\x02to\x18\x03 \x01(\tR\x02to\"P\n" +
-	"\x05Error\x12-\n" +
-	"\x04kind\x18\x01 \x01(\x0e2\x19.writ.plugin.v1.ErrorKindR\x04kind\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xd7\x01\n" +
-	"\x06Result\x12-\n" +
-	"\x06writes\x18\x01 \x03(\v2\x15.writ.plugin.v1.WriteR\x06writes\x12\x16\n" +
-	"\x06result\x18\x02 \x01(\fR\x06result\x12\x1b\n" +
-	"\tneed_keys\x18\x03 \x03(\tR\bneedKeys\x12<\n" +
-	"\vtransitions\x18\x04 \x03(\v2\x1a.writ.plugin.v1.TransitionR\vtransitions\x12+\n" +
-	"\x05error\x18\x05 \x01(\v2\x15.writ.plugin.v1.ErrorR\x05error\"D\n" +
-	"\x10EvaluateResponse\x120\n" +
-	"\aresults\x18\x01 \x03(\v2\x16.writ.plugin.v1.ResultR\aresults*p\n" +
-	"\tErrorKind\x12\x1a\n" +
-	"\x16ERROR_KIND_UNSPECIFIED\x10\x00\x12\x13\n" +
-	"\x0fERROR_KIND_RULE\x10\x01\x12\x19\n" +
-	"\x15ERROR_KIND_VALIDATION\x10\x02\x12\x17\n" +
-	"\x13ERROR_KIND_INTERNAL\x10\x032\xa7\x01\n" +
+	"\x10protocol_version\x18\x05 \x01(\rR\x0fprotocolVersion\"'\n" +
+	"\x0fEvaluateRequest\x12\x14\n" +
+	"\x05items\x18\x01 \x01(\fR\x05items\",\n" +
+	"\x10EvaluateResponse\x12\x18\n" +
+	"\aresults\x18\x01 \x01(\fR\aresults2\xa7\x01\n" +
 	"\aHandler\x12M\n" +
-	"\bDescribe\x12\x1f.writ.plugin.v1.DescribeRequest\x1a .writ.plugin.v1.DescribeResponse\x12M\n" +
-	"\bEvaluate\x12\x1f.writ.plugin.v1.EvaluateRequest\x1a .writ.plugin.v1.EvaluateResponseB4Z2github.com/writ-dev/writ/plugins/proto;pluginprotob\x06proto3"
+	"\bDescribe\x12\x1f.writ.plugin.v2.DescribeRequest\x1a .writ.plugin.v2.DescribeResponse\x12M\n" +
+	"\bEvaluate\x12\x1f.writ.plugin.v2.EvaluateRequest\x1a .writ.plugin.v2.EvaluateResponseB4Z2github.com/writ-dev/writ/plugins/proto;pluginprotob\x06proto3"
 
 var (
 	file_handler_proto_rawDescOnce sync.Once
@@ -758,38 +286,23 @@ func file_handler_proto_rawDescGZIP() []byte {
 	return file_handler_proto_rawDescData
 }
 
-var file_handler_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_handler_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_handler_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_handler_proto_goTypes = []any{
-	(ErrorKind)(0),           // 0: writ.plugin.v1.ErrorKind
-	(*DescribeRequest)(nil),  // 1: writ.plugin.v1.DescribeRequest
-	(*DescribeResponse)(nil), // 2: writ.plugin.v1.DescribeResponse
-	(*Record)(nil),           // 3: writ.plugin.v1.Record
-	(*Item)(nil),             // 4: writ.plugin.v1.Item
-	(*EvaluateRequest)(nil),  // 5: writ.plugin.v1.EvaluateRequest
-	(*Write)(nil),            // 6: writ.plugin.v1.Write
-	(*Transition)(nil),       // 7: writ.plugin.v1.Transition
-	(*Error)(nil),            // 8: writ.plugin.v1.Error
-	(*Result)(nil),           // 9: writ.plugin.v1.Result
-	(*EvaluateResponse)(nil), // 10: writ.plugin.v1.EvaluateResponse
+	(*DescribeRequest)(nil),  // 0: writ.plugin.v2.DescribeRequest
+	(*DescribeResponse)(nil), // 1: writ.plugin.v2.DescribeResponse
+	(*EvaluateRequest)(nil),  // 2: writ.plugin.v2.EvaluateRequest
+	(*EvaluateResponse)(nil), // 3: writ.plugin.v2.EvaluateResponse
 }
 var file_handler_proto_depIdxs = []int32{
-	3,  // 0: writ.plugin.v1.Item.state:type_name -> writ.plugin.v1.Record
-	4,  // 1: writ.plugin.v1.EvaluateRequest.items:type_name -> writ.plugin.v1.Item
-	0,  // 2: writ.plugin.v1.Error.kind:type_name -> writ.plugin.v1.ErrorKind
-	6,  // 3: writ.plugin.v1.Result.writes:type_name -> writ.plugin.v1.Write
-	7,  // 4: writ.plugin.v1.Result.transitions:type_name -> writ.plugin.v1.Transition
-	8,  // 5: writ.plugin.v1.Result.error:type_name -> writ.plugin.v1.Error
-	9,  // 6: writ.plugin.v1.EvaluateResponse.results:type_name -> writ.plugin.v1.Result
-	1,  // 7: writ.plugin.v1.Handler.Describe:input_type -> writ.plugin.v1.DescribeRequest
-	5,  // 8: writ.plugin.v1.Handler.Evaluate:input_type -> writ.plugin.v1.EvaluateRequest
-	2,  // 9: writ.plugin.v1.Handler.Describe:output_type -> writ.plugin.v1.DescribeResponse
-	10, // 10: writ.plugin.v1.Handler.Evaluate:output_type -> writ.plugin.v1.EvaluateResponse
-	9,  // [9:11] is the sub-list for method output_type
-	7,  // [7:9] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	0, // 0: writ.plugin.v2.Handler.Describe:input_type -> writ.plugin.v2.DescribeRequest
+	2, // 1: writ.plugin.v2.Handler.Evaluate:input_type -> writ.plugin.v2.EvaluateRequest
+	1, // 2: writ.plugin.v2.Handler.Describe:output_type -> writ.plugin.v2.DescribeResponse
+	3, // 3: writ.plugin.v2.Handler.Evaluate:output_type -> writ.plugin.v2.EvaluateResponse
+	2, // [2:4] is the sub-list for method output_type
+	0, // [0:2] is the sub-list for method input_type
+	0, // [0:0] is the sub-list for extension type_name
+	0, // [0:0] is the sub-list for extension extendee
+	0, // [0:0] is the sub-list for field type_name
 }
 
 func init() { file_handler_proto_init() }
@@ -802,14 +315,13 @@ func file_handler_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_handler_proto_rawDesc), len(file_handler_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   10,
+			NumEnums:      0,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_handler_proto_goTypes,
 		DependencyIndexes: file_handler_proto_depIdxs,
-		EnumInfos:         file_handler_proto_enumTypes,
 		MessageInfos:      file_handler_proto_msgTypes,
 	}.Build()
 	File_handler_proto = out.File

@@ -4,8 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"google.golang.org/protobuf/proto"
-
+	"github.com/writ-dev/writ/kv"
 	pb "github.com/writ-dev/writ/plugins/proto"
 )
 
@@ -13,18 +12,28 @@ import (
 // it must never panic, must answer every item positionally, and every
 // write it produces must be guarded by the revision it was given.
 func FuzzServeEvaluate(f *testing.F) {
-	seed := func(r *pb.EvaluateRequest) {
-		b, err := proto.Marshal(r)
-		if err != nil {
-			f.Fatal(err)
+	type rec struct {
+		key, value string
+		rev        uint64
+	}
+	type item struct {
+		typ, id, payload string
+		state            []rec
+	}
+	seed := func(items ...item) {
+		b := pb.AppendUvarint(nil, uint64(len(items)))
+		for _, it := range items {
+			b = pb.AppendItem(b, it.typ, it.id, []byte(it.payload), len(it.state))
+			for _, r := range it.state {
+				b = pb.AppendRecord(b, r.key, []byte(r.value), r.rev)
+			}
 		}
 		f.Add(b)
 	}
-	seed(&pb.EvaluateRequest{Items: []*pb.Item{{Type: "copy", Id: "a", Payload: []byte(`{"from":"x","to":"y"}`),
-		State: []*pb.Record{{Key: "x", Value: []byte("v"), Rev: 4}, {Key: "y"}}}}})
-	seed(&pb.EvaluateRequest{Items: []*pb.Item{{Type: "copy", Payload: []byte(`{"from":"x","to":"_m/y"}`), State: []*pb.Record{{Key: "x", Rev: 1}, {Key: "_m/y"}}}}})
-	seed(&pb.EvaluateRequest{Items: []*pb.Item{{Type: "copy", Payload: []byte(`{"from":"x","to":"y"}`)}, {Type: "nope"}}})
-	seed(&pb.EvaluateRequest{Items: []*pb.Item{{Type: "copy", Payload: []byte(`not json`)}}})
+	seed(item{"copy", "a", `{"from":"x","to":"y"}`, []rec{{"x", "v", 4}, {"y", "", 0}}})
+	seed(item{"copy", "", `{"from":"x","to":"_m/y"}`, []rec{{"x", "", 1}, {"_m/y", "", 0}}})
+	seed(item{"copy", "", `{"from":"x","to":"y"}`, nil}, item{typ: "nope"})
+	seed(item{"copy", "", `not json`, nil})
 	p := &Plugin{Name: "fuzz", Fingerprint: "fp", Handlers: map[string]Handler{
 		"copy": HandlerFunc(func(ctx context.Context, c *Call) error {
 			var in struct{ From, To string }
@@ -42,30 +51,53 @@ func FuzzServeEvaluate(f *testing.F) {
 	}}
 	s := &server{p: p}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var req pb.EvaluateRequest
-		if proto.Unmarshal(b, &req) != nil {
+		items, err := decodeItems(b)
+		if err != nil {
 			return
 		}
-		resp, err := s.Evaluate(context.Background(), &req)
+		resp, err := s.Evaluate(context.Background(), &pb.EvaluateRequest{Items: b})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(resp.Results) != len(req.Items) {
-			t.Fatalf("%d results for %d items", len(resp.Results), len(req.Items))
+		d := pb.NewDecoder(resp.Results, false)
+		if n := d.Count("count", pb.MinResult); n != len(items) {
+			t.Fatalf("%d results for %d items", n, len(items))
 		}
-		for i, r := range resp.Results {
-			for _, w := range r.Writes {
-				var given *pb.Record
-				for _, rec := range req.Items[i].State {
-					if rec.Key == w.Key {
-						given = rec
-						break
+		for i := range items {
+			switch tag := d.Byte("tag"); tag {
+			case pb.TagError:
+				d.Byte("kind")
+				d.String("msg")
+			case pb.TagNeedKeys:
+				for range d.Count("keys", 1) {
+					d.String("key")
+				}
+			case pb.TagEffect:
+				for range d.Count("writes", pb.MinWrite) {
+					key, _, _, ifRev := d.String("key"), d.Byte("flags"), d.Bytes("value"), d.Uvarint("rev")
+					var given *kv.Record
+					for r := range items[i].State {
+						if items[i].State[r].Key == key {
+							given = &items[i].State[r]
+							break
+						}
+					}
+					if given == nil || given.Rev != ifRev || key == "" || key[0] == '_' {
+						t.Fatalf("item %d: unguarded or reserved write to %q (if_rev %d)", i, key, ifRev)
 					}
 				}
-				if given == nil || given.Rev != w.IfRev || w.Key == "" || w.Key[0] == '_' {
-					t.Fatalf("item %d: unguarded or reserved write %+v", i, w)
+				d.Bytes("result")
+				for range d.Count("transitions", pb.MinTransition) {
+					d.String("machine")
+					d.String("key")
+					d.String("to")
 				}
+			default:
+				t.Fatalf("item %d: tag %d", i, tag)
 			}
+		}
+		if err := d.Done(); err != nil {
+			t.Fatalf("response: %v", err)
 		}
 	})
 }

@@ -108,45 +108,99 @@ func (s *server) Describe(_ context.Context, req *pb.DescribeRequest) (*pb.Descr
 }
 
 func (s *server) Evaluate(ctx context.Context, req *pb.EvaluateRequest) (*pb.EvaluateResponse, error) {
-	items := make([]Item, len(req.Items))
-	nrec := 0
-	for _, it := range req.Items {
-		nrec += len(it.State)
-	}
-	recs := make([]kv.Record, 0, nrec)
-	for i, it := range req.Items {
-		start := len(recs)
-		for _, r := range it.State {
-			recs = append(recs, kv.Record{Key: r.Key, Value: r.Value, Rev: r.Rev})
-		}
-		items[i] = Item{Type: it.Type, ID: it.Id, Payload: it.Payload, State: recs[start:len(recs):len(recs)]}
+	items, err := decodeItems(req.Items)
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "sdk: evaluate: %v", err)
 	}
 	results := s.p.Evaluate(ctx, items)
-	return &pb.EvaluateResponse{Results: ResultsToProto(results)}, nil
+	return &pb.EvaluateResponse{Results: appendResults(make([]byte, 0, resultsSize(results)), results)}, nil
 }
 
-// ResultsToProto encodes results for the wire.
-func ResultsToProto(results []Result) []*pb.Result {
-	out := make([]*pb.Result, len(results))
+// decodeItems decodes a packed request (pluginproto's batch codec) into
+// items with few allocations: one slice of items, one of records, and one
+// string that every type, ID and key is a substring of. Payloads and values
+// alias b.
+func decodeItems(b []byte) ([]Item, error) {
+	d := pb.NewDecoder(b, true)
+	n := d.Count("item count", pb.MinItem)
+	items := make([]Item, n)
+	var recs []kv.Record
+	for i := range items {
+		it := &items[i]
+		it.Type = d.String("type")
+		it.ID = d.String("id")
+		it.Payload = d.Bytes("payload")
+		ns := d.Count("state count", pb.MinRecord)
+		if d.Err() != nil {
+			break
+		}
+		if recs == nil || cap(recs)-len(recs) < ns {
+			// Most batches fit the first guess: the remaining input
+			// holds at most this many records.
+			recs = make([]kv.Record, 0, max(ns, min(len(b)/16, ns*(n-i))))
+		}
+		start := len(recs)
+		for range ns {
+			recs = append(recs, kv.Record{Key: d.String("key"), Value: d.Bytes("value"), Rev: d.Uvarint("rev")})
+		}
+		it.State = recs[start:len(recs):len(recs)]
+	}
+	if err := d.Done(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+// resultsSize estimates the packed size of results, to allocate once.
+func resultsSize(results []Result) int {
+	n := 8
 	for i := range results {
 		r := &results[i]
-		pr := &pb.Result{Result: r.Result, NeedKeys: r.NeedKeys}
-		if len(r.Writes) > 0 {
-			pr.Writes = make([]*pb.Write, len(r.Writes))
-			for j, w := range r.Writes {
-				pr.Writes[j] = &pb.Write{Key: w.Key, Value: w.Value, Delete: w.Delete, IfRev: w.IfRev}
-			}
+		n += 8 + len(r.Result)
+		for _, w := range r.Writes {
+			n += 16 + len(w.Key) + len(w.Value)
 		}
-		if len(r.Transitions) > 0 {
-			pr.Transitions = make([]*pb.Transition, len(r.Transitions))
-			for j, t := range r.Transitions {
-				pr.Transitions[j] = &pb.Transition{Machine: t.Machine, Key: t.Key, To: t.To}
-			}
+		for _, t := range r.Transitions {
+			n += 6 + len(t.Machine) + len(t.Key) + len(t.To)
+		}
+		for _, k := range r.NeedKeys {
+			n += 2 + len(k)
 		}
 		if r.Err != nil {
-			pr.Error = &pb.Error{Kind: pb.ErrorKind(r.Err.Kind), Message: r.Err.Msg}
+			n += 4 + len(r.Err.Msg)
 		}
-		out[i] = pr
 	}
-	return out
+	return n
+}
+
+// appendResults encodes results for the wire (pluginproto's batch codec).
+// An error wins over anything else a result carries, and a request for
+// keys over an effect.
+func appendResults(dst []byte, results []Result) []byte {
+	dst = pb.AppendUvarint(dst, uint64(len(results)))
+	for i := range results {
+		r := &results[i]
+		switch {
+		case r.Err != nil:
+			dst = pb.AppendError(dst, byte(r.Err.Kind), r.Err.Msg)
+		case len(r.NeedKeys) > 0:
+			dst = append(dst, pb.TagNeedKeys)
+			dst = pb.AppendUvarint(dst, uint64(len(r.NeedKeys)))
+			for _, k := range r.NeedKeys {
+				dst = pb.AppendString(dst, k)
+			}
+		default:
+			dst = append(dst, pb.TagEffect)
+			dst = pb.AppendUvarint(dst, uint64(len(r.Writes)))
+			for _, w := range r.Writes {
+				dst = pb.AppendWrite(dst, w.Key, w.Value, w.Delete, w.IfRev)
+			}
+			dst = pb.AppendBytes(dst, r.Result)
+			dst = pb.AppendUvarint(dst, uint64(len(r.Transitions)))
+			for _, t := range r.Transitions {
+				dst = pb.AppendTransition(dst, t.Machine, t.Key, t.To)
+			}
+		}
+	}
+	return dst
 }
