@@ -52,6 +52,13 @@ type Config struct {
 	LogOutput io.Writer
 }
 
+// dialOptions are the host's gRPC options for every plugin connection: the
+// protocol's fixed flow window (see pluginproto.FlowWindow).
+var dialOptions = []grpc.DialOption{
+	grpc.WithInitialWindowSize(pb.FlowWindow),
+	grpc.WithInitialConnWindowSize(pb.FlowWindow),
+}
+
 // ProtocolVersions lists the wire protocol versions this host speaks.
 var ProtocolVersions = []int{pb.ProtocolVersion}
 
@@ -343,6 +350,7 @@ func (h *Host) launch(pc PluginConfig, sum []byte) (*proc, error) {
 		StartTimeout:     h.cfg.StartTimeout,
 		Stderr:           io.MultiWriter(stderr, h.cfg.LogOutput),
 		Logger:           h.logger,
+		GRPCDialOptions:  dialOptions,
 	})
 	rpcc, err := client.Client()
 	if err != nil {

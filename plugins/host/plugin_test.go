@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -200,9 +199,7 @@ func servePlugin(mode string) {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400) // as sdk.Serve does
-	}
+	sdk.TuneRuntime() // as sdk.Serve does
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: versions,

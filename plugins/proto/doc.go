@@ -30,3 +30,10 @@ const (
 	// PluginName is the name under which go-plugin dispenses the handler.
 	PluginName = "handler"
 )
+
+// FlowWindow is the fixed HTTP/2 flow-control window, per stream and per
+// connection, that both sides of a plugin connection configure. A fixed
+// window turns off gRPC's dynamic window sizing, whose bandwidth probe costs
+// a PING and its ack (more writes, reads and wake-ups on both sides) on
+// nearly every call; over a local socket there is no bandwidth to discover.
+const FlowWindow = 4 << 20
