@@ -53,8 +53,11 @@ type Config struct {
 }
 
 // dialOptions are the host's gRPC options for every plugin connection: the
-// protocol's fixed flow window (see pluginproto.FlowWindow).
+// protocol's fixed flow window (see pluginproto.FlowWindow), and no retries
+// (a batch is never sent twice; a broken plugin is restarted instead), which
+// also spares gRPC buffering every request for a retry.
 var dialOptions = []grpc.DialOption{
+	grpc.WithDisableRetry(),
 	grpc.WithInitialWindowSize(pb.FlowWindow),
 	grpc.WithInitialConnWindowSize(pb.FlowWindow),
 }
@@ -187,6 +190,7 @@ func (h *Host) Close() error {
 			c, cmd := inst.client, inst.cmd
 			inst.healthy = false
 			inst.lastErr = "host closed"
+			inst.dropIdle()
 			inst.mu.Unlock()
 			if c != nil {
 				kills.Add(1)

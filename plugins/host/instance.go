@@ -2,10 +2,11 @@ package host
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	plugin "github.com/hashicorp/go-plugin"
@@ -34,6 +35,40 @@ type instance struct {
 	lastErr   string
 	startedAt time.Time
 	backoff   time.Duration
+	idle      []*evalStream // open evaluation streams of generation gen, unused
+}
+
+// maxIdleStreams bounds the open, unused evaluation streams kept per plugin
+// (one per concurrent caller is reused; more are closed after use).
+const maxIdleStreams = 8
+
+// evalStream is one open Evaluate stream: one batch in flight at a time.
+type evalStream struct {
+	s      pb.Handler_EvaluateClient
+	cancel context.CancelFunc
+	gen    uint64
+}
+
+// dropIdle closes the idle streams. Callers hold i.mu.
+func (i *instance) dropIdle() {
+	for _, st := range i.idle {
+		st.cancel()
+	}
+	i.idle = nil
+}
+
+// putStream returns a stream that answered its batch to the idle set, or
+// closes it when its generation is gone or enough are idle.
+func (i *instance) putStream(st *evalStream) {
+	i.mu.Lock()
+	if st.gen == i.gen && i.healthy && len(i.idle) < maxIdleStreams {
+		i.idle = append(i.idle, st)
+		st = nil
+	}
+	i.mu.Unlock()
+	if st != nil {
+		st.cancel()
+	}
 }
 
 func (i *instance) label() string { return fmt.Sprintf("%q (%s)", i.desc.name, i.cfg.Path) }
@@ -42,6 +77,7 @@ func (i *instance) label() string { return fmt.Sprintf("%q (%s)", i.desc.name, i
 func (i *instance) adopt(p *proc) {
 	i.mu.Lock()
 	i.client, i.cmd, i.rpc, i.pid = p.client, p.cmd, p.rpc, p.pid
+	i.dropIdle()
 	i.gen++
 	i.healthy = true
 	i.startedAt = time.Now()
@@ -57,6 +93,7 @@ func (i *instance) down(gen uint64, reason string) {
 	}
 	i.healthy = false
 	i.lastErr = reason
+	i.dropIdle()
 	client, cmd := i.client, i.cmd
 	// A plugin that ran stably for a while restarts quickly; one that
 	// keeps crashing backs off further each time.
@@ -130,10 +167,16 @@ func sameStrings(a, b []string) bool {
 	return true
 }
 
-// call evaluates the items at idxs with one Evaluate call and fills out.
+// call evaluates the items at idxs as one batch on an evaluation stream
+// (an idle one, or a new one) and fills out.
 func (i *instance) call(ctx context.Context, items []pipeline.EvalItem, idxs []int, out []pipeline.EvalResult) {
 	i.mu.Lock()
 	rpc, gen, healthy, lastErr := i.rpc, i.gen, i.healthy, i.lastErr
+	var st *evalStream
+	if n := len(i.idle); healthy && n > 0 {
+		st = i.idle[n-1]
+		i.idle = i.idle[:n-1]
+	}
 	i.mu.Unlock()
 	unavailable := func(format string, args ...any) {
 		e := &pipeline.EvalError{Kind: pipeline.EvalUnavailable, Msg: fmt.Sprintf("plugin %s: ", i.label()) + fmt.Sprintf(format, args...)}
@@ -145,34 +188,85 @@ func (i *instance) call(ctx context.Context, items []pipeline.EvalItem, idxs []i
 		unavailable("down (%s); restarting", lastErr)
 		return
 	}
+	if err := ctx.Err(); err != nil {
+		if st != nil {
+			i.putStream(st)
+		}
+		unavailable("evaluation abandoned: %v", err)
+		return
+	}
+	var err error
+	if st == nil {
+		// A stream outlives the call that opens it, so its context is
+		// not the caller's; it is canceled to abandon a batch.
+		sctx, cancel := context.WithCancel(context.Background())
+		var s pb.Handler_EvaluateClient
+		if s, err = rpc.Evaluate(sctx); err != nil {
+			cancel()
+			i.failed(gen, err, idxs, out)
+			return
+		}
+		st = &evalStream{s: s, cancel: cancel, gen: gen}
+	}
+	// The stream is canceled if the plugin does not answer in time or the
+	// caller gives up; either way it is not reused.
+	var timedOut atomic.Bool
+	timer := time.AfterFunc(i.h.cfg.CallTimeout, func() {
+		timedOut.Store(true)
+		st.cancel()
+	})
+	stopAfter := func() bool { return true }
+	if ctx.Done() != nil {
+		stopAfter = context.AfterFunc(ctx, st.cancel)
+	}
 	buf := encodeItems(items, idxs)
-	req := &pb.EvaluateRequest{Items: *buf}
-	cctx, cancel := context.WithTimeout(ctx, i.h.cfg.CallTimeout)
-	defer cancel()
-	resp, err := rpc.Evaluate(cctx, req)
-	// gRPC has encoded the request by the time Evaluate returns.
+	err = st.s.Send(&pb.EvaluateRequest{Items: *buf})
+	// gRPC has encoded the request by the time Send returns.
 	releaseBuf(buf)
-	if err != nil {
+	var resp *pb.EvaluateResponse
+	if err == nil {
+		resp, err = st.s.Recv()
+	}
+	timerStopped, afterStopped := timer.Stop(), stopAfter()
+	if err != nil || !timerStopped || !afterStopped {
+		st.cancel()
 		switch {
+		case err == nil:
+			// Answered just as the stream was canceled: the answer is
+			// whole, only the stream is not reused.
+			i.h.decodeResults(i, items, idxs, resp.Results, out)
 		case ctx.Err() != nil:
 			// The caller gave up; the plugin is not at fault.
 			unavailable("evaluation abandoned: %v", ctx.Err())
-		case errors.Is(cctx.Err(), context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded:
-			// The plugin's side may notice the propagated deadline first.
+		case timedOut.Load():
 			reason := fmt.Sprintf("did not answer within %s", i.h.cfg.CallTimeout)
 			i.down(gen, reason)
 			unavailable("%s", reason)
-		case status.Code(err) == codes.Unavailable || status.Code(err) == codes.Canceled:
-			reason := fmt.Sprintf("connection lost: %v", status.Convert(err).Message())
-			i.down(gen, reason)
-			unavailable("%s", reason)
 		default:
-			e := &pipeline.EvalError{Kind: pipeline.EvalInternal, Msg: fmt.Sprintf("plugin %s: evaluate failed: %v", i.label(), err)}
-			for _, k := range idxs {
-				out[k] = pipeline.EvalResult{Err: e}
-			}
+			i.failed(gen, err, idxs, out)
 		}
 		return
 	}
+	i.putStream(st)
 	i.h.decodeResults(i, items, idxs, resp.Results, out)
+}
+
+// failed answers the items at idxs after the evaluation stream of
+// generation gen failed with err: a broken connection marks the plugin
+// down (UNAVAILABLE), anything else is an internal error for the items.
+func (i *instance) failed(gen uint64, err error, idxs []int, out []pipeline.EvalResult) {
+	kind := pipeline.EvalInternal
+	msg := fmt.Sprintf("plugin %s: evaluate failed: %v", i.label(), err)
+	switch code := status.Code(err); {
+	case err == io.EOF:
+		msg = fmt.Sprintf("plugin %s: evaluate failed: the plugin closed the evaluation stream", i.label())
+	case code == codes.Unavailable || code == codes.Canceled:
+		reason := fmt.Sprintf("connection lost: %v", status.Convert(err).Message())
+		i.down(gen, reason)
+		kind, msg = pipeline.EvalUnavailable, fmt.Sprintf("plugin %s: %s", i.label(), reason)
+	}
+	e := &pipeline.EvalError{Kind: kind, Msg: msg}
+	for _, k := range idxs {
+		out[k] = pipeline.EvalResult{Err: e}
+	}
 }

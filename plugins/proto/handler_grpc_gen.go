@@ -2,7 +2,7 @@
 //
 // A handler plugin is a go-plugin gRPC server. The host (a writd node) calls
 // Describe once after the go-plugin handshake to learn what the plugin
-// serves, then Evaluate with batches of entries. Every item carries the
+// serves, then streams batches of entries to Evaluate. Every item carries the
 // current value and revision of every key it touches, so a handler is a pure
 // function and never calls back into the host.
 
@@ -37,9 +37,15 @@ const (
 type HandlerClient interface {
 	// Describe names the plugin and declares what it serves.
 	Describe(ctx context.Context, in *DescribeRequest, opts ...grpc.CallOption) (*DescribeResponse, error)
-	// Evaluate runs the handlers for a batch of entries. Results are
-	// positional: result i answers item i.
-	Evaluate(ctx context.Context, in *EvaluateRequest, opts ...grpc.CallOption) (*EvaluateResponse, error)
+	// Evaluate runs the handlers for batches of entries over a long-lived
+	// stream: the host sends one EvaluateRequest and waits for its
+	// EvaluateResponse before it sends the next on the same stream, and opens
+	// more streams for concurrent batches. A stream spares every batch the
+	// setup of a call (headers, trailers, a stream and its goroutine on each
+	// side). Results are positional: result i answers item i. The host
+	// cancels the stream of a batch it abandons or that times out, which
+	// cancels the handlers' context.
+	Evaluate(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[EvaluateRequest, EvaluateResponse], error)
 }
 
 type handlerClient struct {
@@ -60,15 +66,18 @@ func (c *handlerClient) Describe(ctx context.Context, in *DescribeRequest, opts 
 	return out, nil
 }
 
-func (c *handlerClient) Evaluate(ctx context.Context, in *EvaluateRequest, opts ...grpc.CallOption) (*EvaluateResponse, error) {
+func (c *handlerClient) Evaluate(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[EvaluateRequest, EvaluateResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(EvaluateResponse)
-	err := c.cc.Invoke(ctx, Handler_Evaluate_FullMethodName, in, out, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Handler_ServiceDesc.Streams[0], Handler_Evaluate_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	x := &grpc.GenericClientStream[EvaluateRequest, EvaluateResponse]{ClientStream: stream}
+	return x, nil
 }
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Handler_EvaluateClient = grpc.BidiStreamingClient[EvaluateRequest, EvaluateResponse]
 
 // HandlerServer is the server API for Handler service.
 // All implementations must embed UnimplementedHandlerServer
@@ -76,9 +85,15 @@ func (c *handlerClient) Evaluate(ctx context.Context, in *EvaluateRequest, opts 
 type HandlerServer interface {
 	// Describe names the plugin and declares what it serves.
 	Describe(context.Context, *DescribeRequest) (*DescribeResponse, error)
-	// Evaluate runs the handlers for a batch of entries. Results are
-	// positional: result i answers item i.
-	Evaluate(context.Context, *EvaluateRequest) (*EvaluateResponse, error)
+	// Evaluate runs the handlers for batches of entries over a long-lived
+	// stream: the host sends one EvaluateRequest and waits for its
+	// EvaluateResponse before it sends the next on the same stream, and opens
+	// more streams for concurrent batches. A stream spares every batch the
+	// setup of a call (headers, trailers, a stream and its goroutine on each
+	// side). Results are positional: result i answers item i. The host
+	// cancels the stream of a batch it abandons or that times out, which
+	// cancels the handlers' context.
+	Evaluate(grpc.BidiStreamingServer[EvaluateRequest, EvaluateResponse]) error
 	mustEmbedUnimplementedHandlerServer()
 }
 
@@ -92,8 +107,8 @@ type UnimplementedHandlerServer struct{}
 func (UnimplementedHandlerServer) Describe(context.Context, *DescribeRequest) (*DescribeResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Describe not implemented")
 }
-func (UnimplementedHandlerServer) Evaluate(context.Context, *EvaluateRequest) (*EvaluateResponse, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method Evaluate not implemented")
+func (UnimplementedHandlerServer) Evaluate(grpc.BidiStreamingServer[EvaluateRequest, EvaluateResponse]) error {
+	return status.Errorf(codes.Unimplemented, "method Evaluate not implemented")
 }
 func (UnimplementedHandlerServer) mustEmbedUnimplementedHandlerServer() {}
 func (UnimplementedHandlerServer) testEmbeddedByValue()                 {}
@@ -134,23 +149,12 @@ func _Handler_Describe_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Handler_Evaluate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(EvaluateRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(HandlerServer).Evaluate(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Handler_Evaluate_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(HandlerServer).Evaluate(ctx, req.(*EvaluateRequest))
-	}
-	return interceptor(ctx, in, info, handler)
+func _Handler_Evaluate_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(HandlerServer).Evaluate(&grpc.GenericServerStream[EvaluateRequest, EvaluateResponse]{ServerStream: stream})
 }
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Handler_EvaluateServer = grpc.BidiStreamingServer[EvaluateRequest, EvaluateResponse]
 
 // Handler_ServiceDesc is the grpc.ServiceDesc for Handler service.
 // It's only intended for direct use with grpc.RegisterService,
@@ -163,11 +167,14 @@ var Handler_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "Describe",
 			Handler:    _Handler_Describe_Handler,
 		},
+	},
+	Streams: []grpc.StreamDesc{
 		{
-			MethodName: "Evaluate",
-			Handler:    _Handler_Evaluate_Handler,
+			StreamName:    "Evaluate",
+			Handler:       _Handler_Evaluate_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
 	Metadata: "handler.proto",
 }

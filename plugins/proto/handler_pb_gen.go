@@ -2,7 +2,7 @@
 //
 // A handler plugin is a go-plugin gRPC server. The host (a writd node) calls
 // Describe once after the go-plugin handshake to learn what the plugin
-// serves, then Evaluate with batches of entries. Every item carries the
+// serves, then streams batches of entries to Evaluate. Every item carries the
 // current value and revision of every key it touches, so a handler is a pure
 // function and never calls back into the host.
 
@@ -269,10 +269,10 @@ const file_handler_proto_rawDesc = "" +
 	"\x0fEvaluateRequest\x12\x14\n" +
 	"\x05items\x18\x01 \x01(\fR\x05items\",\n" +
 	"\x10EvaluateResponse\x12\x18\n" +
-	"\aresults\x18\x01 \x01(\fR\aresults2\xa7\x01\n" +
+	"\aresults\x18\x01 \x01(\fR\aresults2\xab\x01\n" +
 	"\aHandler\x12M\n" +
-	"\bDescribe\x12\x1f.writ.plugin.v2.DescribeRequest\x1a .writ.plugin.v2.DescribeResponse\x12M\n" +
-	"\bEvaluate\x12\x1f.writ.plugin.v2.EvaluateRequest\x1a .writ.plugin.v2.EvaluateResponseB4Z2github.com/writ-dev/writ/plugins/proto;pluginprotob\x06proto3"
+	"\bDescribe\x12\x1f.writ.plugin.v2.DescribeRequest\x1a .writ.plugin.v2.DescribeResponse\x12Q\n" +
+	"\bEvaluate\x12\x1f.writ.plugin.v2.EvaluateRequest\x1a .writ.plugin.v2.EvaluateResponse(\x010\x01B4Z2github.com/writ-dev/writ/plugins/proto;pluginprotob\x06proto3"
 
 var (
 	file_handler_proto_rawDescOnce sync.Once

@@ -55,7 +55,7 @@ func FuzzServeEvaluate(f *testing.F) {
 		if err != nil {
 			return
 		}
-		resp, err := s.Evaluate(context.Background(), &pb.EvaluateRequest{Items: b})
+		resp, err := s.evaluate(context.Background(), &pb.EvaluateRequest{Items: b})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -79,9 +80,9 @@ func TuneRuntime() {
 
 // NewGRPCServer is the gRPC server constructor Serve uses: go-plugin's
 // options, message limits large enough for big batches, a fixed flow
-// window (pluginproto.FlowWindow), and an interceptor that turns a panic
-// outside the per-item recovery into a gRPC Internal error instead of a
-// dead process.
+// window (pluginproto.FlowWindow), and an interceptor that turns a panic in
+// a unary call into a gRPC Internal error instead of a dead process
+// (evaluation streams recover per batch, and handlers per item).
 func NewGRPCServer(opts []grpc.ServerOption) *grpc.Server {
 	opts = append(opts,
 		grpc.ChainUnaryInterceptor(recoverInterceptor),
@@ -130,7 +131,38 @@ func (s *server) Describe(_ context.Context, req *pb.DescribeRequest) (*pb.Descr
 	}, nil
 }
 
-func (s *server) Evaluate(ctx context.Context, req *pb.EvaluateRequest) (*pb.EvaluateResponse, error) {
+// Evaluate serves one evaluation stream: a response for each request, in
+// order, until the host closes or cancels the stream. Handlers get the
+// stream's context, which the host cancels when it abandons a batch.
+func (s *server) Evaluate(stream pb.Handler_EvaluateServer) error {
+	ctx := stream.Context()
+	for {
+		req, err := stream.Recv()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		resp, err := s.evaluate(ctx, req)
+		if err != nil {
+			return err
+		}
+		if err := stream.Send(resp); err != nil {
+			return err
+		}
+	}
+}
+
+// evaluate answers one packed batch. A panic outside the per-item recovery
+// (in decoding or encoding) fails the batch with a gRPC Internal error
+// instead of killing the process.
+func (s *server) evaluate(ctx context.Context, req *pb.EvaluateRequest) (resp *pb.EvaluateResponse, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			resp, err = nil, status.Errorf(codes.Internal, "sdk: evaluate panicked: %v\n%s", r, debug.Stack())
+		}
+	}()
 	items, err := decodeItems(req.Items)
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "sdk: evaluate: %v", err)
