@@ -104,19 +104,27 @@ func (p *Plugin) Types() []string {
 }
 
 // parallelMin is the batch size from which Evaluate spreads items over
-// GOMAXPROCS goroutines. Handlers are pure, so items are independent.
+// GOMAXPROCS goroutines (Serve runs plugins with one P unless GOMAXPROCS is
+// set; see TuneRuntime). Handlers are pure, so items are independent.
 const parallelMin = 32
 
 // Evaluate runs the handlers for a batch of items; results are positional.
-// It is the code path Serve uses for every Evaluate call, and what sdktest
+// It is the code path Serve uses for every batch, and what sdktest
 // calls in process. Large batches are evaluated on several goroutines, so
 // handlers must not share mutable state (they are pure by contract).
 func (p *Plugin) Evaluate(ctx context.Context, items []Item) []Result {
 	out := make([]Result, len(items))
+	// One allocation each for the batch's calls and for the first write of
+	// every call (most handlers write one key), instead of one per item.
+	calls := make([]Call, len(items))
+	writes := make([]kv.Write, len(items))
+	for i := range calls {
+		calls[i].writes = writes[i : i : i+1]
+	}
 	workers := runtime.GOMAXPROCS(0)
 	if len(items) < parallelMin || workers < 2 {
 		for i := range items {
-			out[i] = p.evaluateOne(ctx, &items[i])
+			out[i] = p.evaluateOne(ctx, &items[i], &calls[i])
 		}
 		return out
 	}
@@ -128,7 +136,7 @@ func (p *Plugin) Evaluate(ctx context.Context, items []Item) []Result {
 		go func() {
 			defer wg.Done()
 			for i := lo; i < hi; i++ {
-				out[i] = p.evaluateOne(ctx, &items[i])
+				out[i] = p.evaluateOne(ctx, &items[i], &calls[i])
 			}
 		}()
 	}
@@ -136,7 +144,9 @@ func (p *Plugin) Evaluate(ctx context.Context, items []Item) []Result {
 	return out
 }
 
-func (p *Plugin) evaluateOne(ctx context.Context, it *Item) (res Result) {
+// evaluateOne runs the handler for it with the call c, which holds only
+// its preallocated write slice.
+func (p *Plugin) evaluateOne(ctx context.Context, it *Item, c *Call) (res Result) {
 	defer func() {
 		if r := recover(); r != nil {
 			res = Result{Err: &Error{Kind: KindInternal, Msg: fmt.Sprintf("handler for %s panicked: %v\n%s", it.Type, r, debug.Stack())}}
@@ -146,7 +156,7 @@ func (p *Plugin) evaluateOne(ctx context.Context, it *Item) (res Result) {
 	if !ok {
 		return Result{Err: Internal("plugin %s does not serve entry type %q", p.Name, it.Type)}
 	}
-	c := &Call{Type: it.Type, ID: it.ID, raw: it.Payload, state: it.State}
+	c.Type, c.ID, c.raw, c.state = it.Type, it.ID, it.Payload, it.State
 	if p.Catalog != nil {
 		desc, ok := p.Catalog.Type(it.Type)
 		if !ok || desc.ParseJSON == nil {
@@ -170,6 +180,9 @@ func (p *Plugin) evaluateOne(ctx context.Context, it *Item) (res Result) {
 	}
 	if c.misuse != "" {
 		return Result{Err: &Error{Kind: KindInternal, Msg: c.misuse}}
+	}
+	if len(c.writes) == 0 {
+		c.writes = nil
 	}
 	return Result{Writes: c.writes, Result: c.result, Transitions: c.transitions}
 }
