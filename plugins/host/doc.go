@@ -25,13 +25,18 @@
 // Every refusal is one error naming the plugin (binary path, and its
 // declared name once known) and the reason. New loads all plugins or none.
 //
-// Evaluation: Evaluate groups items by plugin and makes one Evaluate call
-// per plugin, concurrently across plugins. Each plugin result is checked
+// Evaluation: Evaluate groups items by plugin and sends one batch per
+// plugin, concurrently across plugins. A batch is packed into one message
+// (pluginproto's batch codec) and sent on a long-lived Evaluate stream; each
+// plugin keeps a few idle streams, one per concurrent caller, and a stream
+// whose batch times out or is abandoned is canceled, never reused. Each
+// plugin result is checked
 // before it reaches the pipeline: a write to a key the item was not given,
 // a revision precondition that differs from the given revision, a write to
 // a reserved key ("_" prefix), a transition naming an undeclared machine or
 // state, or a result count that does not match is an EvalInternal error for
-// that item only (or for every item of the call, for a count mismatch).
+// that item only (or for every item of the batch, for a count mismatch or
+// an undecodable answer).
 // Handler panics are recovered inside the plugin and arrive as EvalInternal
 // for the item that panicked.
 //

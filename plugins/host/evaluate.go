@@ -10,8 +10,8 @@ import (
 	pb "github.com/writ-dev/writ/plugins/proto"
 )
 
-// Evaluate implements pipeline.Evaluator: one Evaluate call per plugin for
-// all the items it serves, concurrently across plugins. Results are
+// Evaluate implements pipeline.Evaluator: one batch per plugin for all the
+// items it serves, concurrently across plugins. Results are
 // positional. Per-item failures are typed EvalErrors; the returned error is
 // non-nil only after Close.
 func (h *Host) Evaluate(ctx context.Context, items []pipeline.EvalItem) ([]pipeline.EvalResult, error) {

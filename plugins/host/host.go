@@ -41,8 +41,8 @@ type Config struct {
 	// Catalog is the node's schema: plugins must match its fingerprint and
 	// serve only its types, and every type needing evaluation must be served.
 	Catalog ir.Catalog
-	// CallTimeout bounds one Evaluate call; a plugin that does not answer
-	// in time is treated as down and restarted. Default 10s.
+	// CallTimeout bounds the wait for one batch's answer; a plugin that
+	// does not answer in time is treated as down and restarted. Default 10s.
 	CallTimeout time.Duration
 	// StartTimeout bounds a plugin's start and handshake. Default 10s.
 	StartTimeout time.Duration
