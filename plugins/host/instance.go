@@ -224,7 +224,8 @@ func (i *instance) call(ctx context.Context, items []pipeline.EvalItem, idxs []i
 	// gRPC has encoded the request by the time Send returns.
 	releaseBuf(buf)
 	var resp *pb.EvaluateResponse
-	if err == nil {
+	if err == nil || err == io.EOF {
+		// After io.EOF from Send, Recv reports why the stream ended.
 		resp, err = st.s.Recv()
 	}
 	timerStopped, afterStopped := timer.Stop(), stopAfter()
