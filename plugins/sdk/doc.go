@@ -28,6 +28,15 @@
 //     internal error for that item only; the other items of the batch are
 //     unaffected.
 //
+// The context a handler gets is canceled when the host abandons the batch
+// (its caller gave up, or the plugin did not answer within the host's call
+// timeout); it carries no deadline of its own.
+//
+// Serve runs the process with GOMAXPROCS=1 and GOGC=400 unless those are
+// set in the environment (see TuneRuntime): a call crosses the process
+// boundary in a relay of goroutines, and one P avoids waking a second OS
+// thread at every hand-off.
+//
 // Handlers must be deterministic: same input, same effect. The sdktest
 // package runs a Plugin in process over exactly the code path Serve uses.
 //
