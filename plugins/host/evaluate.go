@@ -109,7 +109,7 @@ func releaseBuf(buf *[]byte) {
 
 // decodeResults decodes a packed response (one result per item at idxs,
 // positionally) and checks every result against its item, filling out.
-// A response that cannot be decoded fails every item it did not answer.
+// A response that cannot be decoded fails every item of the batch.
 func (h *Host) decodeResults(inst *instance, items []pipeline.EvalItem, idxs []int, b []byte, out []pipeline.EvalResult) {
 	d := pb.NewDecoder(b, false)
 	n := d.Count("result count", pb.MinResult)
@@ -124,16 +124,13 @@ func (h *Host) decodeResults(inst *instance, items []pipeline.EvalItem, idxs []i
 	for j, k := range idxs {
 		out[k] = h.decodeResult(inst, &items[k], d, &slab, len(idxs)-j)
 		if d.Err() != nil {
-			e := &pipeline.EvalError{Kind: pipeline.EvalInternal, Msg: fmt.Sprintf("plugin %s: undecodable response: %v", inst.label(), d.Err())}
-			for _, k := range idxs[j:] {
-				out[k] = pipeline.EvalResult{Err: e}
-			}
-			return
+			break
 		}
 	}
 	if err := d.Done(); err != nil {
-		// Every item got its answer; trailing garbage means the plugin
-		// and the host disagree about the wire format, so trust none.
+		// A truncated answer, an unknown tag or trailing bytes mean the
+		// plugin and the host disagree about the wire format: trust none
+		// of the batch's results.
 		e := &pipeline.EvalError{Kind: pipeline.EvalInternal, Msg: fmt.Sprintf("plugin %s: undecodable response: %v", inst.label(), err)}
 		for _, k := range idxs {
 			out[k] = pipeline.EvalResult{Err: e}
