@@ -359,13 +359,27 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	// appends and heartbeats now, in parallel with its own fsync (raft
 	// thesis §10.2.1): they promise nothing about the leader's disk, and
 	// the leader's own log counts toward commit only after Advance. Every
-	// other message (vote and append responses above all) waits for step 5.
+	// other message (vote and append responses above all) waits for step 6.
 	early := n.isLeader.Load() && !hasSnap && n.hardStateDurable(rd.HardState)
 	late := rd.Messages
 	if early && len(rd.Messages) > 0 {
 		late = n.sendEarly(rd.Messages)
 	}
-	// 3. Append entries and hard state to the WAL, with fsync.
+	// 3. Hand the snapshot and the committed entries to the applier, in
+	// order. Committed entries are durable on a quorum already, so applying
+	// them runs in parallel with this node's fsync of newer entries (as
+	// etcd's server does); the applier snapshots only what the log storage
+	// holds (step 5).
+	if hasSnap || len(rd.CommittedEntries) > 0 {
+		t := applyTask{entries: rd.CommittedEntries}
+		if hasSnap {
+			t.snap = rd.Snapshot
+		}
+		if err := n.handToApplier(t); err != nil {
+			return err
+		}
+	}
+	// 4. Append entries and hard state to the WAL, with fsync.
 	if h := n.cfg.hooks; h != nil && h.beforeWALSave != nil && (len(rd.Entries) > 0 || !raft.IsEmptyHardState(rd.HardState)) {
 		if err := h.beforeWALSave(); err != nil {
 			return fmt.Errorf("raftstore: WAL write/fsync failed; stopping without acknowledging: %w", err)
@@ -381,7 +395,7 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		n.fsyncs.Add(1)
 		n.entries.Add(uint64(len(rd.Entries)))
 	}
-	// 4. Make the snapshot and entries visible to raft's storage.
+	// 5. Make the snapshot and entries visible to raft's storage.
 	if hasSnap {
 		if err := n.storage.ApplySnapshot(rd.Snapshot); err != nil {
 			return fmt.Errorf("raftstore: apply snapshot to log storage: %w", err)
@@ -390,10 +404,10 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	if err := n.storage.Append(rd.Entries); err != nil {
 		return fmt.Errorf("raftstore: append to log storage: %w", err)
 	}
-	// 5. Send the remaining messages, only now that what they promise is
+	// 6. Send the remaining messages, only now that what they promise is
 	// durable.
 	n.tr.send(late)
-	// 6. Answer linearizable reads.
+	// 7. Answer linearizable reads.
 	if len(rd.ReadStates) > 0 {
 		n.mu.Lock()
 		for _, rs := range rd.ReadStates {
@@ -407,17 +421,6 @@ func (n *Node) handleReady(rd raft.Ready) error {
 			}
 		}
 		n.mu.Unlock()
-	}
-	// 7. Hand the snapshot and the committed entries to the applier, in
-	// order.
-	if hasSnap || len(rd.CommittedEntries) > 0 {
-		t := applyTask{entries: rd.CommittedEntries}
-		if hasSnap {
-			t.snap = rd.Snapshot
-		}
-		if err := n.handToApplier(t); err != nil {
-			return err
-		}
 	}
 	// 8. Tell raft this Ready is handled.
 	n.rn.Advance()
@@ -474,11 +477,13 @@ func (n *Node) saveSnapshot(s *raftpb.Snapshot) error {
 // per batch of Ready results, then releases waiters and observers.
 func (n *Node) applier() {
 	defer n.wg.Done()
+	var retry <-chan time.Time // set while a due snapshot waits for the log
 	for {
 		var tasks []applyTask
 		select {
 		case t := <-n.applyc:
 			tasks = append(tasks, t)
+		case <-retry:
 		case <-n.stopc:
 			return
 		}
@@ -510,12 +515,21 @@ func (n *Node) applier() {
 			n.failAsync(err)
 			return
 		}
-		if err := n.maybeSnapshot(); err != nil {
+		deferred, err := n.maybeSnapshot()
+		if err != nil {
 			n.failAsync(err)
 			return
 		}
+		retry = nil
+		if deferred {
+			retry = time.After(snapshotRetry)
+		}
 	}
 }
+
+// snapshotRetry is how soon a due snapshot that had to wait for the log
+// storage is tried again when no new entries arrive.
+const snapshotRetry = 10 * time.Millisecond
 
 type appliedEntry struct {
 	index   uint64
@@ -536,6 +550,7 @@ func (n *Node) applyEntries(ents []*raftpb.Entry) error {
 	removedSelf := false
 	membersChanged := false
 	err := n.st.db.Update(func(tx *bolt.Tx) error {
+		atx := n.st.beginApply(tx)
 		for _, e := range ents {
 			idx := e.GetIndex()
 			switch e.GetType() {
@@ -575,12 +590,15 @@ func (n *Node) applyEntries(ents []*raftpb.Entry) error {
 					// Every replica fails alike; stopping beats diverging.
 					return fmt.Errorf("raftstore: entry %d cannot be applied (written by a newer version?): %w", idx, err)
 				}
-				results, err := n.st.applyCommands(tx, idx, cmds, n.cfg.Checker)
+				results, err := atx.applyCommands(idx, cmds, n.cfg.Checker)
 				if err != nil {
 					return err
 				}
 				done = append(done, appliedEntry{index: idx, origin: origin, req: req, cmds: cmds, results: results})
 			}
+		}
+		if err := atx.finish(); err != nil {
+			return err
 		}
 		meta := tx.Bucket(bucketMeta)
 		if last > cur {
@@ -703,46 +721,51 @@ func (n *Node) restoreSnapshot(s *raftpb.Snapshot) error {
 // member added after the last snapshot must receive a snapshot whose
 // configuration includes it, or it refuses it), then compacts the
 // in-memory log and the WAL locks behind it.
-func (n *Node) maybeSnapshot() error {
+func (n *Node) maybeSnapshot() (deferred bool, err error) {
 	due := n.applied.Load()-n.snapIndex.Load() >= n.cfg.SnapshotCount
 	if first, err := n.storage.FirstIndex(); err == nil && first > 1 && n.confSinceSnap {
 		due = true
 	}
 	if !due {
-		return nil
+		return false, nil
+	}
+	if last, err := n.storage.LastIndex(); err != nil || last < n.applied.Load() {
+		// Entries are applied in parallel with the WAL save of this node's
+		// own copy (see handleReady): snapshot once the log holds them.
+		return true, nil
 	}
 	n.confSinceSnap = false
 	// The snapshot is where older WAL entries stop being the only durable
 	// copy of the state: make the state durable first.
 	if err := n.st.sync(); err != nil {
-		return fmt.Errorf("raftstore: sync state before snapshot: %w", err)
+		return false, fmt.Errorf("raftstore: sync state before snapshot: %w", err)
 	}
 	idx, data, err := n.st.snapshotData()
 	if err != nil {
-		return fmt.Errorf("raftstore: read state for snapshot: %w", err)
+		return false, fmt.Errorf("raftstore: read state for snapshot: %w", err)
 	}
 	s, err := n.storage.CreateSnapshot(idx, n.confState, data)
 	if errors.Is(err, raft.ErrSnapOutOfDate) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("raftstore: create snapshot %d: %w", idx, err)
+		return false, fmt.Errorf("raftstore: create snapshot %d: %w", idx, err)
 	}
 	if err := n.saveSnapshot(s); err != nil {
-		return err
+		return false, err
 	}
 	n.snapIndex.Store(idx)
 	if idx > n.cfg.SnapshotCatchUp {
 		if err := n.storage.Compact(idx - n.cfg.SnapshotCatchUp); err != nil && !errors.Is(err, raft.ErrCompacted) {
-			return fmt.Errorf("raftstore: compact log to %d: %w", idx-n.cfg.SnapshotCatchUp, err)
+			return false, fmt.Errorf("raftstore: compact log to %d: %w", idx-n.cfg.SnapshotCatchUp, err)
 		}
 	}
 	if err := n.wal.ReleaseLockTo(idx); err != nil {
-		return fmt.Errorf("raftstore: release WAL before %d: %w", idx, err)
+		return false, fmt.Errorf("raftstore: release WAL before %d: %w", idx, err)
 	}
 	n.purgeSnapFiles(2)
 	n.log.Debug("raftstore: snapshot", "index", idx, "bytes", len(data))
-	return nil
+	return false, nil
 }
 
 // purgeSnapFiles keeps the newest keep snapshot files.

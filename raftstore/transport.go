@@ -44,6 +44,10 @@ const (
 	propTimeout      = 200 * time.Millisecond
 )
 
+// marshalCached marshals a message whose size was just computed by
+// proto.Size, without computing it again.
+var marshalCached = proto.MarshalOptions{UseCachedSize: true}
+
 type rawCodec struct{}
 
 func (rawCodec) Marshal(v any) ([]byte, error) {
@@ -422,6 +426,7 @@ func (p *peer) run() {
 // pump sends batches until the stream fails or the peer stops.
 func (p *peer) pump(stream grpc.ClientStream, pending *[]*raftpb.Message) error {
 	defer func() { _ = stream.CloseSend() }()
+	var sizes []int
 	for {
 		var first *raftpb.Message
 		select {
@@ -430,29 +435,36 @@ func (p *peer) pump(stream grpc.ClientStream, pending *[]*raftpb.Message) error 
 		case first = <-p.q:
 		}
 		batch := append((*pending)[:0], first)
-		size := proto.Size(first)
+		sizes = append(sizes[:0], proto.Size(first))
+		size := sizes[0]
 	drain:
 		for size < p.t.maxBatch && len(batch) < 512 {
 			select {
 			case m := <-p.q:
 				batch = append(batch, m)
-				size += proto.Size(m)
+				sizes = append(sizes, proto.Size(m))
+				size += sizes[len(sizes)-1]
 			default:
 				break drain
 			}
 		}
 		*pending = batch
 		// A fresh buffer per frame: the raw codec hands this slice to gRPC,
-		// which may still be writing it after SendMsg returns.
-		buf := binary.AppendUvarint(make([]byte, 0, size+8*len(batch)+8), uint64(len(batch)))
+		// which may still be writing it after SendMsg returns. Messages are
+		// marshalled straight into it, reusing the sizes computed above.
+		buf := binary.AppendUvarint(make([]byte, 0, size+binary.MaxVarintLen64*(len(batch)+1)), uint64(len(batch)))
 		hasSnap := false
-		for _, m := range batch {
-			mb, err := proto.Marshal(m)
+		for i, m := range batch {
+			buf = binary.AppendUvarint(buf, uint64(sizes[i]))
+			before := len(buf)
+			var err error
+			buf, err = marshalCached.MarshalAppend(buf, m)
 			if err != nil {
 				return fmt.Errorf("raftstore: transport: marshal: %w", err)
 			}
-			buf = binary.AppendUvarint(buf, uint64(len(mb)))
-			buf = append(buf, mb...)
+			if len(buf)-before != sizes[i] {
+				return fmt.Errorf("raftstore: transport: message %d changed size while queued (%d, now %d bytes)", i, sizes[i], len(buf)-before)
+			}
 			hasSnap = hasSnap || m.GetType() == raftpb.MsgSnap
 		}
 		if err := stream.SendMsg(&buf); err != nil {
