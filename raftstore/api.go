@@ -79,7 +79,8 @@ func (n *Node) Propose(ctx context.Context, batch []kv.Command) (kv.Proposal, er
 	n.mu.Lock()
 	n.waiters[req] = p
 	n.mu.Unlock()
-	if err := n.rn.Propose(ctx, encodeEnvelope(n.id, req, batch)); err != nil {
+	data := encodeEnvelope(n.id, req, batch)
+	if err := n.withRaft(func(rn *raft.RawNode) error { return rn.Propose(data) }); err != nil {
 		n.mu.Lock()
 		delete(n.waiters, req)
 		n.mu.Unlock()
@@ -157,7 +158,7 @@ func (n *Node) linearize(ctx context.Context) error {
 	retry := time.NewTicker(10 * n.cfg.TickInterval)
 	defer retry.Stop()
 	for {
-		if err := n.rn.ReadIndex(ctx, rctx); err != nil {
+		if err := n.withRaft(func(rn *raft.RawNode) error { rn.ReadIndex(rctx); return nil }); err != nil {
 			return fmt.Errorf("raftstore: linearizable read: %w", n.proposeErr(err))
 		}
 		select {
@@ -225,7 +226,8 @@ func (n *Node) Members() []kv.Member {
 	}
 	n.mu.Unlock()
 	if n.IsLeader() {
-		st := n.rn.Status()
+		var st raft.Status
+		_ = n.withRaft(func(rn *raft.RawNode) error { st = rn.Status(); return nil })
 		for i, id := range ids {
 			if pr, ok := st.Progress[id]; ok {
 				out[i].Match = pr.Match
@@ -338,7 +340,7 @@ func (n *Node) confChange(ctx context.Context, cc *raftpb.ConfChange) error {
 	// has not itself marked the previous one applied. Entries can be applied
 	// here before raft's Advance records them, so wait for raft to catch up
 	// with what this node applied, which includes the previous change.
-	for applied := n.applied.Load(); n.rn.Status().Applied < applied; {
+	for applied := n.applied.Load(); n.raftApplied() < applied; {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("raftstore: conf change: %w", ctx.Err())
@@ -358,7 +360,7 @@ func (n *Node) confChange(ctx context.Context, cc *raftpb.ConfChange) error {
 		delete(n.ccWaiters, ccID)
 		n.mu.Unlock()
 	}()
-	if err := n.rn.ProposeConfChange(ctx, cc); err != nil {
+	if err := n.withRaft(func(rn *raft.RawNode) error { return rn.ProposeConfChange(cc) }); err != nil {
 		return fmt.Errorf("raftstore: conf change: %w", n.proposeErr(err))
 	}
 	select {
@@ -369,6 +371,13 @@ func (n *Node) confChange(ctx context.Context, cc *raftpb.ConfChange) error {
 	case <-n.stopc:
 		return n.stopErr()
 	}
+}
+
+// raftApplied is the applied index raft has recorded (at Advance).
+func (n *Node) raftApplied() uint64 {
+	var applied uint64
+	_ = n.withRaft(func(rn *raft.RawNode) error { applied = rn.BasicStatus().Applied; return nil })
+	return applied
 }
 
 // TransferLeadership asks the leader to hand leadership to toID and waits
@@ -393,7 +402,7 @@ func (n *Node) TransferLeadership(ctx context.Context, toID string) error {
 			return nil
 		}
 		if lead != raft.None {
-			n.rn.TransferLeadership(ctx, lead, to)
+			_ = n.withRaft(func(rn *raft.RawNode) error { rn.TransferLeader(to); return nil })
 		}
 		select {
 		case <-tick.C:

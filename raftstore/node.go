@@ -41,17 +41,24 @@ var (
 // Node is one member of a replicated log. Create it with Start; it runs
 // until Stop or a fatal storage error (see Err and Done).
 type Node struct {
-	cfg     Config
-	id      uint64
-	log     *slog.Logger
-	rn      raft.Node
-	storage *raft.MemoryStorage
-	wal     *wal.WAL
-	snapper *snap.Snapshotter
-	snapDir string
-	st      *stateDB
-	tr      *transport
-	applyc  chan applyTask
+	cfg Config
+	id  uint64
+	log *slog.Logger
+	// rn is the raft state machine. Every call into it holds rnMu; the
+	// Ready loop holds it only to take a Ready, tick and Advance, never
+	// while it writes to disk, so proposals and messages stepped in the
+	// meantime join the next Ready (one fsync for all of them).
+	rnMu      sync.Mutex
+	rn        *raft.RawNode
+	rnStopped bool          // guarded by rnMu: set once the node stops
+	wakec     chan struct{} // wakes the Ready loop after a step
+	storage   *raft.MemoryStorage
+	wal       *wal.WAL
+	snapper   *snap.Snapshotter
+	snapDir   string
+	st        *stateDB
+	tr        *transport
+	applyc    chan applyTask
 
 	leader   atomic.Uint64
 	isLeader atomic.Bool
@@ -110,6 +117,7 @@ func Start(c Config) (*Node, error) {
 		ccWaiters: map[uint64]chan struct{}{},
 		reads:     map[uint64]chan uint64{},
 		appliedCh: make(chan struct{}),
+		wakec:     make(chan struct{}, 1),
 		stopc:     make(chan struct{}),
 		done:      make(chan struct{}),
 		confState: &raftpb.ConfState{},
@@ -153,10 +161,13 @@ func Start(c Config) (*Node, error) {
 	if len(peers) == 0 {
 		peers = []Peer{{ID: cfg.NodeID, Addr: addr}}
 	}
-	switch {
-	case !fresh || cfg.Join:
-		n.rn = raft.RestartNode(rc)
-	default:
+	n.rn, err = raft.NewRawNode(rc)
+	if err != nil {
+		_ = lis.Close()
+		n.closeStorage()
+		return nil, fmt.Errorf("raftstore: start raft: %w", err)
+	}
+	if fresh && !cfg.Join {
 		rpeers := make([]raft.Peer, len(peers))
 		for i, p := range peers {
 			a := p.Addr
@@ -165,10 +176,14 @@ func Start(c Config) (*Node, error) {
 			}
 			rpeers[i] = raft.Peer{ID: RaftID(p.ID), Context: encodeMemberContext(p.ID, a)}
 		}
-		n.rn = raft.StartNode(rc, rpeers)
+		if err := n.rn.Bootstrap(rpeers); err != nil {
+			_ = lis.Close()
+			n.closeStorage()
+			return nil, fmt.Errorf("raftstore: bootstrap raft: %w", err)
+		}
 		if len(peers) == 1 {
 			// A fresh single-node cluster need not wait an election timeout.
-			_ = n.rn.Campaign(context.Background())
+			_ = n.rn.Campaign()
 		}
 	}
 	// The transport starts after raft: it steps incoming messages into it.
@@ -321,20 +336,57 @@ func (n *Node) run() {
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
 	for {
+		// Tick even while Readys keep coming.
 		select {
 		case <-ticker.C:
+			n.rnMu.Lock()
 			n.rn.Tick()
-		case rd := <-n.rn.Ready():
+			n.rnMu.Unlock()
+		default:
+		}
+		n.rnMu.Lock()
+		var rd raft.Ready
+		has := n.rn.HasReady()
+		if has {
+			rd = n.rn.Ready()
+		}
+		n.rnMu.Unlock()
+		if has {
 			if err := n.handleReady(rd); err != nil {
 				if !errors.Is(err, errStopping) {
 					n.failAsync(err)
 				}
 				return
 			}
+			continue
+		}
+		select {
+		case <-ticker.C:
+			n.rnMu.Lock()
+			n.rn.Tick()
+			n.rnMu.Unlock()
+		case <-n.wakec:
 		case <-n.stopc:
 			return
 		}
 	}
+}
+
+// withRaft calls f with the raft state machine, then wakes the Ready loop.
+// It returns raft.ErrStopped once the node is stopping.
+func (n *Node) withRaft(f func(rn *raft.RawNode) error) error {
+	n.rnMu.Lock()
+	if n.rnStopped {
+		n.rnMu.Unlock()
+		return raft.ErrStopped
+	}
+	err := f(n.rn)
+	n.rnMu.Unlock()
+	select {
+	case n.wakec <- struct{}{}:
+	default:
+	}
+	return err
 }
 
 var errStopping = errors.New("raftstore: stopping")
@@ -423,7 +475,9 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		n.mu.Unlock()
 	}
 	// 8. Tell raft this Ready is handled.
-	n.rn.Advance()
+	n.rnMu.Lock()
+	n.rn.Advance(rd)
+	n.rnMu.Unlock()
 	return nil
 }
 
@@ -561,7 +615,7 @@ func (n *Node) applyEntries(ents []*raftpb.Entry) error {
 				}
 				// Always re-applied, also on replay: raft's configuration
 				// is rebuilt from the snapshot plus these entries.
-				if cs := n.rn.ApplyConfChange(cc); cs != nil {
+				if cs := n.applyConfChange(cc); cs != nil {
 					n.confState = cs
 				}
 				self := n.applyMemberChange(cc)
@@ -578,7 +632,7 @@ func (n *Node) applyEntries(ents []*raftpb.Entry) error {
 				if err := proto.Unmarshal(e.GetData(), cc); err != nil {
 					return fmt.Errorf("raftstore: entry %d: decode conf change v2: %w", idx, err)
 				}
-				if cs := n.rn.ApplyConfChange(cc); cs != nil {
+				if cs := n.applyConfChange(cc); cs != nil {
 					n.confState = cs
 				}
 			case raftpb.EntryNormal:
@@ -808,9 +862,31 @@ func (n *Node) waitApplied(ctx context.Context, idx uint64) error {
 
 // ---- transport callbacks ----
 
-func (n *Node) step(ctx context.Context, m *raftpb.Message) error { return n.rn.Step(ctx, m) }
-func (n *Node) reportUnreachable(id uint64)                       { n.rn.ReportUnreachable(id) }
-func (n *Node) reportSnapshot(id uint64, s raft.SnapshotStatus)   { n.rn.ReportSnapshot(id, s) }
+// step steps a message received from a peer. Messages raft refuses (a
+// local message type, a response from a peer it does not know) are
+// dropped; only a stopping node returns an error.
+func (n *Node) step(_ context.Context, m *raftpb.Message) error {
+	err := n.withRaft(func(rn *raft.RawNode) error { return rn.Step(m) })
+	if errors.Is(err, raft.ErrStopped) {
+		return err
+	}
+	return nil
+}
+
+func (n *Node) reportUnreachable(id uint64) {
+	_ = n.withRaft(func(rn *raft.RawNode) error { rn.ReportUnreachable(id); return nil })
+}
+
+func (n *Node) reportSnapshot(id uint64, s raft.SnapshotStatus) {
+	_ = n.withRaft(func(rn *raft.RawNode) error { rn.ReportSnapshot(id, s); return nil })
+}
+
+// applyConfChange tells raft that a configuration change was applied.
+func (n *Node) applyConfChange(cc raftpb.ConfChangeI) *raftpb.ConfState {
+	var cs *raftpb.ConfState
+	_ = n.withRaft(func(rn *raft.RawNode) error { cs = rn.ApplyConfChange(cc); return nil })
+	return cs
+}
 
 // ---- lifecycle ----
 
@@ -866,7 +942,9 @@ func (n *Node) failAsync(err error) {
 func (n *Node) shutdown() {
 	n.stopOnce.Do(func() {
 		close(n.stopc)
-		n.rn.Stop()
+		n.rnMu.Lock()
+		n.rnStopped = true
+		n.rnMu.Unlock()
 		n.wg.Wait()
 		n.tr.close()
 		if err := n.wal.Close(); err != nil {

@@ -139,7 +139,7 @@ func (t *transport) serve(ss grpc.ServerStream) error {
 			}
 		}
 	}
-	// Forwarded proposals are stepped off the stream: raft blocks a
+	// Forwarded proposals are stepped off the stream: a handler may hold a
 	// proposal while this node knows no leader (a restarted node receiving
 	// proposals queued for it while it was the leader), and the heartbeats
 	// that would tell it the leader arrive behind them on this stream.
