@@ -52,7 +52,7 @@ type Node struct {
 	rn        *raft.RawNode
 	rnStopped bool          // guarded by rnMu: set once the node stops
 	wakec     chan struct{} // wakes the Ready loop after a step
-	storage   *raft.MemoryStorage
+	storage   *logStorage
 	wal       *wal.WAL
 	snapper   *snap.Snapshotter
 	snapDir   string
@@ -111,7 +111,7 @@ func Start(c Config) (*Node, error) {
 		cfg:       cfg,
 		id:        RaftID(cfg.NodeID),
 		log:       cfg.Logger.With("component", "raftstore", "node", cfg.NodeID),
-		storage:   raft.NewMemoryStorage(),
+		storage:   newLogStorage(),
 		applyc:    make(chan applyTask, 256),
 		waiters:   map[uint64]*proposal{},
 		ccWaiters: map[uint64]chan struct{}{},
@@ -283,7 +283,7 @@ func (n *Node) open() error {
 		return nil
 	}
 	if snapshot != nil {
-		if err := n.storage.ApplySnapshot(snapshot); err != nil {
+		if err := n.storage.applySnapshot(snapshot); err != nil {
 			return fmt.Errorf("raftstore: apply snapshot to log: %w", err)
 		}
 		if applied < snapshot.GetMetadata().GetIndex() {
@@ -449,7 +449,7 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	}
 	// 5. Make the snapshot and entries visible to raft's storage.
 	if hasSnap {
-		if err := n.storage.ApplySnapshot(rd.Snapshot); err != nil {
+		if err := n.storage.applySnapshot(rd.Snapshot); err != nil {
 			return fmt.Errorf("raftstore: apply snapshot to log storage: %w", err)
 		}
 	}
@@ -798,7 +798,7 @@ func (n *Node) maybeSnapshot() (deferred bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("raftstore: read state for snapshot: %w", err)
 	}
-	s, err := n.storage.CreateSnapshot(idx, n.confState, data)
+	s, err := n.storage.createSnapshot(idx, n.confState, data)
 	if errors.Is(err, raft.ErrSnapOutOfDate) {
 		return false, nil
 	}

@@ -431,26 +431,27 @@ func (s *stateDB) hash() (applied uint64, sum [32]byte, err error) {
 var snapMagic = []byte("WRITSNAP\x01")
 
 func (s *stateDB) snapshotData() (applied uint64, data []byte, err error) {
-	buf := bytes.NewBuffer(append([]byte(nil), snapMagic...))
 	err = s.db.View(func(tx *bolt.Tx) error {
+		// The database size bounds the records' size: one allocation.
+		data = append(make([]byte, 0, tx.Size()+int64(len(snapMagic))+1), snapMagic...)
 		applied = u64(tx.Bucket(bucketMeta).Get(keyApplied))
 		for i, name := range allBuckets {
 			err := tx.Bucket(name).ForEach(func(k, v []byte) error {
-				buf.WriteByte(byte(i + 1))
-				buf.Write(binary.AppendUvarint(nil, uint64(len(k))))
-				buf.Write(k)
-				buf.Write(binary.AppendUvarint(nil, uint64(len(v))))
-				buf.Write(v)
+				data = append(data, byte(i+1))
+				data = binary.AppendUvarint(data, uint64(len(k)))
+				data = append(data, k...)
+				data = binary.AppendUvarint(data, uint64(len(v)))
+				data = append(data, v...)
 				return nil
 			})
 			if err != nil {
 				return err
 			}
 		}
+		data = append(data, 0)
 		return nil
 	})
-	buf.WriteByte(0)
-	return applied, buf.Bytes(), err
+	return applied, data, err
 }
 
 // restore replaces the whole state with snapshot data in one transaction.
