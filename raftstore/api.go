@@ -18,8 +18,11 @@ import (
 
 // proposal is one proposed batch waiting for local apply.
 type proposal struct {
-	n       *Node
-	req     uint64
+	n   *Node
+	req uint64
+	// ids are the batch's command IDs: a snapshot that covers the batch
+	// settles it from the restored outcome table.
+	ids     []string
 	done    chan struct{}
 	once    sync.Once
 	results []kv.Result
@@ -75,7 +78,10 @@ func (n *Node) Propose(ctx context.Context, batch []kv.Command) (kv.Proposal, er
 		return nil, fmt.Errorf("raftstore: propose: %w", kv.ErrNoLeader)
 	}
 	req := n.reqSeq.Add(1)
-	p := &proposal{n: n, req: req, done: make(chan struct{})}
+	p := &proposal{n: n, req: req, done: make(chan struct{}), ids: make([]string, len(batch))}
+	for i := range batch {
+		p.ids[i] = batch[i].ID
+	}
 	n.mu.Lock()
 	n.waiters[req] = p
 	n.mu.Unlock()

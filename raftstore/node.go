@@ -188,6 +188,9 @@ func Start(c Config) (*Node, error) {
 	}
 	// The transport starts after raft: it steps incoming messages into it.
 	n.tr = newTransport(n.id, lis, cfg.SendQueue, cfg.MaxBatchBytes, n, n.log)
+	if cfg.hooks != nil {
+		n.tr.drop = cfg.hooks.dropMessage
+	}
 	for id, m := range n.members {
 		if id != n.id {
 			n.tr.setPeer(id, m.Addr)
@@ -767,6 +770,68 @@ func (n *Node) restoreSnapshot(s *raftpb.Snapshot) error {
 	}
 	n.setApplied(md.GetIndex())
 	n.log.Info("raftstore: restored state from snapshot", "index", md.GetIndex())
+	// The entries the snapshot covers are not applied one by one here:
+	// tell the observer where the state now is, and settle the waiters
+	// whose outcome the snapshot recorded.
+	if obs := n.cfg.Observer; obs != nil {
+		obs.Applied(md.GetIndex(), nil, nil)
+	}
+	return n.settleFromOutcomes()
+}
+
+// settleFromOutcomes finishes every waiting proposal whose commands all
+// have a StatusApplied outcome in the state, with those outcomes. Only an
+// application settles a command ID for good: a recorded conflict or
+// rejection may belong to an earlier attempt with the same ID, so such a
+// waiter keeps waiting for its own entry (or its deadline).
+func (n *Node) settleFromOutcomes() error {
+	n.mu.Lock()
+	waiting := make([]*proposal, 0, len(n.waiters))
+	for _, p := range n.waiters {
+		waiting = append(waiting, p)
+	}
+	n.mu.Unlock()
+	if len(waiting) == 0 {
+		return nil
+	}
+	type settled struct {
+		p       *proposal
+		results []kv.Result
+	}
+	var done []settled
+	err := n.st.db.View(func(tx *bolt.Tx) error {
+		outb := tx.Bucket(bucketOutcomes)
+	next:
+		for _, p := range waiting {
+			results := make([]kv.Result, len(p.ids))
+			for i, id := range p.ids {
+				if id == "" {
+					continue next
+				}
+				r, ok := decodeOutcome(outb.Get([]byte(id)))
+				if !ok || r.Status != kv.StatusApplied {
+					continue next
+				}
+				results[i] = r
+			}
+			done = append(done, settled{p, results})
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("raftstore: read outcomes after snapshot restore: %w", err)
+	}
+	n.mu.Lock()
+	for _, d := range done {
+		if n.waiters[d.p.req] == d.p {
+			delete(n.waiters, d.p.req)
+			d.p.finish(d.results, nil)
+		}
+	}
+	n.mu.Unlock()
+	if len(done) > 0 {
+		n.log.Info("raftstore: settled waiting proposals from the snapshot's outcomes", "count", len(done))
+	}
 	return nil
 }
 

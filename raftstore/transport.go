@@ -84,6 +84,9 @@ type transport struct {
 	maxBatch int
 	h        raftHandler
 	log      *slog.Logger
+	// drop, if set (tests only, before the first send), drops outgoing
+	// messages it returns true for, like a lost packet.
+	drop func(m *raftpb.Message) bool
 
 	lis net.Listener
 	srv *grpc.Server
@@ -298,7 +301,7 @@ func (t *transport) send(msgs []*raftpb.Message) {
 	for _, m := range msgs {
 		to := m.GetTo()
 		p, ok := t.peers[to]
-		if !ok {
+		if !ok || t.drop != nil && t.drop(m) {
 			t.h.reportUnreachable(to)
 			if m.GetType() == raftpb.MsgSnap {
 				t.h.reportSnapshot(to, raft.SnapshotFailure)
