@@ -461,7 +461,7 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	}
 	// 6. Send the remaining messages, only now that what they promise is
 	// durable.
-	n.tr.send(late)
+	n.tr.send(coalesce(late, n.cfg.MaxBatchBytes))
 	// 7. Answer linearizable reads.
 	if len(rd.ReadStates) > 0 {
 		n.mu.Lock()
@@ -511,7 +511,7 @@ func (n *Node) sendEarly(msgs []*raftpb.Message) []*raftpb.Message {
 			late = append(late, m)
 		}
 	}
-	n.tr.send(now)
+	n.tr.send(coalesce(now, n.cfg.MaxBatchBytes))
 	return late
 }
 
