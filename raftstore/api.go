@@ -57,11 +57,11 @@ func (p *proposal) Wait(ctx context.Context) ([]kv.Result, error) {
 	}
 }
 
-// Propose hands a batch to raft as one log entry. A nil error means only
-// that raft accepted it (on a follower: forwarded it to the leader); use
-// the Proposal's Wait for the outcome. Errors wrapping kv.ErrNoLeader or
-// kv.ErrDropped mean the batch was definitely not appended; kv.ErrUnknown
-// means ctx ended while raft held it (it may still commit).
+// Propose hands a batch to raft as one log entry; it does not block on
+// the network or the disk. A nil error means only that raft accepted it (on
+// a follower: forwarded it to the leader); use the Proposal's Wait for the
+// outcome. Errors wrapping kv.ErrNoLeader or kv.ErrDropped mean the batch
+// was definitely not appended.
 func (n *Node) Propose(ctx context.Context, batch []kv.Command) (kv.Proposal, error) {
 	if err := n.running(); err != nil {
 		return nil, err
