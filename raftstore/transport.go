@@ -42,6 +42,10 @@ const (
 	snapInterval     = 500 * time.Millisecond
 	propQueue        = 1024
 	propTimeout      = 200 * time.Millisecond
+	// flowWindow is the HTTP/2 flow-control window per stream and
+	// connection. A fixed window turns off gRPC's bandwidth estimation,
+	// whose pings and window updates cost wake-ups on every stream.
+	flowWindow = 8 << 20
 )
 
 // marshalCached marshals a message whose size was just computed by
@@ -108,7 +112,8 @@ func newTransport(self uint64, lis net.Listener, queueLen, maxBatch int, h raftH
 	if ta, ok := lis.Addr().(*net.TCPAddr); ok && !ta.IP.IsUnspecified() {
 		t.localIP = ta.IP
 	}
-	t.srv = grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.MaxRecvMsgSize(maxFrameBytes))
+	t.srv = grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.MaxRecvMsgSize(maxFrameBytes),
+		grpc.InitialWindowSize(flowWindow), grpc.InitialConnWindowSize(flowWindow))
 	t.srv.RegisterService(&grpc.ServiceDesc{
 		ServiceName: transportService,
 		HandlerType: (*any)(nil),
@@ -367,6 +372,7 @@ func (p *peer) run() {
 	}
 	conn, err := grpc.NewClient("passthrough:///"+p.addr,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(flowWindow), grpc.WithInitialConnWindowSize(flowWindow),
 		grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
 			return dialer.DialContext(ctx, "tcp", a)
 		}),
