@@ -111,9 +111,13 @@ func appendBytes(dst, b []byte) []byte {
 
 // DecodeBatch decodes a batch written by EncodeBatch. Malformed input is
 // rejected with a *DecodeError (wrapping ErrMalformed) naming the field.
+//
+// Decoding a well-formed batch allocates the command and write slices, one
+// copy of the input that every decoded byte field points into, and the
+// non-empty strings; field names are only built for an error.
 func DecodeBatch(b []byte) ([]Command, error) {
 	d := decoder{b: b}
-	v, err := d.u8("version")
+	v, err := d.u8(topField("version"))
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +125,7 @@ func DecodeBatch(b []byte) ([]Command, error) {
 		return nil, &DecodeError{Field: "version", Offset: 0, Msg: fmt.Sprintf("unsupported version %d (this build reads version %d)", v, CodecVersion)}
 	}
 	// A command takes at least 9 bytes (7 length prefixes + 2 single bytes).
-	n, err := d.count("count", 9)
+	n, err := d.count(topField("count"), 9)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +135,7 @@ func DecodeBatch(b []byte) ([]Command, error) {
 	}
 	for i := range cmds {
 		c := &cmds[i]
-		p := func(f string) string { return fmt.Sprintf("commands[%d].%s", i, f) }
+		p := func(name string) field { return field{cmd: i, write: -1, name: name} }
 		if c.ID, err = d.str(p("id")); err != nil {
 			return nil, err
 		}
@@ -160,7 +164,7 @@ func DecodeBatch(b []byte) ([]Command, error) {
 		}
 		for j := range c.Effect.Writes {
 			w := &c.Effect.Writes[j]
-			pw := func(f string) string { return fmt.Sprintf("commands[%d].writes[%d].%s", i, j, f) }
+			pw := func(name string) field { return field{cmd: i, write: j, name: name} }
 			if w.Key, err = d.str(pw("key")); err != nil {
 				return nil, err
 			}
@@ -170,7 +174,7 @@ func DecodeBatch(b []byte) ([]Command, error) {
 				return nil, err
 			}
 			if f&^flagsKnown != 0 {
-				return nil, &DecodeError{Field: pw("flags"), Offset: off, Msg: fmt.Sprintf("unknown flag bits %#x", f&^flagsKnown)}
+				return nil, &DecodeError{Field: pw("flags").String(), Offset: off, Msg: fmt.Sprintf("unknown flag bits %#x", f&^flagsKnown)}
 			}
 			w.Delete = f&flagDelete != 0
 			w.Unconditional = f&flagUnconditional != 0
@@ -194,31 +198,55 @@ func DecodeBatch(b []byte) ([]Command, error) {
 	return cmds, nil
 }
 
+// field names a field for a DecodeError; String builds the name, which is
+// only needed when decoding fails.
+type field struct {
+	cmd, write int // -1 outside a command / write
+	name       string
+	suffix     string
+}
+
+func topField(name string) field { return field{cmd: -1, write: -1, name: name} }
+
+func (f field) String() string {
+	switch {
+	case f.write >= 0:
+		return fmt.Sprintf("commands[%d].writes[%d].%s%s", f.cmd, f.write, f.name, f.suffix)
+	case f.cmd >= 0:
+		return fmt.Sprintf("commands[%d].%s%s", f.cmd, f.name, f.suffix)
+	}
+	return f.name + f.suffix
+}
+
 type decoder struct {
 	b   []byte
 	off int
+	// own is a copy of b, made on the first non-empty byte field; decoded
+	// byte fields are capacity-limited slices of it, so the caller never
+	// aliases the input and one allocation serves the whole batch.
+	own []byte
 }
 
-func (d *decoder) u8(field string) (byte, error) {
+func (d *decoder) u8(f field) (byte, error) {
 	if d.off >= len(d.b) {
-		return 0, &DecodeError{Field: field, Offset: d.off, Msg: "unexpected end of input"}
+		return 0, &DecodeError{Field: f.String(), Offset: d.off, Msg: "unexpected end of input"}
 	}
 	v := d.b[d.off]
 	d.off++
 	return v, nil
 }
 
-func (d *decoder) uvarint(field string) (uint64, error) {
+func (d *decoder) uvarint(f field) (uint64, error) {
 	v, n := binary.Uvarint(d.b[d.off:])
 	switch {
 	case n == 0:
-		return 0, &DecodeError{Field: field, Offset: d.off, Msg: "unexpected end of input in varint"}
+		return 0, &DecodeError{Field: f.String(), Offset: d.off, Msg: "unexpected end of input in varint"}
 	case n < 0:
-		return 0, &DecodeError{Field: field, Offset: d.off, Msg: "varint overflows 64 bits"}
+		return 0, &DecodeError{Field: f.String(), Offset: d.off, Msg: "varint overflows 64 bits"}
 	}
 	// Reject non-minimal encodings so that every batch has one encoding.
 	if n > 1 && d.b[d.off+n-1] == 0 {
-		return 0, &DecodeError{Field: field, Offset: d.off, Msg: "varint is not minimally encoded"}
+		return 0, &DecodeError{Field: f.String(), Offset: d.off, Msg: "varint is not minimally encoded"}
 	}
 	d.off += n
 	return v, nil
@@ -226,39 +254,52 @@ func (d *decoder) uvarint(field string) (uint64, error) {
 
 // count reads an element count and checks that the remaining input could
 // hold that many elements of at least minSize bytes each.
-func (d *decoder) count(field string, minSize int) (int, error) {
+func (d *decoder) count(f field, minSize int) (int, error) {
 	off := d.off
-	v, err := d.uvarint(field)
+	v, err := d.uvarint(f)
 	if err != nil {
 		return 0, err
 	}
 	rem := uint64(len(d.b) - d.off)
 	if v > rem/uint64(minSize) {
-		return 0, &DecodeError{Field: field, Offset: off, Msg: fmt.Sprintf("count %d cannot fit in the remaining %d bytes", v, rem)}
+		return 0, &DecodeError{Field: f.String(), Offset: off, Msg: fmt.Sprintf("count %d cannot fit in the remaining %d bytes", v, rem)}
 	}
 	return int(v), nil
 }
 
-func (d *decoder) bytes(field string) ([]byte, error) {
+// span reads a length-prefixed field and returns its offsets in d.b.
+func (d *decoder) span(f field) (start, end int, err error) {
 	off := d.off
-	l, err := d.uvarint(field + ".length")
+	lf := f
+	lf.suffix = ".length"
+	l, err := d.uvarint(lf)
 	if err != nil {
-		return nil, err
+		return 0, 0, err
 	}
 	rem := uint64(len(d.b) - d.off)
 	if l > rem {
-		return nil, &DecodeError{Field: field, Offset: off, Msg: fmt.Sprintf("length %d exceeds the remaining %d bytes", l, rem)}
+		return 0, 0, &DecodeError{Field: f.String(), Offset: off, Msg: fmt.Sprintf("length %d exceeds the remaining %d bytes", l, rem)}
 	}
-	if l == 0 {
-		return nil, nil
-	}
-	out := make([]byte, l)
-	copy(out, d.b[d.off:])
+	start = d.off
 	d.off += int(l)
-	return out, nil
+	return start, d.off, nil
 }
 
-func (d *decoder) str(field string) (string, error) {
-	b, err := d.bytes(field)
-	return string(b), err
+func (d *decoder) bytes(f field) ([]byte, error) {
+	start, end, err := d.span(f)
+	if err != nil || start == end {
+		return nil, err
+	}
+	if d.own == nil {
+		d.own = append([]byte(nil), d.b...)
+	}
+	return d.own[start:end:end], nil
+}
+
+func (d *decoder) str(f field) (string, error) {
+	start, end, err := d.span(f)
+	if err != nil {
+		return "", err
+	}
+	return string(d.b[start:end]), nil
 }

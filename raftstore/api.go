@@ -18,8 +18,11 @@ import (
 
 // proposal is one proposed batch waiting for local apply.
 type proposal struct {
-	n       *Node
-	req     uint64
+	n   *Node
+	req uint64
+	// ids are the batch's command IDs: a snapshot that covers the batch
+	// settles it from the restored outcome table.
+	ids     []string
 	done    chan struct{}
 	once    sync.Once
 	results []kv.Result
@@ -54,11 +57,11 @@ func (p *proposal) Wait(ctx context.Context) ([]kv.Result, error) {
 	}
 }
 
-// Propose hands a batch to raft as one log entry. A nil error means only
-// that raft accepted it (on a follower: forwarded it to the leader); use
-// the Proposal's Wait for the outcome. Errors wrapping kv.ErrNoLeader or
-// kv.ErrDropped mean the batch was definitely not appended; kv.ErrUnknown
-// means ctx ended while raft held it (it may still commit).
+// Propose hands a batch to raft as one log entry; it does not block on
+// the network or the disk. A nil error means only that raft accepted it (on
+// a follower: forwarded it to the leader); use the Proposal's Wait for the
+// outcome. Errors wrapping kv.ErrNoLeader or kv.ErrDropped mean the batch
+// was definitely not appended.
 func (n *Node) Propose(ctx context.Context, batch []kv.Command) (kv.Proposal, error) {
 	if err := n.running(); err != nil {
 		return nil, err
@@ -75,11 +78,15 @@ func (n *Node) Propose(ctx context.Context, batch []kv.Command) (kv.Proposal, er
 		return nil, fmt.Errorf("raftstore: propose: %w", kv.ErrNoLeader)
 	}
 	req := n.reqSeq.Add(1)
-	p := &proposal{n: n, req: req, done: make(chan struct{})}
+	p := &proposal{n: n, req: req, done: make(chan struct{}), ids: make([]string, len(batch))}
+	for i := range batch {
+		p.ids[i] = batch[i].ID
+	}
 	n.mu.Lock()
 	n.waiters[req] = p
 	n.mu.Unlock()
-	if err := n.rn.Propose(ctx, encodeEnvelope(n.id, req, batch)); err != nil {
+	data := encodeEnvelope(n.id, req, batch)
+	if err := n.withRaft(func(rn *raft.RawNode) error { return rn.Propose(data) }); err != nil {
 		n.mu.Lock()
 		delete(n.waiters, req)
 		n.mu.Unlock()
@@ -157,7 +164,7 @@ func (n *Node) linearize(ctx context.Context) error {
 	retry := time.NewTicker(10 * n.cfg.TickInterval)
 	defer retry.Stop()
 	for {
-		if err := n.rn.ReadIndex(ctx, rctx); err != nil {
+		if err := n.withRaft(func(rn *raft.RawNode) error { rn.ReadIndex(rctx); return nil }); err != nil {
 			return fmt.Errorf("raftstore: linearizable read: %w", n.proposeErr(err))
 		}
 		select {
@@ -225,7 +232,8 @@ func (n *Node) Members() []kv.Member {
 	}
 	n.mu.Unlock()
 	if n.IsLeader() {
-		st := n.rn.Status()
+		var st raft.Status
+		_ = n.withRaft(func(rn *raft.RawNode) error { st = rn.Status(); return nil })
 		for i, id := range ids {
 			if pr, ok := st.Progress[id]; ok {
 				out[i].Match = pr.Match
@@ -338,7 +346,7 @@ func (n *Node) confChange(ctx context.Context, cc *raftpb.ConfChange) error {
 	// has not itself marked the previous one applied. Entries can be applied
 	// here before raft's Advance records them, so wait for raft to catch up
 	// with what this node applied, which includes the previous change.
-	for applied := n.applied.Load(); n.rn.Status().Applied < applied; {
+	for applied := n.applied.Load(); n.raftApplied() < applied; {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("raftstore: conf change: %w", ctx.Err())
@@ -358,7 +366,7 @@ func (n *Node) confChange(ctx context.Context, cc *raftpb.ConfChange) error {
 		delete(n.ccWaiters, ccID)
 		n.mu.Unlock()
 	}()
-	if err := n.rn.ProposeConfChange(ctx, cc); err != nil {
+	if err := n.withRaft(func(rn *raft.RawNode) error { return rn.ProposeConfChange(cc) }); err != nil {
 		return fmt.Errorf("raftstore: conf change: %w", n.proposeErr(err))
 	}
 	select {
@@ -369,6 +377,13 @@ func (n *Node) confChange(ctx context.Context, cc *raftpb.ConfChange) error {
 	case <-n.stopc:
 		return n.stopErr()
 	}
+}
+
+// raftApplied is the applied index raft has recorded (at Advance).
+func (n *Node) raftApplied() uint64 {
+	var applied uint64
+	_ = n.withRaft(func(rn *raft.RawNode) error { applied = rn.BasicStatus().Applied; return nil })
+	return applied
 }
 
 // TransferLeadership asks the leader to hand leadership to toID and waits
@@ -393,7 +408,7 @@ func (n *Node) TransferLeadership(ctx context.Context, toID string) error {
 			return nil
 		}
 		if lead != raft.None {
-			n.rn.TransferLeadership(ctx, lead, to)
+			_ = n.withRaft(func(rn *raft.RawNode) error { rn.TransferLeader(to); return nil })
 		}
 		select {
 		case <-tick.C:

@@ -8,6 +8,8 @@ import (
 	"net"
 	"time"
 
+	"go.etcd.io/raft/v3/raftpb"
+
 	"github.com/writ-dev/writ/kv"
 )
 
@@ -67,6 +69,9 @@ type Config struct {
 	// Checker, if set, is consulted for every command at apply.
 	Checker kv.Checker
 	// Observer, if set, is told about every applied batch, in log order.
+	// After a snapshot restore it is called once with the snapshot's index
+	// and an empty batch: the entries a snapshot covers are not applied,
+	// nor reported, one by one.
 	Observer kv.ApplyObserver
 	// Logger receives structured logs (default slog.Default()).
 	Logger *slog.Logger
@@ -79,6 +84,9 @@ type testHooks struct {
 	// beforeWALSave is called before every WAL append; an error is treated
 	// exactly like a failed write or fsync.
 	beforeWALSave func() error
+	// dropMessage is asked about every outgoing raft message; true drops
+	// it as a lost packet would be (partitions between nodes).
+	dropMessage func(m *raftpb.Message) bool
 }
 
 func (c *Config) withDefaults() (Config, error) {

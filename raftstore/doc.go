@@ -7,8 +7,12 @@
 //
 // # The Ready loop
 //
-// One goroutine drives raft. For every Ready it performs these duties, in
-// this order; an error in any of them stops the node (see "Failure"):
+// One goroutine, the Ready loop, drives raft, a RawNode. Proposers and the
+// transport step it directly under a mutex (raft.Node's own goroutine and
+// its channel handoffs are not used); the Ready loop holds that mutex only
+// to take a Ready, to tick and to Advance, never while it writes to disk.
+// For every Ready it performs these duties, in this order; an error in any
+// of them stops the node (see "Failure"):
 //
 //  1. If the Ready carries a snapshot, save it: the snapshot file first,
 //     then its WAL record, so that a restart can always find the snapshot
@@ -20,29 +24,49 @@
 //     leader's disk: followers persist before they answer, and raft counts
 //     the leader's own log toward commit only after Advance (step 8), i.e.
 //     once it is durable here. Every other message, above all vote and
-//     append responses, waits for step 5.
-//  3. Append the hard state and the new entries to the WAL, with fsync.
-//  4. Apply the snapshot to, and append the entries to, raft's in-memory
+//     append responses, waits for step 6.
+//  3. Hand the snapshot and the committed entries, in order, to the
+//     applier goroutine. Committed entries are durable on a quorum
+//     already, so they are applied while this node's own fsync of newer
+//     entries runs (as etcd's server does); the applier snapshots only
+//     what the log storage holds (step 5).
+//  4. Append the hard state and the new entries to the WAL, with fsync.
+//  5. Apply the snapshot to, and append the entries to, raft's in-memory
 //     log storage.
-//  5. Send the remaining messages (only now: they may promise durability).
-//  6. Answer waiting linearizable reads from the ReadStates.
-//  7. Hand the snapshot and the committed entries, in order, to the
-//     applier goroutine.
+//  6. Send the remaining messages (only now: they may promise durability).
+//  7. Answer waiting linearizable reads from the ReadStates.
 //  8. Call Advance.
 //
-// Proposals batch on their own: while step 3 waits for the disk, raft keeps
-// accepting proposals, and the next Ready carries all of them, so many
-// entries share one fsync (the benchmark reports entries per fsync).
+// Before steps 2 and 6 send, a peer's consecutive appends of one term with
+// contiguous entries are merged into one append, and its consecutive
+// successful acknowledgements into the highest one (raft emits one append
+// per proposal and one acknowledgement per append; the merged message
+// implies the dropped ones, as if they were lost).
 //
-// A ticker calls Tick every TickInterval on the same goroutine.
+// Proposals batch on their own: while step 4 waits for the disk, proposers
+// keep stepping raft, and the next Ready carries all of their entries, so
+// many entries share one fsync (the benchmark reports entries per fsync).
 //
-// The applier applies what step 7 handed over, one bbolt transaction per
+// The loop calls Tick every TickInterval, also while Readys keep coming.
+//
+// The applier applies what step 3 handed over, one bbolt transaction per
 // batch of Readys, then (a) tells the kv.ApplyObserver about each applied
 // entry in log order, (b) releases the Proposal waiters of entries this node
-// proposed, and (c) every SnapshotCount entries takes a snapshot of the
-// state, saves it (snap file + WAL record), compacts the in-memory log to
-// SnapshotCatchUp entries behind it and releases older WAL segments (a
-// background purge keeps the newest few on disk).
+// proposed, and (c) every SnapshotCount entries, once the log storage holds
+// the applied index, takes a snapshot of the state, saves it (snap file +
+// WAL record), compacts the in-memory log to SnapshotCatchUp entries behind
+// it and releases older WAL segments (a background purge keeps the newest
+// few on disk). The newest snapshot's data is kept beside raft's
+// MemoryStorage, which holds only its metadata, so the state is not copied
+// whenever raft creates or reads a snapshot.
+//
+// A received snapshot replaces the state in one transaction. The entries
+// it covers are not applied one by one, so afterwards (a) the observer is
+// called once with the snapshot's index and an empty batch, and (b) every
+// waiting Proposal whose command IDs all have a StatusApplied outcome in
+// the restored table finishes with those outcomes (a recorded conflict or
+// rejection may belong to an earlier attempt with the same ID, so such a
+// waiter keeps waiting for its own entry or its deadline).
 //
 // # Applied state and why bbolt
 //
@@ -95,7 +119,8 @@
 //
 // The observer sees each entry once per application: normally once, but
 // again if the node rebuilds a lost state.db from the log, so observers key
-// their effects by log index.
+// their effects by log index; and not at all if it arrives in a snapshot
+// (see above).
 //
 // # Restart and replay
 //
@@ -111,8 +136,8 @@
 // # Waiting, reads, errors
 //
 // Propose returns once raft accepted the entry (a follower forwards it to
-// the leader); Proposal.Wait returns the per-command results after local
-// apply. kv.ErrNoLeader and kv.ErrDropped mean the entry was definitely not
+// the leader); without a known leader raft refuses it at once. Proposal.Wait
+// returns the per-command results after local apply. kv.ErrNoLeader and kv.ErrDropped mean the entry was definitely not
 // appended; kv.ErrUnknown means the context ended while the entry may still
 // commit (ask Outcome by command ID); kv.ErrStopped means the node stopped.
 // Get/List with linearizable=false read local applied state; with
@@ -122,10 +147,12 @@
 // # Failure
 //
 // A WAL write or fsync error, a snapshot save error or a state commit error
-// is never acknowledged: the loop returns before sending or applying, the
-// node stops, Err reports the cause, waiters get kv.ErrStopped, and a restart
-// recovers from what is on disk (W10). Config has an unexported hook that
-// tests use to inject a WAL failure.
+// is never acknowledged: the loop returns before sending anything that
+// depends on the failed write and before raft learns of it (the entries
+// already handed to the applier are committed, i.e. durable on a quorum,
+// and a leader's are durable here too), the node stops, Err reports the cause, waiters get kv.ErrStopped, and a restart
+// recovers from what is on disk (W10). Config has unexported hooks that
+// tests use to inject a WAL failure and to drop messages between nodes.
 //
 // # Membership
 //
@@ -155,12 +182,14 @@
 // connections bind to the host of RaftAddr, so a partition between two
 // addresses can be injected with packet filters.
 //
-// The receiving side steps every message into raft in order, except
-// forwarded proposals (MsgProp): raft blocks a proposal while the node knows
-// no leader, so they are stepped by a separate goroutine per stream, each
-// with a short deadline, and dropped when that queue is full or no leader
-// appears in time (as a follower without a leader drops them). Stepping them
-// inline once let a restarted former leader stall its stream from the new
-// leader on proposals queued for it before the crash, so it never saw the
-// heartbeats behind them and stayed without a leader.
+// Each message is marshalled straight into its frame. The receiving side
+// steps every message into raft in order, except forwarded proposals
+// (MsgProp), which are stepped by a separate goroutine per stream, each with
+// a short deadline, and dropped when that queue is full (as a follower
+// without a leader drops them). Stepping them inline once let a restarted
+// former leader stall its stream from the new leader on proposals queued for
+// it before the crash (raft.Node, used then, blocked a proposal while no
+// leader was known), so it never saw the heartbeats behind them and stayed
+// without a leader; the node's own step no longer blocks, and the separate
+// goroutine keeps the transport safe with any handler.
 package raftstore

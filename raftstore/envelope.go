@@ -17,11 +17,27 @@ import (
 const envelopeVersion = 1
 
 func encodeEnvelope(origin, req uint64, cmds []kv.Command) []byte {
-	b := make([]byte, 0, 64)
+	b := make([]byte, 0, envelopeSizeHint(cmds))
 	b = append(b, envelopeVersion)
 	b = binary.AppendUvarint(b, origin)
 	b = binary.AppendUvarint(b, req)
 	return kv.AppendBatch(b, cmds)
+}
+
+// envelopeSizeHint bounds the encoded size of an envelope (the kv codec
+// writes at most this many varint and flag bytes around the fields), so
+// that encoding allocates once.
+func envelopeSizeHint(cmds []kv.Command) int {
+	n := 1 + 3*binary.MaxVarintLen64
+	for i := range cmds {
+		c := &cmds[i]
+		n += 2 + 7*binary.MaxVarintLen64 + len(c.ID) + len(c.Type) + len(c.Key) + len(c.Guard) + len(c.Payload) + len(c.Origin)
+		for j := range c.Effect.Writes {
+			w := &c.Effect.Writes[j]
+			n += 1 + 3*binary.MaxVarintLen64 + len(w.Key) + len(w.Value)
+		}
+	}
+	return n
 }
 
 func decodeEnvelope(data []byte) (origin, req uint64, cmds []kv.Command, err error) {

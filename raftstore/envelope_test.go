@@ -56,3 +56,15 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		}
 	}
 }
+
+func TestEnvelopeEncodesWithinItsSizeHint(t *testing.T) {
+	cmds := []kv.Command{
+		{ID: "id", Type: "t", Key: "k", Guard: []byte("g"), Payload: []byte("p"), Origin: "o",
+			Effect: kv.Effect{Writes: []kv.Write{{Key: "a", Value: make([]byte, 300), IfRev: 1 << 62}, {Key: "b", Delete: true}}}},
+		{ID: string(make([]byte, 200))},
+	}
+	b := encodeEnvelope(1<<63, 1<<63, cmds)
+	if hint := envelopeSizeHint(cmds); len(b) > hint || cap(b) != hint {
+		t.Fatalf("encoded %d bytes (cap %d), hint %d: the buffer grew", len(b), cap(b), hint)
+	}
+}

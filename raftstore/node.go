@@ -41,17 +41,24 @@ var (
 // Node is one member of a replicated log. Create it with Start; it runs
 // until Stop or a fatal storage error (see Err and Done).
 type Node struct {
-	cfg     Config
-	id      uint64
-	log     *slog.Logger
-	rn      raft.Node
-	storage *raft.MemoryStorage
-	wal     *wal.WAL
-	snapper *snap.Snapshotter
-	snapDir string
-	st      *stateDB
-	tr      *transport
-	applyc  chan applyTask
+	cfg Config
+	id  uint64
+	log *slog.Logger
+	// rn is the raft state machine. Every call into it holds rnMu; the
+	// Ready loop holds it only to take a Ready, tick and Advance, never
+	// while it writes to disk, so proposals and messages stepped in the
+	// meantime join the next Ready (one fsync for all of them).
+	rnMu      sync.Mutex
+	rn        *raft.RawNode
+	rnStopped bool          // guarded by rnMu: set once the node stops
+	wakec     chan struct{} // wakes the Ready loop after a step
+	storage   *logStorage
+	wal       *wal.WAL
+	snapper   *snap.Snapshotter
+	snapDir   string
+	st        *stateDB
+	tr        *transport
+	applyc    chan applyTask
 
 	leader   atomic.Uint64
 	isLeader atomic.Bool
@@ -104,12 +111,13 @@ func Start(c Config) (*Node, error) {
 		cfg:       cfg,
 		id:        RaftID(cfg.NodeID),
 		log:       cfg.Logger.With("component", "raftstore", "node", cfg.NodeID),
-		storage:   raft.NewMemoryStorage(),
+		storage:   newLogStorage(),
 		applyc:    make(chan applyTask, 256),
 		waiters:   map[uint64]*proposal{},
 		ccWaiters: map[uint64]chan struct{}{},
 		reads:     map[uint64]chan uint64{},
 		appliedCh: make(chan struct{}),
+		wakec:     make(chan struct{}, 1),
 		stopc:     make(chan struct{}),
 		done:      make(chan struct{}),
 		confState: &raftpb.ConfState{},
@@ -153,10 +161,13 @@ func Start(c Config) (*Node, error) {
 	if len(peers) == 0 {
 		peers = []Peer{{ID: cfg.NodeID, Addr: addr}}
 	}
-	switch {
-	case !fresh || cfg.Join:
-		n.rn = raft.RestartNode(rc)
-	default:
+	n.rn, err = raft.NewRawNode(rc)
+	if err != nil {
+		_ = lis.Close()
+		n.closeStorage()
+		return nil, fmt.Errorf("raftstore: start raft: %w", err)
+	}
+	if fresh && !cfg.Join {
 		rpeers := make([]raft.Peer, len(peers))
 		for i, p := range peers {
 			a := p.Addr
@@ -165,14 +176,21 @@ func Start(c Config) (*Node, error) {
 			}
 			rpeers[i] = raft.Peer{ID: RaftID(p.ID), Context: encodeMemberContext(p.ID, a)}
 		}
-		n.rn = raft.StartNode(rc, rpeers)
+		if err := n.rn.Bootstrap(rpeers); err != nil {
+			_ = lis.Close()
+			n.closeStorage()
+			return nil, fmt.Errorf("raftstore: bootstrap raft: %w", err)
+		}
 		if len(peers) == 1 {
 			// A fresh single-node cluster need not wait an election timeout.
-			_ = n.rn.Campaign(context.Background())
+			_ = n.rn.Campaign()
 		}
 	}
 	// The transport starts after raft: it steps incoming messages into it.
 	n.tr = newTransport(n.id, lis, cfg.SendQueue, cfg.MaxBatchBytes, n, n.log)
+	if cfg.hooks != nil {
+		n.tr.drop = cfg.hooks.dropMessage
+	}
 	for id, m := range n.members {
 		if id != n.id {
 			n.tr.setPeer(id, m.Addr)
@@ -268,7 +286,7 @@ func (n *Node) open() error {
 		return nil
 	}
 	if snapshot != nil {
-		if err := n.storage.ApplySnapshot(snapshot); err != nil {
+		if err := n.storage.applySnapshot(snapshot); err != nil {
 			return fmt.Errorf("raftstore: apply snapshot to log: %w", err)
 		}
 		if applied < snapshot.GetMetadata().GetIndex() {
@@ -321,20 +339,57 @@ func (n *Node) run() {
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
 	for {
+		// Tick even while Readys keep coming.
 		select {
 		case <-ticker.C:
+			n.rnMu.Lock()
 			n.rn.Tick()
-		case rd := <-n.rn.Ready():
+			n.rnMu.Unlock()
+		default:
+		}
+		n.rnMu.Lock()
+		var rd raft.Ready
+		has := n.rn.HasReady()
+		if has {
+			rd = n.rn.Ready()
+		}
+		n.rnMu.Unlock()
+		if has {
 			if err := n.handleReady(rd); err != nil {
 				if !errors.Is(err, errStopping) {
 					n.failAsync(err)
 				}
 				return
 			}
+			continue
+		}
+		select {
+		case <-ticker.C:
+			n.rnMu.Lock()
+			n.rn.Tick()
+			n.rnMu.Unlock()
+		case <-n.wakec:
 		case <-n.stopc:
 			return
 		}
 	}
+}
+
+// withRaft calls f with the raft state machine, then wakes the Ready loop.
+// It returns raft.ErrStopped once the node is stopping.
+func (n *Node) withRaft(f func(rn *raft.RawNode) error) error {
+	n.rnMu.Lock()
+	if n.rnStopped {
+		n.rnMu.Unlock()
+		return raft.ErrStopped
+	}
+	err := f(n.rn)
+	n.rnMu.Unlock()
+	select {
+	case n.wakec <- struct{}{}:
+	default:
+	}
+	return err
 }
 
 var errStopping = errors.New("raftstore: stopping")
@@ -359,13 +414,27 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	// appends and heartbeats now, in parallel with its own fsync (raft
 	// thesis §10.2.1): they promise nothing about the leader's disk, and
 	// the leader's own log counts toward commit only after Advance. Every
-	// other message (vote and append responses above all) waits for step 5.
+	// other message (vote and append responses above all) waits for step 6.
 	early := n.isLeader.Load() && !hasSnap && n.hardStateDurable(rd.HardState)
 	late := rd.Messages
 	if early && len(rd.Messages) > 0 {
 		late = n.sendEarly(rd.Messages)
 	}
-	// 3. Append entries and hard state to the WAL, with fsync.
+	// 3. Hand the snapshot and the committed entries to the applier, in
+	// order. Committed entries are durable on a quorum already, so applying
+	// them runs in parallel with this node's fsync of newer entries (as
+	// etcd's server does); the applier snapshots only what the log storage
+	// holds (step 5).
+	if hasSnap || len(rd.CommittedEntries) > 0 {
+		t := applyTask{entries: rd.CommittedEntries}
+		if hasSnap {
+			t.snap = rd.Snapshot
+		}
+		if err := n.handToApplier(t); err != nil {
+			return err
+		}
+	}
+	// 4. Append entries and hard state to the WAL, with fsync.
 	if h := n.cfg.hooks; h != nil && h.beforeWALSave != nil && (len(rd.Entries) > 0 || !raft.IsEmptyHardState(rd.HardState)) {
 		if err := h.beforeWALSave(); err != nil {
 			return fmt.Errorf("raftstore: WAL write/fsync failed; stopping without acknowledging: %w", err)
@@ -381,19 +450,19 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		n.fsyncs.Add(1)
 		n.entries.Add(uint64(len(rd.Entries)))
 	}
-	// 4. Make the snapshot and entries visible to raft's storage.
+	// 5. Make the snapshot and entries visible to raft's storage.
 	if hasSnap {
-		if err := n.storage.ApplySnapshot(rd.Snapshot); err != nil {
+		if err := n.storage.applySnapshot(rd.Snapshot); err != nil {
 			return fmt.Errorf("raftstore: apply snapshot to log storage: %w", err)
 		}
 	}
 	if err := n.storage.Append(rd.Entries); err != nil {
 		return fmt.Errorf("raftstore: append to log storage: %w", err)
 	}
-	// 5. Send the remaining messages, only now that what they promise is
+	// 6. Send the remaining messages, only now that what they promise is
 	// durable.
-	n.tr.send(late)
-	// 6. Answer linearizable reads.
+	n.tr.send(coalesce(late, n.cfg.MaxBatchBytes))
+	// 7. Answer linearizable reads.
 	if len(rd.ReadStates) > 0 {
 		n.mu.Lock()
 		for _, rs := range rd.ReadStates {
@@ -408,19 +477,10 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		}
 		n.mu.Unlock()
 	}
-	// 7. Hand the snapshot and the committed entries to the applier, in
-	// order.
-	if hasSnap || len(rd.CommittedEntries) > 0 {
-		t := applyTask{entries: rd.CommittedEntries}
-		if hasSnap {
-			t.snap = rd.Snapshot
-		}
-		if err := n.handToApplier(t); err != nil {
-			return err
-		}
-	}
 	// 8. Tell raft this Ready is handled.
-	n.rn.Advance()
+	n.rnMu.Lock()
+	n.rn.Advance(rd)
+	n.rnMu.Unlock()
 	return nil
 }
 
@@ -451,7 +511,7 @@ func (n *Node) sendEarly(msgs []*raftpb.Message) []*raftpb.Message {
 			late = append(late, m)
 		}
 	}
-	n.tr.send(now)
+	n.tr.send(coalesce(now, n.cfg.MaxBatchBytes))
 	return late
 }
 
@@ -474,11 +534,13 @@ func (n *Node) saveSnapshot(s *raftpb.Snapshot) error {
 // per batch of Ready results, then releases waiters and observers.
 func (n *Node) applier() {
 	defer n.wg.Done()
+	var retry <-chan time.Time // set while a due snapshot waits for the log
 	for {
 		var tasks []applyTask
 		select {
 		case t := <-n.applyc:
 			tasks = append(tasks, t)
+		case <-retry:
 		case <-n.stopc:
 			return
 		}
@@ -510,12 +572,21 @@ func (n *Node) applier() {
 			n.failAsync(err)
 			return
 		}
-		if err := n.maybeSnapshot(); err != nil {
+		deferred, err := n.maybeSnapshot()
+		if err != nil {
 			n.failAsync(err)
 			return
 		}
+		retry = nil
+		if deferred {
+			retry = time.After(snapshotRetry)
+		}
 	}
 }
+
+// snapshotRetry is how soon a due snapshot that had to wait for the log
+// storage is tried again when no new entries arrive.
+const snapshotRetry = 10 * time.Millisecond
 
 type appliedEntry struct {
 	index   uint64
@@ -536,6 +607,7 @@ func (n *Node) applyEntries(ents []*raftpb.Entry) error {
 	removedSelf := false
 	membersChanged := false
 	err := n.st.db.Update(func(tx *bolt.Tx) error {
+		atx := n.st.beginApply(tx)
 		for _, e := range ents {
 			idx := e.GetIndex()
 			switch e.GetType() {
@@ -546,7 +618,7 @@ func (n *Node) applyEntries(ents []*raftpb.Entry) error {
 				}
 				// Always re-applied, also on replay: raft's configuration
 				// is rebuilt from the snapshot plus these entries.
-				if cs := n.rn.ApplyConfChange(cc); cs != nil {
+				if cs := n.applyConfChange(cc); cs != nil {
 					n.confState = cs
 				}
 				self := n.applyMemberChange(cc)
@@ -563,7 +635,7 @@ func (n *Node) applyEntries(ents []*raftpb.Entry) error {
 				if err := proto.Unmarshal(e.GetData(), cc); err != nil {
 					return fmt.Errorf("raftstore: entry %d: decode conf change v2: %w", idx, err)
 				}
-				if cs := n.rn.ApplyConfChange(cc); cs != nil {
+				if cs := n.applyConfChange(cc); cs != nil {
 					n.confState = cs
 				}
 			case raftpb.EntryNormal:
@@ -575,12 +647,15 @@ func (n *Node) applyEntries(ents []*raftpb.Entry) error {
 					// Every replica fails alike; stopping beats diverging.
 					return fmt.Errorf("raftstore: entry %d cannot be applied (written by a newer version?): %w", idx, err)
 				}
-				results, err := n.st.applyCommands(tx, idx, cmds, n.cfg.Checker)
+				results, err := atx.applyCommands(idx, cmds, n.cfg.Checker)
 				if err != nil {
 					return err
 				}
 				done = append(done, appliedEntry{index: idx, origin: origin, req: req, cmds: cmds, results: results})
 			}
+		}
+		if err := atx.finish(); err != nil {
+			return err
 		}
 		meta := tx.Bucket(bucketMeta)
 		if last > cur {
@@ -695,6 +770,68 @@ func (n *Node) restoreSnapshot(s *raftpb.Snapshot) error {
 	}
 	n.setApplied(md.GetIndex())
 	n.log.Info("raftstore: restored state from snapshot", "index", md.GetIndex())
+	// The entries the snapshot covers are not applied one by one here:
+	// tell the observer where the state now is, and settle the waiters
+	// whose outcome the snapshot recorded.
+	if obs := n.cfg.Observer; obs != nil {
+		obs.Applied(md.GetIndex(), nil, nil)
+	}
+	return n.settleFromOutcomes()
+}
+
+// settleFromOutcomes finishes every waiting proposal whose commands all
+// have a StatusApplied outcome in the state, with those outcomes. Only an
+// application settles a command ID for good: a recorded conflict or
+// rejection may belong to an earlier attempt with the same ID, so such a
+// waiter keeps waiting for its own entry (or its deadline).
+func (n *Node) settleFromOutcomes() error {
+	n.mu.Lock()
+	waiting := make([]*proposal, 0, len(n.waiters))
+	for _, p := range n.waiters {
+		waiting = append(waiting, p)
+	}
+	n.mu.Unlock()
+	if len(waiting) == 0 {
+		return nil
+	}
+	type settled struct {
+		p       *proposal
+		results []kv.Result
+	}
+	var done []settled
+	err := n.st.db.View(func(tx *bolt.Tx) error {
+		outb := tx.Bucket(bucketOutcomes)
+	next:
+		for _, p := range waiting {
+			results := make([]kv.Result, len(p.ids))
+			for i, id := range p.ids {
+				if id == "" {
+					continue next
+				}
+				r, ok := decodeOutcome(outb.Get([]byte(id)))
+				if !ok || r.Status != kv.StatusApplied {
+					continue next
+				}
+				results[i] = r
+			}
+			done = append(done, settled{p, results})
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("raftstore: read outcomes after snapshot restore: %w", err)
+	}
+	n.mu.Lock()
+	for _, d := range done {
+		if n.waiters[d.p.req] == d.p {
+			delete(n.waiters, d.p.req)
+			d.p.finish(d.results, nil)
+		}
+	}
+	n.mu.Unlock()
+	if len(done) > 0 {
+		n.log.Info("raftstore: settled waiting proposals from the snapshot's outcomes", "count", len(done))
+	}
 	return nil
 }
 
@@ -703,46 +840,51 @@ func (n *Node) restoreSnapshot(s *raftpb.Snapshot) error {
 // member added after the last snapshot must receive a snapshot whose
 // configuration includes it, or it refuses it), then compacts the
 // in-memory log and the WAL locks behind it.
-func (n *Node) maybeSnapshot() error {
+func (n *Node) maybeSnapshot() (deferred bool, err error) {
 	due := n.applied.Load()-n.snapIndex.Load() >= n.cfg.SnapshotCount
 	if first, err := n.storage.FirstIndex(); err == nil && first > 1 && n.confSinceSnap {
 		due = true
 	}
 	if !due {
-		return nil
+		return false, nil
+	}
+	if last, err := n.storage.LastIndex(); err != nil || last < n.applied.Load() {
+		// Entries are applied in parallel with the WAL save of this node's
+		// own copy (see handleReady): snapshot once the log holds them.
+		return true, nil
 	}
 	n.confSinceSnap = false
 	// The snapshot is where older WAL entries stop being the only durable
 	// copy of the state: make the state durable first.
 	if err := n.st.sync(); err != nil {
-		return fmt.Errorf("raftstore: sync state before snapshot: %w", err)
+		return false, fmt.Errorf("raftstore: sync state before snapshot: %w", err)
 	}
 	idx, data, err := n.st.snapshotData()
 	if err != nil {
-		return fmt.Errorf("raftstore: read state for snapshot: %w", err)
+		return false, fmt.Errorf("raftstore: read state for snapshot: %w", err)
 	}
-	s, err := n.storage.CreateSnapshot(idx, n.confState, data)
+	s, err := n.storage.createSnapshot(idx, n.confState, data)
 	if errors.Is(err, raft.ErrSnapOutOfDate) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("raftstore: create snapshot %d: %w", idx, err)
+		return false, fmt.Errorf("raftstore: create snapshot %d: %w", idx, err)
 	}
 	if err := n.saveSnapshot(s); err != nil {
-		return err
+		return false, err
 	}
 	n.snapIndex.Store(idx)
 	if idx > n.cfg.SnapshotCatchUp {
 		if err := n.storage.Compact(idx - n.cfg.SnapshotCatchUp); err != nil && !errors.Is(err, raft.ErrCompacted) {
-			return fmt.Errorf("raftstore: compact log to %d: %w", idx-n.cfg.SnapshotCatchUp, err)
+			return false, fmt.Errorf("raftstore: compact log to %d: %w", idx-n.cfg.SnapshotCatchUp, err)
 		}
 	}
 	if err := n.wal.ReleaseLockTo(idx); err != nil {
-		return fmt.Errorf("raftstore: release WAL before %d: %w", idx, err)
+		return false, fmt.Errorf("raftstore: release WAL before %d: %w", idx, err)
 	}
 	n.purgeSnapFiles(2)
 	n.log.Debug("raftstore: snapshot", "index", idx, "bytes", len(data))
-	return nil
+	return false, nil
 }
 
 // purgeSnapFiles keeps the newest keep snapshot files.
@@ -785,9 +927,31 @@ func (n *Node) waitApplied(ctx context.Context, idx uint64) error {
 
 // ---- transport callbacks ----
 
-func (n *Node) step(ctx context.Context, m *raftpb.Message) error { return n.rn.Step(ctx, m) }
-func (n *Node) reportUnreachable(id uint64)                       { n.rn.ReportUnreachable(id) }
-func (n *Node) reportSnapshot(id uint64, s raft.SnapshotStatus)   { n.rn.ReportSnapshot(id, s) }
+// step steps a message received from a peer. Messages raft refuses (a
+// local message type, a response from a peer it does not know) are
+// dropped; only a stopping node returns an error.
+func (n *Node) step(_ context.Context, m *raftpb.Message) error {
+	err := n.withRaft(func(rn *raft.RawNode) error { return rn.Step(m) })
+	if errors.Is(err, raft.ErrStopped) {
+		return err
+	}
+	return nil
+}
+
+func (n *Node) reportUnreachable(id uint64) {
+	_ = n.withRaft(func(rn *raft.RawNode) error { rn.ReportUnreachable(id); return nil })
+}
+
+func (n *Node) reportSnapshot(id uint64, s raft.SnapshotStatus) {
+	_ = n.withRaft(func(rn *raft.RawNode) error { rn.ReportSnapshot(id, s); return nil })
+}
+
+// applyConfChange tells raft that a configuration change was applied.
+func (n *Node) applyConfChange(cc raftpb.ConfChangeI) *raftpb.ConfState {
+	var cs *raftpb.ConfState
+	_ = n.withRaft(func(rn *raft.RawNode) error { cs = rn.ApplyConfChange(cc); return nil })
+	return cs
+}
 
 // ---- lifecycle ----
 
@@ -843,7 +1007,9 @@ func (n *Node) failAsync(err error) {
 func (n *Node) shutdown() {
 	n.stopOnce.Do(func() {
 		close(n.stopc)
-		n.rn.Stop()
+		n.rnMu.Lock()
+		n.rnStopped = true
+		n.rnMu.Unlock()
 		n.wg.Wait()
 		n.tr.close()
 		if err := n.wal.Close(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/server/v3/storage/wal"
+	"go.etcd.io/raft/v3"
 	"go.uber.org/zap"
 
 	"github.com/writ-dev/writ/kv"
@@ -665,7 +666,8 @@ func TestInvalidCommandsAreRejectedNotFatal(t *testing.T) {
 	}
 	// Another proposer (older version, bug) got it into the log anyway:
 	// every replica records the same rejection and keeps going.
-	if err := n.rn.Propose(ctx, encodeEnvelope(999, 1, []kv.Command{bad})); err != nil {
+	data := encodeEnvelope(999, 1, []kv.Command{bad})
+	if err := n.withRaft(func(rn *raft.RawNode) error { return rn.Propose(data) }); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "rejection recorded", func() bool {

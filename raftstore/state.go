@@ -129,8 +129,8 @@ func decodeRecord(key string, v []byte) kv.Record {
 	return rec
 }
 
-func encodeOutcome(r kv.Result) []byte {
-	b := binary.BigEndian.AppendUint64(nil, r.Index)
+func appendOutcome(b []byte, r kv.Result) []byte {
+	b = binary.BigEndian.AppendUint64(b, r.Index)
 	b = append(b, byte(r.Status))
 	b = binary.BigEndian.AppendUint64(b, r.FirstIndex)
 	return append(b, r.Reason...)
@@ -148,21 +148,73 @@ func decodeOutcome(v []byte) (kv.Result, bool) {
 	}, true
 }
 
-// applyTx applies one batch of commands at index inside tx. The decision
-// for each command depends only on the state in tx, so every replica decides
-// the same: duplicate (ID already applied) → checker veto → revision
-// preconditions → writes.
-func (s *stateDB) applyCommands(tx *bolt.Tx, index uint64, cmds []kv.Command, checker kv.Checker) ([]kv.Result, error) {
-	kvb := tx.Bucket(bucketKV)
-	outb := tx.Bucket(bucketOutcomes)
+// applyTx is one apply transaction: its buckets, the outcome count (read
+// once, written once at the end) and an arena for the keys and values
+// handed to bbolt, which must stay valid until the transaction ends.
+type applyTx struct {
+	s                  *stateDB
+	kvb, outb, ord, mb *bolt.Bucket
+	count              uint64
+	countChanged       bool
+	arena              []byte
+}
+
+const arenaChunk = 32 << 10
+
+func (s *stateDB) beginApply(tx *bolt.Tx) *applyTx {
+	a := &applyTx{
+		s:    s,
+		kvb:  tx.Bucket(bucketKV),
+		outb: tx.Bucket(bucketOutcomes),
+		ord:  tx.Bucket(bucketOrder),
+		mb:   tx.Bucket(bucketMeta),
+	}
+	// Retention order keys only grow (log index first): fill pages fully
+	// instead of splitting them in half.
+	a.ord.FillPercent = 1.0
+	a.count = u64(a.mb.Get(keyOutCount))
+	return a
+}
+
+// buf returns an empty slice with capacity n that lives as long as the
+// transaction; the caller appends at most n bytes to it.
+func (a *applyTx) buf(n int) []byte {
+	if n > arenaChunk/4 {
+		return make([]byte, 0, n)
+	}
+	if cap(a.arena)-len(a.arena) < n {
+		// Chunks grow with the transaction: one entry's transaction stays
+		// small, a large batch's takes few allocations.
+		a.arena = make([]byte, 0, min(max(2*cap(a.arena), 1024), arenaChunk))
+	}
+	l := len(a.arena)
+	a.arena = a.arena[:l+n]
+	return a.arena[l : l : l+n]
+}
+
+// finish writes what the transaction kept in memory.
+func (a *applyTx) finish() error {
+	if !a.countChanged {
+		return nil
+	}
+	return a.mb.Put(keyOutCount, binary.BigEndian.AppendUint64(a.buf(8), a.count))
+}
+
+// applyCommands applies one batch of commands at index. The decision for
+// each command depends only on the state in the transaction, so every
+// replica decides the same: duplicate (ID already applied) → checker veto →
+// revision preconditions → writes.
+func (a *applyTx) applyCommands(index uint64, cmds []kv.Command, checker kv.Checker) ([]kv.Result, error) {
 	results := make([]kv.Result, len(cmds))
 	for i := range cmds {
 		c := &cmds[i]
 		res := kv.Result{Index: index}
 		var prev kv.Result
 		var hasPrev bool
+		var idKey []byte
 		if c.ID != "" {
-			prev, hasPrev = decodeOutcome(outb.Get([]byte(c.ID)))
+			idKey = append(a.buf(len(c.ID)), c.ID...)
+			prev, hasPrev = decodeOutcome(a.outb.Get(idKey))
 		}
 		switch {
 		case hasPrev && (prev.Status == kv.StatusApplied):
@@ -176,7 +228,7 @@ func (s *stateDB) applyCommands(tx *bolt.Tx, index uint64, cmds []kv.Command, ch
 				break
 			}
 			if checker != nil {
-				veto, err := runChecker(checker, c, txReader{kvb})
+				veto, err := runChecker(checker, c, txReader{a.kvb})
 				if err != nil {
 					return nil, fmt.Errorf("raftstore: apply index %d command %q: %w", index, c.ID, err)
 				}
@@ -186,18 +238,19 @@ func (s *stateDB) applyCommands(tx *bolt.Tx, index uint64, cmds []kv.Command, ch
 					break
 				}
 			}
-			if reason := checkPreconditions(kvb, c.Effect.Writes); reason != "" {
+			if reason := checkPreconditions(a.kvb, c.Effect.Writes); reason != "" {
 				res.Status = kv.StatusConflict
 				res.Reason = reason
 				break
 			}
 			for _, w := range c.Effect.Writes {
+				key := append(a.buf(len(w.Key)), w.Key...)
 				var err error
 				if w.Delete {
-					err = kvb.Delete([]byte(w.Key))
+					err = a.kvb.Delete(key)
 				} else {
-					v := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(w.Value)), index)
-					err = kvb.Put([]byte(w.Key), append(v, w.Value...))
+					v := binary.BigEndian.AppendUint64(a.buf(8+len(w.Value)), index)
+					err = a.kvb.Put(key, append(v, w.Value...))
 				}
 				if err != nil {
 					return nil, fmt.Errorf("raftstore: apply index %d key %q: %w", index, w.Key, err)
@@ -210,7 +263,7 @@ func (s *stateDB) applyCommands(tx *bolt.Tx, index uint64, cmds []kv.Command, ch
 		// application; a non-applied outcome is replaced by a later attempt
 		// with the same ID (it changed nothing, so a retry is safe).
 		if c.ID != "" && res.Status != kv.StatusDuplicate {
-			if err := s.recordOutcome(tx, c.ID, res, prev, hasPrev); err != nil {
+			if err := a.recordOutcome(idKey, res, prev, hasPrev); err != nil {
 				return nil, err
 			}
 		}
@@ -269,47 +322,44 @@ func checkPreconditions(kvb *bolt.Bucket, writes []kv.Write) string {
 	return ""
 }
 
-func orderKey(index uint64, id string) []byte {
-	return append(binary.BigEndian.AppendUint64(nil, index), id...)
+func (a *applyTx) orderKey(index uint64, id []byte) []byte {
+	return append(binary.BigEndian.AppendUint64(a.buf(8+len(id)), index), id...)
 }
 
-func (s *stateDB) recordOutcome(tx *bolt.Tx, id string, res kv.Result, prev kv.Result, hasPrev bool) error {
-	meta := tx.Bucket(bucketMeta)
-	outb := tx.Bucket(bucketOutcomes)
-	ord := tx.Bucket(bucketOrder)
-	count := u64(meta.Get(keyOutCount))
+func (a *applyTx) recordOutcome(id []byte, res kv.Result, prev kv.Result, hasPrev bool) error {
 	if hasPrev {
-		if err := ord.Delete(orderKey(prev.Index, id)); err != nil {
+		if err := a.ord.Delete(a.orderKey(prev.Index, id)); err != nil {
 			return err
 		}
-		count--
+		a.count--
 	}
-	if err := outb.Put([]byte(id), encodeOutcome(res)); err != nil {
+	if err := a.outb.Put(id, appendOutcome(a.buf(17+len(res.Reason)), res)); err != nil {
 		return err
 	}
-	if err := ord.Put(orderKey(res.Index, id), nil); err != nil {
+	if err := a.ord.Put(a.orderKey(res.Index, id), nil); err != nil {
 		return err
 	}
-	count++
+	a.count++
+	a.countChanged = true
 	// Bounded retention: forget the oldest outcomes beyond the limit. The
 	// order is the log order, so every replica forgets the same ones.
-	if s.retention > 0 {
-		cur := ord.Cursor()
-		for count > s.retention {
+	if a.s.retention > 0 && a.count > a.s.retention {
+		cur := a.ord.Cursor()
+		for a.count > a.s.retention {
 			k, _ := cur.First()
 			if k == nil {
 				break
 			}
-			if err := outb.Delete(k[8:]); err != nil {
+			if err := a.outb.Delete(k[8:]); err != nil {
 				return err
 			}
 			if err := cur.Delete(); err != nil {
 				return err
 			}
-			count--
+			a.count--
 		}
 	}
-	return meta.Put(keyOutCount, putU64(count))
+	return nil
 }
 
 func (s *stateDB) get(key string) (kv.Record, bool, error) {
@@ -381,26 +431,27 @@ func (s *stateDB) hash() (applied uint64, sum [32]byte, err error) {
 var snapMagic = []byte("WRITSNAP\x01")
 
 func (s *stateDB) snapshotData() (applied uint64, data []byte, err error) {
-	buf := bytes.NewBuffer(append([]byte(nil), snapMagic...))
 	err = s.db.View(func(tx *bolt.Tx) error {
+		// The database size bounds the records' size: one allocation.
+		data = append(make([]byte, 0, tx.Size()+int64(len(snapMagic))+1), snapMagic...)
 		applied = u64(tx.Bucket(bucketMeta).Get(keyApplied))
 		for i, name := range allBuckets {
 			err := tx.Bucket(name).ForEach(func(k, v []byte) error {
-				buf.WriteByte(byte(i + 1))
-				buf.Write(binary.AppendUvarint(nil, uint64(len(k))))
-				buf.Write(k)
-				buf.Write(binary.AppendUvarint(nil, uint64(len(v))))
-				buf.Write(v)
+				data = append(data, byte(i+1))
+				data = binary.AppendUvarint(data, uint64(len(k)))
+				data = append(data, k...)
+				data = binary.AppendUvarint(data, uint64(len(v)))
+				data = append(data, v...)
 				return nil
 			})
 			if err != nil {
 				return err
 			}
 		}
+		data = append(data, 0)
 		return nil
 	})
-	buf.WriteByte(0)
-	return applied, buf.Bytes(), err
+	return applied, data, err
 }
 
 // restore replaces the whole state with snapshot data in one transaction.

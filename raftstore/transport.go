@@ -42,7 +42,15 @@ const (
 	snapInterval     = 500 * time.Millisecond
 	propQueue        = 1024
 	propTimeout      = 200 * time.Millisecond
+	// flowWindow is the HTTP/2 flow-control window per stream and
+	// connection. A fixed window turns off gRPC's bandwidth estimation,
+	// whose pings and window updates cost wake-ups on every stream.
+	flowWindow = 8 << 20
 )
+
+// marshalCached marshals a message whose size was just computed by
+// proto.Size, without computing it again.
+var marshalCached = proto.MarshalOptions{UseCachedSize: true}
 
 type rawCodec struct{}
 
@@ -80,6 +88,9 @@ type transport struct {
 	maxBatch int
 	h        raftHandler
 	log      *slog.Logger
+	// drop, if set (tests only, before the first send), drops outgoing
+	// messages it returns true for, like a lost packet.
+	drop func(m *raftpb.Message) bool
 
 	lis net.Listener
 	srv *grpc.Server
@@ -101,7 +112,8 @@ func newTransport(self uint64, lis net.Listener, queueLen, maxBatch int, h raftH
 	if ta, ok := lis.Addr().(*net.TCPAddr); ok && !ta.IP.IsUnspecified() {
 		t.localIP = ta.IP
 	}
-	t.srv = grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.MaxRecvMsgSize(maxFrameBytes))
+	t.srv = grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.MaxRecvMsgSize(maxFrameBytes),
+		grpc.InitialWindowSize(flowWindow), grpc.InitialConnWindowSize(flowWindow))
 	t.srv.RegisterService(&grpc.ServiceDesc{
 		ServiceName: transportService,
 		HandlerType: (*any)(nil),
@@ -135,7 +147,7 @@ func (t *transport) serve(ss grpc.ServerStream) error {
 			}
 		}
 	}
-	// Forwarded proposals are stepped off the stream: raft blocks a
+	// Forwarded proposals are stepped off the stream: a handler may hold a
 	// proposal while this node knows no leader (a restarted node receiving
 	// proposals queued for it while it was the leader), and the heartbeats
 	// that would tell it the leader arrive behind them on this stream.
@@ -294,7 +306,7 @@ func (t *transport) send(msgs []*raftpb.Message) {
 	for _, m := range msgs {
 		to := m.GetTo()
 		p, ok := t.peers[to]
-		if !ok {
+		if !ok || t.drop != nil && t.drop(m) {
 			t.h.reportUnreachable(to)
 			if m.GetType() == raftpb.MsgSnap {
 				t.h.reportSnapshot(to, raft.SnapshotFailure)
@@ -360,6 +372,7 @@ func (p *peer) run() {
 	}
 	conn, err := grpc.NewClient("passthrough:///"+p.addr,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(flowWindow), grpc.WithInitialConnWindowSize(flowWindow),
 		grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
 			return dialer.DialContext(ctx, "tcp", a)
 		}),
@@ -422,6 +435,7 @@ func (p *peer) run() {
 // pump sends batches until the stream fails or the peer stops.
 func (p *peer) pump(stream grpc.ClientStream, pending *[]*raftpb.Message) error {
 	defer func() { _ = stream.CloseSend() }()
+	var sizes []int
 	for {
 		var first *raftpb.Message
 		select {
@@ -430,29 +444,36 @@ func (p *peer) pump(stream grpc.ClientStream, pending *[]*raftpb.Message) error 
 		case first = <-p.q:
 		}
 		batch := append((*pending)[:0], first)
-		size := proto.Size(first)
+		sizes = append(sizes[:0], proto.Size(first))
+		size := sizes[0]
 	drain:
 		for size < p.t.maxBatch && len(batch) < 512 {
 			select {
 			case m := <-p.q:
 				batch = append(batch, m)
-				size += proto.Size(m)
+				sizes = append(sizes, proto.Size(m))
+				size += sizes[len(sizes)-1]
 			default:
 				break drain
 			}
 		}
 		*pending = batch
 		// A fresh buffer per frame: the raw codec hands this slice to gRPC,
-		// which may still be writing it after SendMsg returns.
-		buf := binary.AppendUvarint(make([]byte, 0, size+8*len(batch)+8), uint64(len(batch)))
+		// which may still be writing it after SendMsg returns. Messages are
+		// marshalled straight into it, reusing the sizes computed above.
+		buf := binary.AppendUvarint(make([]byte, 0, size+binary.MaxVarintLen64*(len(batch)+1)), uint64(len(batch)))
 		hasSnap := false
-		for _, m := range batch {
-			mb, err := proto.Marshal(m)
+		for i, m := range batch {
+			buf = binary.AppendUvarint(buf, uint64(sizes[i]))
+			before := len(buf)
+			var err error
+			buf, err = marshalCached.MarshalAppend(buf, m)
 			if err != nil {
 				return fmt.Errorf("raftstore: transport: marshal: %w", err)
 			}
-			buf = binary.AppendUvarint(buf, uint64(len(mb)))
-			buf = append(buf, mb...)
+			if len(buf)-before != sizes[i] {
+				return fmt.Errorf("raftstore: transport: message %d changed size while queued (%d, now %d bytes)", i, sizes[i], len(buf)-before)
+			}
 			hasSnap = hasSnap || m.GetType() == raftpb.MsgSnap
 		}
 		if err := stream.SendMsg(&buf); err != nil {
