@@ -80,7 +80,7 @@ func (p *Pipeline) ConfigUpgradeAsync(ctx context.Context, en Entry) *Handle {
 	e := p.live[id]
 	if e == nil || e.replied {
 		e = &entry{kind: kindConfig, class: ir.ClassConfig, desc: ps.desc, typ: ps.desc.Name, cmdID: id, userID: ps.id,
-			payload: ps.payload, json: ps.json, done: make(chan struct{}), deadline: now.Add(p.cfg.ConfigTimeout),
+			payload: ps.payload, json: ps.json, deadline: now.Add(p.cfg.ConfigTimeout),
 			keys: []string{configStagedPrefix + ps.id, ConfigCommittedKey}}
 		p.trace("validate", e, 0, "ok")
 		p.enqueueLocked(e, false)
@@ -101,7 +101,7 @@ func (p *Pipeline) setPhaseLocked(e *entry, ph cfgPhase) {
 // planConfig reads the staged record and decides the next command.
 func (p *Pipeline) planConfig(ctx context.Context, log Log, e *entry) {
 	if err := p.readState(ctx, log, e); err != nil {
-		e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: "reading state: " + err.Error()}
+		e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: "reading state: " + err.Error()}
 		return
 	}
 	srec, _ := e.stateOf(configStagedPrefix + e.userID)
@@ -109,16 +109,16 @@ func (p *Pipeline) planConfig(ctx context.Context, log Log, e *entry) {
 	var st stagedConfig
 	if srec.Rev != 0 {
 		if err := json.Unmarshal(srec.Value, &st); err != nil {
-			e.plan, e.planOut = planFinish, Outcome{Status: StatusRejected, Reason: "staged record unreadable: " + err.Error()}
+			e.plan, e.planOut = planFinish, &Outcome{Status: StatusRejected, Reason: "staged record unreadable: " + err.Error()}
 			return
 		}
 	}
 	switch st.State {
 	case "activated":
-		e.plan, e.planOut = planFinish, Outcome{Status: StatusCommitted, Index: srec.Rev}
+		e.plan, e.planOut = planFinish, &Outcome{Status: StatusCommitted, Index: srec.Rev}
 		return
 	case "aborted":
-		e.plan, e.planOut = planFinish, abortedOutcome(srec.Rev)
+		e.plan, e.planOut = planFinish, ptrTo(abortedOutcome(srec.Rev))
 		return
 	}
 	p.mu.Lock()
@@ -145,7 +145,7 @@ func (p *Pipeline) planConfig(ctx context.Context, log Log, e *entry) {
 		var tag ConfigTag
 		if trec.Rev != 0 {
 			if err := json.Unmarshal(trec.Value, &tag); err != nil {
-				e.plan, e.planOut = planFinish, Outcome{Status: StatusRejected, Reason: "committed tag unreadable: " + err.Error()}
+				e.plan, e.planOut = planFinish, &Outcome{Status: StatusRejected, Reason: "committed tag unreadable: " + err.Error()}
 				return
 			}
 		}

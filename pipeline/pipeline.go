@@ -122,8 +122,6 @@ const (
 
 // entry is one operation moving through the stages.
 type entry struct {
-	kind    kind
-	class   ir.Class
 	desc    *ir.TypeDesc
 	typ     string
 	cmdID   string
@@ -134,51 +132,94 @@ type entry struct {
 	inst    string
 	mkey    string
 	keys    []string
-	rounds  int // NeedKeys rounds
+	keyBuf  [4]string // backs keys when they fit
 
-	deadline  time.Time // zero: none (facts)
-	notBefore time.Time
-	backoff   time.Duration
+	deadline   time.Time // zero: none (facts)
+	notBefore  time.Time
+	proposedAt time.Time
+	checkedAt  time.Time // last outcome lookup for an unconfirmed fact
+	backoff    time.Duration
+	attempt    uint64
+	proposals  uint32 // proposals of this entry since the node started
+	conflicts  int32
 
-	attempt     uint64
+	kind        kind
+	class       ir.Class
+	rounds      uint8 // NeedKeys rounds
+	verdict     Verdict
+	phase       cfgPhase
 	proposed    bool
-	proposedAt  time.Time
-	checkedAt   time.Time // last outcome lookup for an unconfirmed fact
-	proposals   uint32    // proposals of this entry since the node started
 	everApplied bool
-	conflicts   int
 	held        bool
 	queued      bool
 	finished    bool
 	replied     bool
 	receiptItem bool
-	resolve     string // conflict key to resolve (ResolveConflict)
-	altID       string // command ID proposed when it differs from cmdID
-	note        string
-	recordOnly  string // receipt item rejection to record in the log
+	// inFlush: the entry is being evaluated outside the lock; completion
+	// and timeouts that arrive meanwhile are deferred to the end of the
+	// flush (late, timeoutWhy).
+	inFlush bool
+	plan    plan // scratch for one flush
+
+	x *entryExtra // rarely needed fields
 
 	provisional kv.Effect
 	result      []byte
-	verdict     Verdict
 
-	phase cfgPhase
-	done  chan struct{}
-	out   Outcome
-	h     Handle
+	done chan struct{}
+	out  Outcome
+	h    Handle
 
-	// inFlush: the entry is being evaluated outside the lock; completion
-	// and timeouts that arrive meanwhile are deferred to the end of the
-	// flush (lateCmd/lateRes, timeoutWhy).
-	inFlush    bool
-	lateCmd    *kv.Command
-	lateRes    kv.Result
+	late       *lateResult
 	timeoutWhy string
 
 	// scratch for one flush
-	plan    plan
-	planOut Outcome
+	planOut *Outcome
 	cmd     *kv.Command // into the flush's command arena
 	state   []kv.Record
+}
+
+// entryExtra holds the fields only some entries use.
+type entryExtra struct {
+	resolve    string // conflict key to resolve (ResolveConflict)
+	note       string
+	recordOnly string // receipt item rejection to record in the log
+	altID      string // command ID proposed when it differs from cmdID
+}
+
+func (e *entry) extra() *entryExtra {
+	if e.x == nil {
+		e.x = &entryExtra{}
+	}
+	return e.x
+}
+
+func (e *entry) resolveKey() string {
+	if e.x == nil {
+		return ""
+	}
+	return e.x.resolve
+}
+
+func (e *entry) recordOnly() string {
+	if e.x == nil {
+		return ""
+	}
+	return e.x.recordOnly
+}
+
+func (e *entry) altID() string {
+	if e.x == nil {
+		return ""
+	}
+	return e.x.altID
+}
+
+// lateResult is an application that arrived while the entry was in a
+// flush.
+type lateResult struct {
+	cmd kv.Command
+	res kv.Result
 }
 
 type plan uint8
@@ -219,8 +260,11 @@ type Pipeline struct {
 	flushing bool
 	batchBuf []*entry
 	itemsBuf []EvalItem
-	// stateArena backs the entries' state during one flush (flush only).
+	// stateArena backs the entries' state during one flush, cmdArena the
+	// commands under construction and writeArena their writes (flush only).
 	stateArena []kv.Record
+	cmdArena   []kv.Command
+	writeArena []kv.Write
 	idxBuf     []int
 	started    bool
 	stopped    bool
@@ -527,9 +571,12 @@ func requestCmdID(id string) string    { return "req:" + id }
 func factCmdID(typ, id string) string  { return "fact:" + typ + ":" + id }
 func configCmdID(id, ph string) string { return "cfg:" + id + ":" + ph }
 
-func (p *Pipeline) newEntry(k kind, ps parsed, cmdID string) *entry {
-	e := &entry{kind: k, class: ps.class, desc: ps.desc, typ: ps.desc.Name, cmdID: cmdID, userID: ps.id,
-		payload: ps.payload, json: ps.json, done: make(chan struct{})}
+// newEntry builds an entry for a parsed payload. The command ID is the
+// concatenation of idParts; it, the machine key and (for facts) the
+// conflict key share one allocation.
+func (p *Pipeline) newEntry(k kind, ps parsed, idParts ...string) *entry {
+	e := &entry{kind: k, class: ps.class, desc: ps.desc, typ: ps.desc.Name, userID: ps.id,
+		payload: ps.payload, json: ps.json}
 	keys := ps.payload.Keys()
 	n := len(keys)
 	if ps.desc.Machine != nil {
@@ -539,20 +586,57 @@ func (p *Pipeline) newEntry(k kind, ps parsed, cmdID string) *entry {
 			n += 2
 		}
 	}
-	e.keys = make([]string, 0, n)
+	if n <= len(e.keyBuf) {
+		e.keys = e.keyBuf[:0]
+	} else {
+		e.keys = make([]string, 0, n)
+	}
 	e.keys = append(e.keys, keys...)
-	if e.machine != nil && e.inst != "" {
-		e.mkey = MachineKey(e.machine.Name, e.inst)
+	idLen := 0
+	for _, s := range idParts {
+		idLen += len(s)
+	}
+	withMachine := e.machine != nil && e.inst != ""
+	withConflict := withMachine && e.class != ir.ClassRequest
+	size := idLen
+	if withMachine {
+		size += len(MachinePrefix) + len(e.machine.Name) + 1 + len(e.inst)
+	}
+	if withConflict {
+		size += len(ConflictPrefix) + len(e.machine.Name) + 1 + len(e.inst)
+	}
+	var sb strings.Builder
+	sb.Grow(size)
+	for _, s := range idParts {
+		sb.WriteString(s)
+	}
+	if withMachine {
+		sb.WriteString(MachinePrefix)
+		sb.WriteString(e.machine.Name)
+		sb.WriteByte('/')
+		sb.WriteString(e.inst)
+	}
+	mkeyEnd := sb.Len()
+	if withConflict {
+		sb.WriteString(ConflictPrefix)
+		sb.WriteString(e.machine.Name)
+		sb.WriteByte('/')
+		sb.WriteString(e.inst)
+	}
+	all := sb.String()
+	e.cmdID = all[:idLen]
+	if withMachine {
+		e.mkey = all[idLen:mkeyEnd]
 		e.keys = append(e.keys, e.mkey)
-		if e.class != ir.ClassRequest {
-			e.keys = append(e.keys, ConflictKey(e.machine.Name, e.inst))
-		}
+	}
+	if withConflict {
+		e.keys = append(e.keys, all[mkeyEnd:])
 	}
 	return e
 }
 
 func (p *Pipeline) factFromOutbox(it OutboxItem) (*entry, error) {
-	e := &entry{kind: kindFact, class: ir.ClassFact, typ: it.Type, cmdID: it.ID, userID: it.ID, json: it.Payload, done: make(chan struct{})}
+	e := &entry{kind: kindFact, class: ir.ClassFact, typ: it.Type, cmdID: it.ID, userID: it.ID, json: it.Payload}
 	d, ok := p.cat.Type(it.Type)
 	if !ok || d.ParseJSON == nil {
 		return e, fmt.Errorf("pipeline: type %q is not declared by this schema", it.Type)
@@ -590,7 +674,30 @@ type Handle struct {
 }
 
 // Done is closed when the outcome is known.
-func (h *Handle) Done() <-chan struct{} { return h.e.done }
+func (h *Handle) Done() <-chan struct{} {
+	h.p.mu.Lock()
+	defer h.p.mu.Unlock()
+	return h.e.doneLocked()
+}
+
+// closedDone is the Done channel of entries answered before anyone asked.
+var closedDone = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// doneLocked is the entry's Done channel, made on first use: nobody waits
+// on most receipt items or on requests answered before their caller looks.
+func (e *entry) doneLocked() chan struct{} {
+	if e.done == nil {
+		if e.replied {
+			return closedDone
+		}
+		e.done = make(chan struct{})
+	}
+	return e.done
+}
 
 // Outcome returns the outcome; valid after Done is closed.
 func (h *Handle) Outcome() Outcome {
@@ -600,8 +707,7 @@ func (h *Handle) Outcome() Outcome {
 }
 
 func doneHandle(p *Pipeline, o Outcome) *Handle {
-	e := &entry{done: make(chan struct{}), out: o, finished: true, replied: true}
-	close(e.done)
+	e := &entry{out: o, finished: true, replied: true}
 	return &Handle{e: e, p: p}
 }
 
@@ -613,15 +719,16 @@ func (p *Pipeline) Submit(ctx context.Context, en Entry) Outcome {
 }
 
 func (p *Pipeline) wait(ctx context.Context, h *Handle) Outcome {
+	done := h.Done()
 	select {
-	case <-h.e.done:
+	case <-done:
 	case <-ctx.Done():
 		p.mu.Lock()
 		if !h.e.replied {
 			p.timeoutLocked(h.e, "request context ended: "+ctx.Err().Error())
 		}
 		p.mu.Unlock()
-		<-h.e.done
+		<-done
 	}
 	return h.Outcome()
 }
@@ -664,24 +771,25 @@ func (p *Pipeline) traceReject(en Entry, o *Outcome) {
 }
 
 func (p *Pipeline) startRequest(ctx context.Context, ps parsed, receiptItem bool) *Handle {
-	cmdID := requestCmdID(ps.id)
 	now := p.clock.Now()
 	deadline := now.Add(p.cfg.CommitTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
+	// Built before taking the lock; dropped if the request is already in
+	// flight.
+	e := p.newEntry(kindRequest, ps, "req:", ps.id)
+	e.deadline = deadline
+	e.receiptItem = receiptItem
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped {
 		return doneHandle(p, Outcome{ID: ps.id, Type: ps.desc.Name, Status: StatusUnavailable, Reason: ErrStopped.Error()})
 	}
-	if cur := p.live[cmdID]; cur != nil && !cur.replied {
+	if cur := p.live[e.cmdID]; cur != nil && !cur.replied {
 		// Same request ID already in flight: share its outcome.
 		return &Handle{e: cur, p: p}
 	}
-	e := p.newEntry(kindRequest, ps, cmdID)
-	e.deadline = deadline
-	e.receiptItem = receiptItem
 	p.trace("validate", e, 0, "ok")
 	p.enqueueLocked(e, false)
 	p.wakeup()
@@ -712,20 +820,20 @@ func (p *Pipeline) Report(ctx context.Context, en Entry) Ack {
 func (p *Pipeline) acceptFacts(facts []parsed) error {
 	now := p.clock.Now().UTC()
 	items := make([]OutboxItem, len(facts))
+	es := make([]*entry, len(facts))
 	for i, ps := range facts {
-		items[i] = OutboxItem{ID: factCmdID(ps.desc.Name, ps.id), Type: ps.desc.Name, Payload: ps.json, Received: now}
+		es[i] = p.newEntry(kindFact, ps, "fact:", ps.desc.Name, ":", ps.id)
+		items[i] = OutboxItem{ID: es[i].cmdID, Type: ps.desc.Name, Payload: ps.json, Received: now}
 	}
 	if err := p.outbox.AddBatch(items); err != nil {
 		return fmt.Errorf("pipeline: %d fact(s) not accepted: %w", len(items), err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, ps := range facts {
-		id := factCmdID(ps.desc.Name, ps.id)
-		if p.live[id] != nil {
+	for _, e := range es {
+		if p.live[e.cmdID] != nil {
 			continue
 		}
-		e := p.newEntry(kindFact, ps, id)
 		p.trace("outbox", e, 0, "fsync ok, received")
 		p.enqueueLocked(e, false)
 	}
@@ -828,7 +936,7 @@ func (p *Pipeline) Flush(ctx context.Context) {
 		return
 	}
 	p.flushing = true
-	now := p.clock.Now()
+	var now time.Time // read once, when an entry backs off
 	batch := p.batchBuf[:0]
 	bytes := 0
 	clear(p.blocked)
@@ -836,6 +944,9 @@ func (p *Pipeline) Flush(ctx context.Context) {
 	for _, e := range p.queue {
 		if e == nil || e.finished {
 			continue
+		}
+		if !e.notBefore.IsZero() && now.IsZero() {
+			now = p.clock.Now()
 		}
 		if now.Before(e.notBefore) {
 			// Backing off: it does not hold up later entries on its keys
@@ -874,8 +985,9 @@ func (p *Pipeline) Flush(ctx context.Context) {
 }
 
 func (p *Pipeline) latchLocked(e *entry) bool {
+	blocked := len(p.blocked) > 0
 	for _, k := range e.keys {
-		if h := p.latches[k]; (h != nil && h != e) || p.blocked[k] {
+		if h := p.latches[k]; (h != nil && h != e) || (blocked && p.blocked[k]) {
 			return false
 		}
 	}
@@ -901,35 +1013,42 @@ func (p *Pipeline) unlatchLocked(e *entry) {
 
 func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 	items, evalIdx := p.itemsBuf[:0], p.idxBuf[:0]
-	arena := make([]kv.Command, len(batch)) // the batch's commands under construction
+	// The batch's commands under construction (flush only: proposed
+	// commands are copied out below).
+	if cap(p.cmdArena) < len(batch) {
+		p.cmdArena = make([]kv.Command, len(batch))
+	}
+	arena := p.cmdArena[:len(batch)]
 	defer func() {
 		clear(items)
 		p.itemsBuf, p.idxBuf = items[:0], evalIdx[:0]
 		clear(p.stateArena)
 		p.stateArena = p.stateArena[:0]
+		clear(arena)
+		p.writeArena = nil
 	}()
 	for i, e := range batch {
-		e.plan, e.planOut = planNone, Outcome{}
+		e.plan, e.planOut = planNone, nil
 		e.cmd = &arena[i]
 		if e.kind == kindConfig {
 			p.planConfig(ctx, log, e)
 			continue
 		}
-		if e.resolve != "" {
+		if e.resolveKey() != "" {
 			p.planResolve(ctx, log, e)
 			continue
 		}
-		if e.recordOnly != "" {
-			*e.cmd = p.baseCmd(e, VerdictReject, guardInfo{Reason: e.recordOnly})
+		if ro := e.recordOnly(); ro != "" {
+			*e.cmd = p.baseCmd(e, VerdictReject, guardInfo{Reason: ro})
 			e.plan = planPropose
 			continue
 		}
 		if r, ok := log.Outcome(e.cmdID); ok && (r.Status == kv.StatusApplied || r.Status == kv.StatusDuplicate) {
-			e.plan, e.planOut = planIdentity, Outcome{Status: StatusCommitted, Index: r.Index, Duplicate: true}
+			e.plan, e.planOut = planIdentity, &Outcome{Status: StatusCommitted, Index: r.Index, Duplicate: true}
 			continue
 		}
 		if err := p.readState(ctx, log, e); err != nil {
-			e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: "reading state: " + err.Error()}
+			e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: "reading state: " + err.Error()}
 			continue
 		}
 		if own, ok := p.ownTransition(e); ok {
@@ -966,19 +1085,37 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 		if err == nil && len(results) != len(items) {
 			err = fmt.Errorf("evaluator returned %d results for %d items", len(results), len(items))
 		}
+		if err == nil {
+			// One allocation for the writes of every command the batch
+			// builds (handler writes plus machine records).
+			n := 0
+			for j := range results {
+				n += len(results[j].Effect.Writes) + 1 + len(results[j].Transitions)
+			}
+			p.writeArena = make([]kv.Write, 0, n)
+		}
 		for j, i := range evalIdx {
 			e := batch[i]
 			if err != nil {
-				e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: "handler unavailable: " + err.Error()}
+				e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: "handler unavailable: " + err.Error()}
 				continue
 			}
 			p.applyResult(ctx, log, e, &results[j])
 		}
 	}
-	var cmds []kv.Command
+	nprop := 0
 	for _, e := range batch {
 		if e.plan == planPropose {
-			cmds = append(cmds, *e.cmd)
+			nprop++
+		}
+	}
+	var cmds []kv.Command
+	if nprop > 0 {
+		cmds = make([]kv.Command, 0, nprop)
+		for _, e := range batch {
+			if e.plan == planPropose {
+				cmds = append(cmds, *e.cmd)
+			}
 		}
 	}
 	var prop kv.Proposal
@@ -1010,8 +1147,8 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 			e.provisional = e.cmd.Effect
 			p.live[e.cmdID] = e
 			if e.cmd.ID != e.cmdID {
-				e.altID = e.cmd.ID
-				p.live[e.altID] = e
+				e.extra().altID = e.cmd.ID
+				p.live[e.cmd.ID] = e
 			}
 			if p.cfg.Trace != nil {
 				p.trace("propose", e, 0, fmt.Sprintf("attempt=%d writes=%d verdict=%s", e.attempt, len(e.cmd.Effect.Writes), Verdict(e.cmd.Verdict)))
@@ -1023,7 +1160,7 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 				p.finishLocked(e, Outcome{Status: StatusCommitted}) // canary build: reply at propose
 			}
 		case planFinish:
-			p.finishLocked(e, e.planOut)
+			p.finishLocked(e, *e.planOut)
 		case planIdentity:
 			if idx := e.planOut.Index; idx > p.applied && idx > log.Status().Applied {
 				// The log's outcome table is ahead of this node's apply
@@ -1037,9 +1174,9 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 				p.factDoneLocked(e, e.planOut.Index, "already applied")
 				continue
 			}
-			p.finishLocked(e, e.planOut)
+			p.finishLocked(e, *e.planOut)
 		case planRetry:
-			p.retryLocked(e, e.planOut)
+			p.retryLocked(e, *e.planOut)
 		case planRequeue:
 			p.unlatchLocked(e)
 			p.enqueueLocked(e, true)
@@ -1047,10 +1184,9 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 		}
 		e.cmd = nil
 		e.state = nil
-		if e.lateCmd != nil {
-			cmd := e.lateCmd
-			e.lateCmd = nil
-			p.resolveLocked(e, cmd, e.lateRes)
+		if l := e.late; l != nil {
+			e.late = nil
+			p.resolveLocked(e, &l.cmd, l.res)
 		}
 		if why := e.timeoutWhy; why != "" {
 			e.timeoutWhy = ""
@@ -1158,19 +1294,26 @@ func (p *Pipeline) machineState(e *entry) (MachineRecord, bool, uint64, error) {
 	if rec.Rev == 0 {
 		return MachineRecord{}, false, 0, nil
 	}
-	mr, err := ParseMachineRecord(rec.Value)
+	mr, err := parseMachineRecord(rec.Value, e.machine)
 	return mr, true, rec.Rev, err
 }
 
 // ownTransition guards the entry's own transition (the `to` field).
 func (p *Pipeline) ownTransition(e *entry) (guardTransition, bool) {
-	if e.machine == nil || e.inst == "" || e.payload.TargetState() == "" {
+	if e.machine == nil || e.inst == "" {
 		return guardTransition{}, false
 	}
-	v, _ := p.decideOwn(e)
-	cur, exists, rev, _ := p.machineState(e)
+	to := e.payload.TargetState()
+	if to == "" {
+		return guardTransition{}, false
+	}
+	cur, exists, rev, err := p.machineState(e)
 	order, has := e.payload.Order()
-	t := guardTransition{Machine: e.machine.Name, Instance: e.inst, ExpectRev: rev, To: e.payload.TargetState(),
+	v := illegalVerdict(e.class) // as decideOwn: an unreadable record is illegal
+	if err == nil {
+		v, _ = decide(e.machine, cur, exists, to, order, has, v, false)
+	}
+	t := guardTransition{Machine: e.machine.Name, Instance: e.inst, ExpectRev: rev, To: to,
 		Order: order, HasOrder: has, Verdict: v}
 	if exists {
 		t.From, t.FromOrder, t.FromHas = cur.State, cur.Order, cur.HasOrder
@@ -1188,22 +1331,28 @@ func (p *Pipeline) decideOwn(e *entry) (Verdict, string) {
 }
 
 func (p *Pipeline) baseCmd(e *entry, v Verdict, g guardInfo) kv.Command {
+	return p.baseCmdBuf(e, v, g, make([]byte, 0, g.size()))
+}
+
+// baseCmdBuf is baseCmd with the guard appended to buf (sized by g.size()).
+func (p *Pipeline) baseCmdBuf(e *entry, v Verdict, g guardInfo, buf []byte) kv.Command {
 	e.attempt = p.attempts.Add(1)
 	g.Attempt = e.attempt
+	guard := g.appendTo(buf[:0])
 	return kv.Command{ID: e.cmdID, Type: e.typ, Class: uint8(e.class), Key: e.inst, Verdict: uint8(v),
-		Guard: g.appendTo(make([]byte, 0, g.size())), Payload: e.json, Origin: p.cfg.NodeID}
+		Guard: guard[:len(guard):len(guard)], Payload: e.json, Origin: p.cfg.NodeID}
 }
 
 func (p *Pipeline) rejectPlan(e *entry, reason string) {
 	if e.receiptItem {
 		// Nobody waits for a receipt item: record the rejection in the log
 		// so the watch stream carries it (W4).
-		e.recordOnly = reason
+		e.extra().recordOnly = reason
 		*e.cmd = p.baseCmd(e, VerdictReject, guardInfo{Reason: reason})
 		e.plan = planPropose
 		return
 	}
-	e.plan, e.planOut = planFinish, Outcome{Status: StatusRejected, Reason: reason, Verdict: VerdictReject}
+	e.plan, e.planOut = planFinish, &Outcome{Status: StatusRejected, Reason: reason, Verdict: VerdictReject}
 }
 
 // rejectConfirmed rejects a request only after a linearizable re-read shows
@@ -1214,7 +1363,7 @@ func (p *Pipeline) rejectConfirmed(ctx context.Context, log Log, e *entry, reaso
 	for i, r := range e.state {
 		cur, ok, err := log.Get(ctx, r.Key, i == 0)
 		if err != nil {
-			e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: "cannot confirm the rejection against current state: " + err.Error()}
+			e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: "cannot confirm the rejection against current state: " + err.Error()}
 			return
 		}
 		if !ok {
@@ -1222,8 +1371,8 @@ func (p *Pipeline) rejectConfirmed(ctx context.Context, log Log, e *entry, reaso
 		}
 		if cur.Rev != r.Rev {
 			e.conflicts++
-			if e.conflicts > p.cfg.MaxConflicts {
-				e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: "state kept moving while confirming a rejection"}
+			if int(e.conflicts) > p.cfg.MaxConflicts {
+				e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: "state kept moving while confirming a rejection"}
 				return
 			}
 			p.traceLocked("requeue", e, 0, "rejection not confirmed: "+r.Key+" is behind; re-evaluate")
@@ -1239,10 +1388,10 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 	if r.Err != nil {
 		switch r.Err.Kind {
 		case EvalUnavailable:
-			e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: r.Err.Error()}
+			e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: r.Err.Error()}
 		case EvalInternal:
 			if e.kind == kindFact {
-				e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: r.Err.Error()}
+				e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: r.Err.Error()}
 			} else {
 				p.rejectPlan(e, "handler internal error: "+r.Err.Msg)
 			}
@@ -1273,7 +1422,20 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 		e.plan = planRequeue
 		return
 	}
-	writes := make([]kv.Write, 0, len(r.Effect.Writes)+1+len(r.Transitions))
+	need := len(r.Effect.Writes) + 1 + len(r.Transitions)
+	var writes []kv.Write
+	if n := len(p.writeArena); cap(p.writeArena)-n >= need {
+		writes = p.writeArena[n : n : n+need]
+		p.writeArena = p.writeArena[:n+need]
+	} else {
+		writes = make([]kv.Write, 0, need)
+	}
+	// Machine record writes get their values, and the command its guard,
+	// from one buffer once every transition is decided.
+	var mwBuf [2]int
+	mw := mwBuf[:0] // writes[mw[k]] is the record of g.Transitions[mt[k]]
+	var mtBuf [2]int
+	mt := mtBuf[:0]
 	for _, w := range r.Effect.Writes {
 		if w.Key == "" || len(w.Key) > MaxKeyBytes {
 			p.handlerBroke(e, fmt.Sprintf("handler wrote a key of %d bytes (1..%d allowed)", len(w.Key), MaxKeyBytes))
@@ -1299,7 +1461,8 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 			return
 		}
 		g.Transitions = append(g.Transitions, own)
-		writes = append(writes, machineWriteKey(own, e.mkey))
+		mw, mt = append(mw, len(writes)), append(mt, len(g.Transitions)-1)
+		writes = append(writes, kv.Write{Key: e.mkey, IfRev: own.ExpectRev})
 		verdict = VerdictApply
 	}
 	for _, tr := range r.Transitions {
@@ -1315,7 +1478,7 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 			var err error
 			rec, found, err = log.Get(ctx, key, false)
 			if err != nil {
-				e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: "reading state: " + err.Error()}
+				e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: "reading state: " + err.Error()}
 				return
 			}
 			if !found {
@@ -1339,7 +1502,8 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 		switch v {
 		case VerdictApply:
 			g.Transitions = append(g.Transitions, t)
-			writes = append(writes, machineWrite(t))
+			mw, mt = append(mw, len(writes)), append(mt, len(g.Transitions)-1)
+			writes = append(writes, kv.Write{Key: key, IfRev: t.ExpectRev})
 			if verdict == VerdictNone {
 				verdict = VerdictApply
 			}
@@ -1358,7 +1522,17 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 	if p.cfg.Trace != nil {
 		p.traceLocked("guard", e, 0, verdict.String())
 	}
-	*e.cmd = p.baseCmd(e, verdict, g)
+	size := g.size()
+	for _, ti := range mt {
+		size += machineRecordSize(&g.Transitions[ti])
+	}
+	buf := make([]byte, 0, size)
+	for k, wi := range mw {
+		start := len(buf)
+		buf = nextMachineRecord(&g.Transitions[mt[k]]).AppendJSON(buf)
+		writes[wi].Value = buf[start:len(buf):len(buf)]
+	}
+	*e.cmd = p.baseCmdBuf(e, verdict, g, buf[len(buf):])
 	e.cmd.Effect.Writes = writes
 	e.result = r.Result
 	e.plan = planPropose
@@ -1367,18 +1541,20 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 func (p *Pipeline) handlerBroke(e *entry, msg string) {
 	p.lg.Error("pipeline: handler returned a malformed result", "type", e.typ, "id", e.userID, "err", msg)
 	if e.kind == kindFact {
-		e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: msg}
+		e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: msg}
 		return
 	}
 	p.rejectPlan(e, "handler internal error: "+msg)
 }
 
 func machineWrite(t guardTransition) kv.Write {
-	return machineWriteKey(t, MachineKey(t.Machine, t.Instance))
+	return kv.Write{Key: MachineKey(t.Machine, t.Instance), Value: nextMachineRecord(&t).AppendJSON(nil), IfRev: t.ExpectRev}
 }
 
-func machineWriteKey(t guardTransition, key string) kv.Write {
-	return kv.Write{Key: key, Value: nextMachineRecord(&t).AppendJSON(nil), IfRev: t.ExpectRev}
+// machineRecordSize bounds the encoding of the record t writes (quoting
+// unusual state names can exceed it; append then grows the buffer).
+func machineRecordSize(t *guardTransition) int {
+	return len(`{"state":"","order":}`) + len(t.To) + 20
 }
 
 // ---- completion ------------------------------------------------------
@@ -1418,7 +1594,9 @@ func (p *Pipeline) finishLocked(e *entry, out Outcome) {
 	if p.cfg.Trace != nil {
 		p.trace("reply", e, out.Index, out.String())
 	}
-	close(e.done)
+	if e.done != nil {
+		close(e.done)
+	}
 	p.wakeup()
 }
 
@@ -1434,8 +1612,8 @@ func (p *Pipeline) dropLiveLocked(e *entry) {
 	if p.live[e.cmdID] == e {
 		delete(p.live, e.cmdID)
 	}
-	if e.altID != "" && p.live[e.altID] == e {
-		delete(p.live, e.altID)
+	if alt := e.altID(); alt != "" && p.live[alt] == e {
+		delete(p.live, alt)
 	}
 }
 
@@ -1733,8 +1911,7 @@ func (p *Pipeline) resolveLocked(e *entry, cmd *kv.Command, res kv.Result) {
 		// An earlier proposal's result while a new one is being built:
 		// only an application matters (it completes the entry).
 		if res.Status == kv.StatusApplied || res.Status == kv.StatusDuplicate {
-			c := *cmd
-			e.lateCmd, e.lateRes = &c, res
+			e.late = &lateResult{cmd: *cmd, res: res}
 		}
 		return
 	}
@@ -1779,7 +1956,7 @@ func (p *Pipeline) resolveLocked(e *entry, cmd *kv.Command, res kv.Result) {
 		e.conflicts++
 		e.backoff = 0
 		p.unlatchLocked(e)
-		if e.conflicts >= p.cfg.MaxConflicts {
+		if int(e.conflicts) >= p.cfg.MaxConflicts {
 			e.conflicts = 0
 			e.notBefore = p.clock.Now().Add(p.cfg.RetryMin)
 			p.trace("requeue", e, res.Index, fmt.Sprintf("re-evaluate in %s (contention)", p.cfg.RetryMin))
@@ -1793,7 +1970,7 @@ func (p *Pipeline) resolveLocked(e *entry, cmd *kv.Command, res kv.Result) {
 	}
 	if moved {
 		e.conflicts++
-		if e.conflicts > p.cfg.MaxConflicts {
+		if int(e.conflicts) > p.cfg.MaxConflicts {
 			p.retryLocked(e, Outcome{Status: StatusUnavailable, Reason: fmt.Sprintf("preconditions failed %d times (contention on %s); not applied", e.conflicts, res.Reason)})
 			return
 		}
