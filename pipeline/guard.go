@@ -49,12 +49,29 @@ func (r MachineRecord) AppendJSON(b []byte) []byte {
 		b = make([]byte, 0, len(r.State)+40)
 	}
 	b = append(b, `{"state":`...)
-	b = strconv.AppendQuote(b, r.State)
+	if plainASCII(r.State) {
+		b = append(b, '"')
+		b = append(b, r.State...)
+		b = append(b, '"')
+	} else {
+		b = strconv.AppendQuote(b, r.State)
+	}
 	if r.HasOrder {
 		b = append(b, `,"order":`...)
 		b = strconv.AppendUint(b, r.Order, 10)
 	}
 	return append(b, '}')
+}
+
+// plainASCII reports whether strconv.Quote would only wrap s in quotes:
+// printable ASCII without quotes or backslashes.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // ParseMachineRecord decodes a machine record value.

@@ -166,9 +166,12 @@ type entry struct {
 	provisional kv.Effect
 	result      []byte
 
-	done chan struct{}
-	out  Outcome
-	h    Handle
+	done chan struct{} // made on first use (doneLocked)
+	// answered is set (after done is closed) once replied is: Done reads
+	// done without the lock from then on.
+	answered atomic.Bool
+	out      Outcome
+	h        Handle
 
 	late       *lateResult
 	timeoutWhy string
@@ -222,6 +225,12 @@ type lateResult struct {
 	res kv.Result
 }
 
+// ownScratch is an entry's own transition as guarded before evaluation.
+type ownScratch struct {
+	t  guardTransition
+	ok bool
+}
+
 type plan uint8
 
 const (
@@ -260,11 +269,11 @@ type Pipeline struct {
 	flushing bool
 	batchBuf []*entry
 	itemsBuf []EvalItem
-	// stateArena backs the entries' state during one flush, cmdArena the
-	// commands under construction and writeArena their writes (flush only).
+	// stateArena backs the entries' state during one flush and writeArena
+	// the writes of the commands it builds (flush only).
 	stateArena []kv.Record
-	cmdArena   []kv.Command
 	writeArena []kv.Write
+	ownBuf     []ownScratch // own transition of each evaluated item
 	idxBuf     []int
 	started    bool
 	stopped    bool
@@ -675,6 +684,13 @@ type Handle struct {
 
 // Done is closed when the outcome is known.
 func (h *Handle) Done() <-chan struct{} {
+	if h.e.answered.Load() {
+		// e.done no longer changes once the entry is answered
+		if d := h.e.done; d != nil {
+			return d
+		}
+		return closedDone
+	}
 	h.p.mu.Lock()
 	defer h.p.mu.Unlock()
 	return h.e.doneLocked()
@@ -708,6 +724,7 @@ func (h *Handle) Outcome() Outcome {
 
 func doneHandle(p *Pipeline, o Outcome) *Handle {
 	e := &entry{out: o, finished: true, replied: true}
+	e.answered.Store(true)
 	return &Handle{e: e, p: p}
 }
 
@@ -974,10 +991,9 @@ func (p *Pipeline) Flush(ctx context.Context) {
 	p.mu.Unlock()
 
 	if len(batch) > 0 {
-		p.process(ctx, log, batch)
+		p.process(ctx, log, batch) // ends the flush under its final lock
+		return
 	}
-	clear(batch)
-
 	p.mu.Lock()
 	p.batchBuf = batch[:0]
 	p.flushing = false
@@ -1013,20 +1029,9 @@ func (p *Pipeline) unlatchLocked(e *entry) {
 
 func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 	items, evalIdx := p.itemsBuf[:0], p.idxBuf[:0]
-	// The batch's commands under construction (flush only: proposed
-	// commands are copied out below).
-	if cap(p.cmdArena) < len(batch) {
-		p.cmdArena = make([]kv.Command, len(batch))
-	}
-	arena := p.cmdArena[:len(batch)]
-	defer func() {
-		clear(items)
-		p.itemsBuf, p.idxBuf = items[:0], evalIdx[:0]
-		clear(p.stateArena)
-		p.stateArena = p.stateArena[:0]
-		clear(arena)
-		p.writeArena = nil
-	}()
+	// The batch's commands under construction; when every entry proposes
+	// (the usual case) this is the proposed batch itself.
+	arena := make([]kv.Command, len(batch))
 	for i, e := range batch {
 		e.plan, e.planOut = planNone, nil
 		e.cmd = &arena[i]
@@ -1051,7 +1056,8 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 			e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: "reading state: " + err.Error()}
 			continue
 		}
-		if own, ok := p.ownTransition(e); ok {
+		own, hasOwn := p.ownTransition(e)
+		if hasOwn {
 			e.verdict = own.Verdict
 			switch own.Verdict {
 			case VerdictApply:
@@ -1076,6 +1082,7 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 		}
 		evalIdx = append(evalIdx, i)
 		items = append(items, EvalItem{Type: e.typ, ID: e.userID, Payload: e.json, State: p.handlerState(e)})
+		p.ownBuf = append(p.ownBuf, ownScratch{t: own, ok: hasOwn})
 	}
 	if len(items) > 0 {
 		for _, i := range evalIdx {
@@ -1100,7 +1107,11 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 				e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: "handler unavailable: " + err.Error()}
 				continue
 			}
-			p.applyResult(ctx, log, e, &results[j])
+			var own *guardTransition
+			if p.ownBuf[j].ok {
+				own = &p.ownBuf[j].t
+			}
+			p.applyResult(ctx, log, e, &results[j], own)
 		}
 	}
 	nprop := 0
@@ -1110,7 +1121,9 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 		}
 	}
 	var cmds []kv.Command
-	if nprop > 0 {
+	if nprop == len(batch) {
+		cmds = arena
+	} else if nprop > 0 {
 		cmds = make([]kv.Command, 0, nprop)
 		for _, e := range batch {
 			if e.plan == planPropose {
@@ -1197,6 +1210,17 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 		p.awaitWG.Add(1)
 		go p.await(p.runCtx, prop, proposed, cmds)
 	}
+	// End the flush: its scratch is free for the next one.
+	clear(items)
+	p.itemsBuf, p.idxBuf = items[:0], evalIdx[:0]
+	clear(p.ownBuf)
+	p.ownBuf = p.ownBuf[:0]
+	clear(p.stateArena)
+	p.stateArena = p.stateArena[:0]
+	p.writeArena = nil
+	clear(batch)
+	p.batchBuf = batch[:0]
+	p.flushing = false
 }
 
 func (p *Pipeline) traceLocked(stage string, e *entry, idx uint64, d string) {
@@ -1384,7 +1408,9 @@ func (p *Pipeline) rejectConfirmed(ctx context.Context, log Log, e *entry, reaso
 }
 
 // applyResult turns a handler result into a command (evaluate → guard).
-func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalResult) {
+// own is the entry's own transition as guarded before evaluation (nil when
+// it has none); the state it was decided on is still e.state.
+func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalResult, own *guardTransition) {
 	if r.Err != nil {
 		switch r.Err.Kind {
 		case EvalUnavailable:
@@ -1454,13 +1480,13 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 	var tbuf [2]guardTransition
 	g := guardInfo{Transitions: tbuf[:0]}
 	verdict := VerdictNone
-	if own, ok := p.ownTransition(e); ok {
+	if own != nil {
 		if own.Verdict != VerdictApply {
 			// state moved under us (cannot happen under latches); retry
 			e.plan = planRequeue
 			return
 		}
-		g.Transitions = append(g.Transitions, own)
+		g.Transitions = append(g.Transitions, *own)
 		mw, mt = append(mw, len(writes)), append(mt, len(g.Transitions)-1)
 		writes = append(writes, kv.Write{Key: e.mkey, IfRev: own.ExpectRev})
 		verdict = VerdictApply
@@ -1597,6 +1623,7 @@ func (p *Pipeline) finishLocked(e *entry, out Outcome) {
 	if e.done != nil {
 		close(e.done)
 	}
+	e.answered.Store(true)
 	p.wakeup()
 }
 
