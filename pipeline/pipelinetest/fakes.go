@@ -56,7 +56,7 @@ type committedLog struct {
 }
 
 const (
-	historyChunks     = 64
+	historyChunks     = 16
 	historyChunk      = 1024
 	historyChunkBytes = 256 << 10
 )
@@ -119,6 +119,16 @@ type fakeProposal struct {
 	decided bool
 	res     []kv.Result
 	lost    bool
+	one     [1]kv.Command // holds the copy of a single-command batch
+	oneRes  [1]kv.Result  // and its result
+}
+
+// popPendingLocked removes the oldest pending batch (the queue is short:
+// shift it down rather than reslice, so appends reuse its array).
+func (l *FakeLog) popPendingLocked() {
+	n := copy(l.pending, l.pending[1:])
+	l.pending[n] = nil
+	l.pending = l.pending[:n]
 }
 
 func (p *fakeProposal) Wait(ctx context.Context) ([]kv.Result, error) {
@@ -191,7 +201,15 @@ func (l *FakeLog) Propose(ctx context.Context, batch []kv.Command) (kv.Proposal,
 	if l.noLeader {
 		return nil, fmt.Errorf("fakelog: %w", kv.ErrNoLeader)
 	}
-	p := &fakeProposal{l: l, batch: append([]kv.Command(nil), batch...)}
+	// the log keeps its own copy of the batch, as raftstore does by
+	// encoding it
+	p := &fakeProposal{l: l}
+	if len(batch) == 1 {
+		p.one[0] = batch[0]
+		p.batch = p.one[:]
+	} else {
+		p.batch = append([]kv.Command(nil), batch...)
+	}
 	l.pending = append(l.pending, p)
 	return p, nil
 }
@@ -211,11 +229,11 @@ func (l *FakeLog) CommitNext() bool {
 		return false
 	}
 	p := l.pending[0]
-	l.pending = l.pending[1:]
+	l.popPendingLocked()
 	l.index++
 	idx := l.index
 	l.committed.append(p.batch)
-	res := l.applyLocked(idx, p.batch)
+	res := l.applyLocked(idx, p.batch, p.oneRes[:0])
 	p.decideLocked(res, false)
 	obs := l.Observer
 	l.mu.Unlock()
@@ -235,10 +253,10 @@ func (l *FakeLog) CommitSilently() bool {
 		return false
 	}
 	p := l.pending[0]
-	l.pending = l.pending[1:]
+	l.popPendingLocked()
 	l.index++
 	l.committed.append(p.batch)
-	l.applyLocked(l.index, p.batch)
+	l.applyLocked(l.index, p.batch, nil)
 	return true
 }
 
@@ -269,7 +287,7 @@ func (l *FakeLog) Replay(index uint64) []kv.Result {
 		l.mu.Unlock()
 		return nil
 	}
-	res := l.applyLocked(index, batch)
+	res := l.applyLocked(index, batch, nil)
 	obs := l.Observer
 	l.mu.Unlock()
 	if obs != nil {
@@ -288,8 +306,16 @@ func (r fakeReader) Get(key string) (kv.Record, bool) {
 	return v.record(key), true
 }
 
-func (l *FakeLog) applyLocked(idx uint64, batch []kv.Command) []kv.Result {
-	res := make([]kv.Result, len(batch))
+// applyLocked applies a committed batch; the results go to dst when it has
+// room.
+func (l *FakeLog) applyLocked(idx uint64, batch []kv.Command, dst []kv.Result) []kv.Result {
+	var res []kv.Result
+	if cap(dst) >= len(batch) {
+		res = dst[:len(batch)]
+		clear(res)
+	} else {
+		res = make([]kv.Result, len(batch))
+	}
 	var values []byte
 	for i := range batch {
 		cmd := &batch[i]
