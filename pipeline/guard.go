@@ -281,14 +281,34 @@ func appendOpt(b []byte, v uint64, ok bool) []byte {
 	return binary.AppendUvarint(b, v)
 }
 
-// size is an upper bound of the encoded length.
+// size bounds the encoded length: exact, except that it leaves room for
+// any attempt number (set after sizing).
 func (g *guardInfo) size() int {
-	n := 1 + 10 + 10 + len(g.Reason) + 10
+	n := 1 + binary.MaxVarintLen64 + strLen(g.Reason) + uvarintLen(uint64(len(g.Transitions)))
 	for i := range g.Transitions {
 		t := &g.Transitions[i]
-		n += 5*10 + 3*10 + 2 + len(t.Machine) + len(t.Instance) + len(t.From) + len(t.To)
+		n += strLen(t.Machine) + strLen(t.Instance) + uvarintLen(t.ExpectRev) + strLen(t.From) +
+			optLen(t.FromOrder, t.FromHas) + strLen(t.To) + optLen(t.Order, t.HasOrder) + 1
 	}
 	return n
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+func strLen(s string) int { return uvarintLen(uint64(len(s))) + len(s) }
+
+func optLen(v uint64, ok bool) int {
+	if !ok {
+		return 1
+	}
+	return 1 + uvarintLen(v)
 }
 
 func (g *guardInfo) appendTo(b []byte) []byte {

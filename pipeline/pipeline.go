@@ -1138,7 +1138,7 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.clock.Now()
+	var now time.Time // read when first needed
 	var proposed []*entry
 	await := prop != nil && !p.cfg.Manual
 	for _, e := range batch {
@@ -1155,7 +1155,15 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 				}
 				continue
 			}
-			e.proposed, e.proposedAt = true, now
+			e.proposed = true
+			if e.kind != kindRequest {
+				// facts and config decisions are proposed again when
+				// unconfirmed for a while (tick); requests have a deadline
+				if now.IsZero() {
+					now = p.clock.Now()
+				}
+				e.proposedAt = now
+			}
 			e.proposals++
 			e.provisional = e.cmd.Effect
 			p.live[e.cmdID] = e
@@ -1179,6 +1187,9 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 				// The log's outcome table is ahead of this node's apply
 				// notifications: do not reply before the apply (W1).
 				p.unlatchLocked(e)
+				if now.IsZero() {
+					now = p.clock.Now()
+				}
 				e.notBefore = now.Add(time.Millisecond)
 				p.enqueueLocked(e, true)
 				continue

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"math"
 	"sort"
 
 	"github.com/writ-dev/writ/schema/ir"
@@ -173,34 +174,48 @@ func (w *Watcher) Next(ctx context.Context) (Event, error) {
 	}
 }
 
-// outcomeCache retains recent outcomes by command ID (FIFO eviction).
+// outcomeCache retains recent outcomes by command ID (FIFO eviction). The
+// outcomes live in a ring; the map holds only their positions, so it stays
+// small and its slots cheap to move.
 type outcomeCache struct {
 	cap  int
-	m    map[string]Outcome
-	fifo []string // circular once full: fifo[next] is the oldest
+	m    map[string]int32
+	ring []cachedOutcome // circular once full: ring[next] is the oldest
 	next int
 }
 
+type cachedOutcome struct {
+	id string
+	o  Outcome
+}
+
 func newOutcomeCache(n int) *outcomeCache {
-	return &outcomeCache{cap: n, m: make(map[string]Outcome)}
+	return &outcomeCache{cap: min(n, math.MaxInt32), m: make(map[string]int32)}
 }
 
 func (c *outcomeCache) put(id string, o Outcome) {
-	if _, ok := c.m[id]; !ok {
-		if len(c.fifo) < c.cap {
-			c.fifo = append(c.fifo, id)
-		} else {
-			delete(c.m, c.fifo[c.next])
-			c.fifo[c.next] = id
-			if c.next++; c.next == len(c.fifo) {
-				c.next = 0
-			}
-		}
+	if i, ok := c.m[id]; ok {
+		c.ring[i].o = o
+		return
 	}
-	c.m[id] = o
+	if len(c.ring) < c.cap {
+		c.m[id] = int32(len(c.ring))
+		c.ring = append(c.ring, cachedOutcome{id: id, o: o})
+		return
+	}
+	slot := &c.ring[c.next]
+	delete(c.m, slot.id)
+	*slot = cachedOutcome{id: id, o: o}
+	c.m[id] = int32(c.next)
+	if c.next++; c.next == len(c.ring) {
+		c.next = 0
+	}
 }
 
 func (c *outcomeCache) get(id string) (Outcome, bool) {
-	o, ok := c.m[id]
-	return o, ok
+	i, ok := c.m[id]
+	if !ok {
+		return Outcome{}, false
+	}
+	return c.ring[i].o, true
 }
