@@ -1280,6 +1280,13 @@ func (p *Pipeline) readState(ctx context.Context, log Log, e *entry) error {
 	n := len(p.stateArena)
 	p.stateArena = p.stateArena[:n+len(e.keys)]
 	st := p.stateArena[n : n+len(e.keys) : n+len(e.keys)]
+	if sr, ok := log.(StateReader); ok {
+		if err := sr.GetMany(ctx, e.keys, st); err != nil {
+			return err
+		}
+		e.state = st
+		return nil
+	}
 	for i, k := range e.keys {
 		rec, ok, err := log.Get(ctx, k, false)
 		if err != nil {

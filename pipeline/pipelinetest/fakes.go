@@ -30,7 +30,10 @@ type FakeLog struct {
 	Observer kv.ApplyObserver
 }
 
-var _ pipeline.Log = (*FakeLog)(nil)
+var (
+	_ pipeline.Log         = (*FakeLog)(nil)
+	_ pipeline.StateReader = (*FakeLog)(nil)
+)
 
 // fakeValue is a key's applied value and revision.
 type fakeValue struct {
@@ -404,6 +407,22 @@ func (l *FakeLog) Get(ctx context.Context, key string, linearizable bool) (kv.Re
 		return kv.Record{}, false, nil
 	}
 	return v.record(key), true, nil
+}
+
+// GetMany reads several keys of applied state under one lock (the
+// pipeline's StateReader).
+func (l *FakeLog) GetMany(ctx context.Context, keys []string, dst []kv.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, k := range keys {
+		v, ok := l.state[k]
+		if !ok || l.lagging[k] {
+			dst[i] = kv.Record{Key: k}
+			continue
+		}
+		dst[i] = v.record(k)
+	}
+	return nil
 }
 
 // List reads applied state by prefix in key order.
