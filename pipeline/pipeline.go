@@ -1863,12 +1863,19 @@ func (p *Pipeline) Applied(index uint64, batch []kv.Command, results []kv.Result
 	if p.ring.first == 0 {
 		p.ring.first = index
 	}
+	// the live entries of the first commands, looked up once for both
+	// loops (the second looks up again after hooks ran unlocked)
+	var liveBuf [16]*entry
 	for i := 0; i < n; i++ {
 		cmd, res := &batch[i], results[i]
 		if res.Index == 0 {
 			res.Index = index
 		}
-		p.observeLocked(cmd, res, i)
+		e := p.live[cmd.ID]
+		if i < len(liveBuf) {
+			liveBuf[i] = e
+		}
+		p.observeLocked(cmd, res, i, e != nil)
 		if cmd.Type == typeConfigActivate && res.Status == kv.StatusApplied && p.cfg.OnConfigActivated != nil {
 			if a, ok := activationOf(cmd, res.Index); ok {
 				hooks = append(hooks, a)
@@ -1889,7 +1896,13 @@ func (p *Pipeline) Applied(index uint64, batch []kv.Command, results []kv.Result
 		if res.Index == 0 {
 			res.Index = index
 		}
-		if e := p.live[cmd.ID]; e != nil {
+		var e *entry
+		if i < len(liveBuf) && len(hooks) == 0 {
+			e = liveBuf[i]
+		} else {
+			e = p.live[cmd.ID]
+		}
+		if e != nil {
 			p.resolveLocked(e, cmd, res)
 		} else if att, ok := p.uncert[cmd.ID]; ok {
 			p.resolveUncertainLocked(cmd, res, att)
@@ -1899,7 +1912,9 @@ func (p *Pipeline) Applied(index uint64, batch []kv.Command, results []kv.Result
 	p.mu.Unlock()
 }
 
-func (p *Pipeline) observeLocked(cmd *kv.Command, res kv.Result, pos int) {
+// observeLocked records a committed command on the watch ring and, for a
+// request or config command no live entry here waits for, its outcome.
+func (p *Pipeline) observeLocked(cmd *kv.Command, res kv.Result, pos int, live bool) {
 	if res.Status == kv.StatusConflict {
 		return
 	}
@@ -1918,7 +1933,7 @@ func (p *Pipeline) observeLocked(cmd *kv.Command, res kv.Result, pos int) {
 	}
 	p.ring.add(ev)
 	if strings.HasPrefix(cmd.ID, "req:") || strings.HasPrefix(cmd.ID, "cfg:") {
-		if _, ok := p.live[cmd.ID]; !ok {
+		if !live {
 			o := Outcome{ID: strings.TrimPrefix(cmd.ID, "req:"), Type: cmd.Type, Status: ev.Status, Index: res.Index,
 				Verdict: ev.Verdict, Duplicate: ev.Duplicate, Reason: ev.Reason}
 			if ev.Duplicate {
