@@ -273,6 +273,8 @@ type Pipeline struct {
 	// the writes of the commands it builds (flush only).
 	stateArena []kv.Record
 	writeArena []kv.Write
+	byteArena  []byte
+	flushLen   int          // entries in the flush
 	ownBuf     []ownScratch // own transition of each evaluated item
 	idxBuf     []int
 	started    bool
@@ -1032,6 +1034,7 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 	// The batch's commands under construction; when every entry proposes
 	// (the usual case) this is the proposed batch itself.
 	arena := make([]kv.Command, len(batch))
+	p.flushLen = len(batch)
 	for i, e := range batch {
 		e.plan, e.planOut = planNone, nil
 		e.cmd = &arena[i]
@@ -1228,7 +1231,7 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 	p.ownBuf = p.ownBuf[:0]
 	clear(p.stateArena)
 	p.stateArena = p.stateArena[:0]
-	p.writeArena = nil
+	p.writeArena, p.byteArena = nil, nil
 	clear(batch)
 	p.batchBuf = batch[:0]
 	p.flushing = false
@@ -1570,7 +1573,7 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 	for _, ti := range mt {
 		size += machineRecordSize(&g.Transitions[ti])
 	}
-	buf := make([]byte, 0, size)
+	buf := p.flushBytes(size)
 	for k, wi := range mw {
 		start := len(buf)
 		buf = nextMachineRecord(&g.Transitions[mt[k]]).AppendJSON(buf)
@@ -1580,6 +1583,18 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 	e.cmd.Effect.Writes = writes
 	e.result = r.Result
 	e.plan = planPropose
+}
+
+// flushBytes returns an empty buffer with room for n bytes, carved from
+// the flush's byte arena (machine record values and guards of the commands
+// it builds). Appending beyond n moves to a new array, as append does.
+func (p *Pipeline) flushBytes(n int) []byte {
+	if cap(p.byteArena)-len(p.byteArena) < n {
+		p.byteArena = make([]byte, 0, max(n, min(p.flushLen*128, 64<<10)))
+	}
+	off := len(p.byteArena)
+	p.byteArena = p.byteArena[:off+n]
+	return p.byteArena[off : off : off+n]
 }
 
 func (p *Pipeline) handlerBroke(e *entry, msg string) {
