@@ -80,7 +80,7 @@ func (p *Pipeline) ConfigUpgradeAsync(ctx context.Context, en Entry) *Handle {
 	e := p.live[id]
 	if e == nil || e.replied {
 		e = &entry{kind: kindConfig, class: ir.ClassConfig, desc: ps.desc, typ: ps.desc.Name, cmdID: id, userID: ps.id,
-			payload: ps.payload, json: ps.json, deadline: now.Add(p.cfg.ConfigTimeout),
+			payload: ps.payload, json: ps.json, deadline: p.deadlineAt(now.Add(p.cfg.ConfigTimeout)),
 			keys: []string{configStagedPrefix + ps.id, ConfigCommittedKey}}
 		p.trace("validate", e, 0, "ok")
 		p.enqueueLocked(e, false)
@@ -221,7 +221,7 @@ func (p *Pipeline) configTimeoutLocked(e *entry, why string) {
 	if e.phase != phaseAbort {
 		p.trace("timeout", e, 0, "abort: "+why)
 		p.setPhaseLocked(e, phaseAbort)
-		e.deadline = p.clock.Now().Add(p.cfg.ConfigTimeout)
+		e.deadline = p.deadlineAt(p.clock.Now().Add(p.cfg.ConfigTimeout))
 		if e.proposed {
 			e.proposed = false
 			p.unlatchLocked(e)
@@ -230,7 +230,7 @@ func (p *Pipeline) configTimeoutLocked(e *entry, why string) {
 		p.wakeup()
 		return
 	}
-	e.deadline = timeZero
+	e.deadline = 0
 	p.finishLocked(e, Outcome{Status: StatusUncertain, Reason: why + ": neither activation nor abort is confirmed yet; the node keeps proposing the abort; query the outcome by ID"})
 }
 

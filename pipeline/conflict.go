@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"time"
 
 	"github.com/writ-dev/writ/kv"
 	"github.com/writ-dev/writ/schema/ir"
@@ -137,8 +136,6 @@ func (p *Pipeline) Health(ctx context.Context) (Health, int, error) {
 	return HealthOK, 0, nil
 }
 
-var timeZero time.Time
-
 const typeConflictResolve = "writ.conflict.resolve"
 
 // ResolveConflict closes the open conflict case of a machine instance after
@@ -160,7 +157,7 @@ func (p *Pipeline) ResolveConflictAsync(ctx context.Context, machine, instance, 
 		return doneHandle(p, Outcome{ID: key, Type: typeConflictResolve, Status: StatusUnavailable, Reason: ErrStopped.Error()})
 	}
 	e := &entry{kind: kindRequest, class: ir.ClassRequest, typ: typeConflictResolve, cmdID: "resolve:" + key, userID: key,
-		keys: []string{key}, x: &entryExtra{resolve: key, note: note}, deadline: now.Add(p.cfg.CommitTimeout)}
+		keys: []string{key}, x: &entryExtra{resolve: key, note: note}, deadline: p.deadlineAt(now.Add(p.cfg.CommitTimeout))}
 	if cur := p.live[e.cmdID]; cur != nil && !cur.replied {
 		return &Handle{e: cur, p: p}
 	}

@@ -132,16 +132,15 @@ type entry struct {
 	inst    string
 	mkey    string
 	keys    []string
-	keyBuf  [4]string // backs keys when they fit
+	keyBuf  [3]string // backs keys when they fit
 
-	deadline   time.Time // zero: none (facts)
-	notBefore  time.Time
-	proposedAt time.Time
-	checkedAt  time.Time // last outcome lookup for an unconfirmed fact
-	backoff    time.Duration
-	attempt    uint64
-	proposals  uint32 // proposals of this entry since the node started
-	conflicts  int32
+	deadline  time.Duration // since Pipeline.epoch (see deadlineAt); 0: none (facts)
+	attempt   uint64
+	conflicts int32
+	// answered is set (after done is closed) once replied is: Done reads
+	// done without the lock from then on.
+	answered atomic.Bool
+	t        *entryTiming // backoff and re-proposal times (facts, config, retries)
 
 	kind        kind
 	class       ir.Class
@@ -167,14 +166,8 @@ type entry struct {
 	result      []byte
 
 	done chan struct{} // made on first use (doneLocked)
-	// answered is set (after done is closed) once replied is: Done reads
-	// done without the lock from then on.
-	answered atomic.Bool
-	out      Outcome
-	h        Handle
-
-	late       *lateResult
-	timeoutWhy string
+	out  Outcome
+	h    Handle
 
 	// scratch for one flush
 	planOut *Outcome
@@ -188,6 +181,35 @@ type entryExtra struct {
 	note       string
 	recordOnly string // receipt item rejection to record in the log
 	altID      string // command ID proposed when it differs from cmdID
+	// An application (late) or a timeout (timeoutWhy) that arrived while
+	// the entry was in a flush, handled when the flush ends.
+	late       *lateResult
+	timeoutWhy string
+}
+
+// entryTiming holds an entry's backoff and re-proposal bookkeeping: facts
+// and config decisions always have it, requests only once they back off.
+type entryTiming struct {
+	notBefore  time.Time
+	proposedAt time.Time
+	checkedAt  time.Time // last outcome lookup for an unconfirmed fact
+	backoff    time.Duration
+	proposals  uint32 // proposals of this entry since the node started
+}
+
+func (e *entry) timing() *entryTiming {
+	if e.t == nil {
+		e.t = &entryTiming{}
+	}
+	return e.t
+}
+
+// notBefore is when a backing-off entry may be evaluated again.
+func (e *entry) notBefore() time.Time {
+	if e.t == nil {
+		return time.Time{}
+	}
+	return e.t.notBefore
 }
 
 func (e *entry) extra() *entryExtra {
@@ -284,6 +306,8 @@ type Pipeline struct {
 	seenTerm   uint64
 	seenLeader string
 	seenHas    bool
+	// epoch is the clock reading entries' deadlines are relative to.
+	epoch time.Time
 
 	kick    chan struct{}
 	cancel  context.CancelFunc
@@ -336,6 +360,7 @@ func New(cfg Config) (*Pipeline, error) {
 		uncert: map[string]uint64{}, outcomes: newOutcomeCache(cfg.OutcomeCache),
 		kick: make(chan struct{}, 1),
 	}
+	p.epoch = cfg.Clock.Now()
 	if !cfg.Manual {
 		// Attempt numbers match apply results to proposals; start from the
 		// clock so a restarted node never reuses a live number.
@@ -462,6 +487,15 @@ func (p *Pipeline) wakeup() {
 	case p.kick <- struct{}{}:
 	default:
 	}
+}
+
+// deadlineAt is t as an entry deadline: its distance from p.epoch (never 0,
+// which means none).
+func (p *Pipeline) deadlineAt(t time.Time) time.Duration {
+	if d := t.Sub(p.epoch); d != 0 {
+		return d
+	}
+	return -1
 }
 
 func (p *Pipeline) trace(stage string, e *entry, index uint64, detail string) {
@@ -594,7 +628,10 @@ func (p *Pipeline) newEntry(k kind, ps parsed, idParts ...string) *entry {
 		e.machine = ps.desc.Machine
 		e.inst = ps.payload.InstanceKey()
 		if e.inst != "" {
-			n += 2
+			n++ // machine key
+			if e.class != ir.ClassRequest {
+				n++ // conflict key
+			}
 		}
 	}
 	if n <= len(e.keyBuf) {
@@ -798,7 +835,7 @@ func (p *Pipeline) startRequest(ctx context.Context, ps parsed, receiptItem bool
 	// Built before taking the lock; dropped if the request is already in
 	// flight.
 	e := p.newEntry(kindRequest, ps, "req:", ps.id)
-	e.deadline = deadline
+	e.deadline = p.deadlineAt(deadline)
 	e.receiptItem = receiptItem
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -964,10 +1001,11 @@ func (p *Pipeline) Flush(ctx context.Context) {
 		if e == nil || e.finished {
 			continue
 		}
-		if !e.notBefore.IsZero() && now.IsZero() {
+		nb := e.notBefore()
+		if !nb.IsZero() && now.IsZero() {
 			now = p.clock.Now()
 		}
-		if now.Before(e.notBefore) {
+		if now.Before(nb) {
 			// Backing off: it does not hold up later entries on its keys
 			// (their order does not matter; guards and CAS decide).
 			rest = append(rest, e)
@@ -1165,9 +1203,10 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 				if now.IsZero() {
 					now = p.clock.Now()
 				}
-				e.proposedAt = now
+				t := e.timing()
+				t.proposedAt = now
+				t.proposals++
 			}
-			e.proposals++
 			e.provisional = e.cmd.Effect
 			p.live[e.cmdID] = e
 			if e.cmd.ID != e.cmdID {
@@ -1193,7 +1232,7 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 				if now.IsZero() {
 					now = p.clock.Now()
 				}
-				e.notBefore = now.Add(time.Millisecond)
+				e.timing().notBefore = now.Add(time.Millisecond)
 				p.enqueueLocked(e, true)
 				continue
 			}
@@ -1211,12 +1250,14 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 		}
 		e.cmd = nil
 		e.state = nil
-		if l := e.late; l != nil {
-			e.late = nil
+		if x := e.x; x != nil && x.late != nil {
+			l := x.late
+			x.late = nil
 			p.resolveLocked(e, &l.cmd, l.res)
 		}
-		if why := e.timeoutWhy; why != "" {
-			e.timeoutWhy = ""
+		if x := e.x; x != nil && x.timeoutWhy != "" {
+			why := x.timeoutWhy
+			x.timeoutWhy = ""
 			p.timeoutLocked(e, why)
 		}
 	}
@@ -1689,13 +1730,14 @@ func (p *Pipeline) retryLocked(e *entry, out Outcome) {
 		p.finishLocked(e, out)
 		return
 	}
-	if e.backoff == 0 {
-		e.backoff = p.cfg.RetryMin
-	} else if e.backoff *= 2; e.backoff > p.cfg.RetryMax {
-		e.backoff = p.cfg.RetryMax
+	t := e.timing()
+	if t.backoff == 0 {
+		t.backoff = p.cfg.RetryMin
+	} else if t.backoff *= 2; t.backoff > p.cfg.RetryMax {
+		t.backoff = p.cfg.RetryMax
 	}
-	e.notBefore = p.clock.Now().Add(e.backoff)
-	p.trace("retry", e, 0, fmt.Sprintf("in %s: %s", e.backoff, out.Reason))
+	t.notBefore = p.clock.Now().Add(t.backoff)
+	p.trace("retry", e, 0, fmt.Sprintf("in %s: %s", t.backoff, out.Reason))
 	p.enqueueLocked(e, false)
 }
 
@@ -1706,7 +1748,7 @@ func (p *Pipeline) timeoutLocked(e *entry, why string) {
 		return
 	}
 	if e.inFlush {
-		e.timeoutWhy = why
+		e.extra().timeoutWhy = why
 		return
 	}
 	switch e.kind {
@@ -1758,13 +1800,13 @@ func (p *Pipeline) tick() (check []string) {
 		// deadline: an unconfirmed proposal is simply proposed again
 		noDeadline := e.kind == kindFact || (e.kind == kindConfig && e.replied)
 		switch {
-		case noDeadline && e.proposed && !now.Before(e.proposedAt.Add(p.cfg.CommitTimeout)):
+		case noDeadline && e.proposed && !now.Before(e.timing().proposedAt.Add(p.cfg.CommitTimeout)):
 			expired = append(expired, e)
-		case e.kind != kindFact && !e.deadline.IsZero() && !now.Before(e.deadline):
+		case e.kind != kindFact && e.deadline != 0 && now.Sub(p.epoch) >= e.deadline:
 			expired = append(expired, e)
 		}
-		if e.kind == kindFact && e.proposed && !e.inFlush && now.Sub(e.proposedAt) >= every && now.Sub(e.checkedAt) >= every {
-			e.checkedAt = now
+		if e.kind == kindFact && e.proposed && !e.inFlush && now.Sub(e.timing().proposedAt) >= every && now.Sub(e.t.checkedAt) >= every {
+			e.t.checkedAt = now
 			check = append(check, e.cmdID)
 		}
 	}
@@ -1850,14 +1892,18 @@ func (p *Pipeline) leaderChangeLocked(now time.Time) {
 		case e.proposed:
 			p.unlatchLocked(e)
 			e.proposed = false
-			e.backoff, e.notBefore = 0, time.Time{}
+			t := e.timing()
+			t.backoff, t.notBefore = 0, time.Time{}
 			p.enqueueLocked(e, false)
 			released++
-		case e.queued && now.Before(e.notBefore):
-			e.backoff, e.notBefore = 0, time.Time{}
+		case e.queued && now.Before(e.notBefore()):
+			t := e.t // set: notBefore is in the future
+			t.backoff, t.notBefore = 0, time.Time{}
 			released++
 		default:
-			e.backoff = 0
+			if e.t != nil {
+				e.t.backoff = 0
+			}
 		}
 	}
 	if released > 0 {
@@ -1986,7 +2032,7 @@ func (p *Pipeline) resolveLocked(e *entry, cmd *kv.Command, res kv.Result) {
 		// An earlier proposal's result while a new one is being built:
 		// only an application matters (it completes the entry).
 		if res.Status == kv.StatusApplied || res.Status == kv.StatusDuplicate {
-			e.late = &lateResult{cmd: *cmd, res: res}
+			e.extra().late = &lateResult{cmd: *cmd, res: res}
 		}
 		return
 	}
@@ -2029,11 +2075,11 @@ func (p *Pipeline) resolveLocked(e *entry, cmd *kv.Command, res kv.Result) {
 		// under sustained contention it only yields RetryMin to the other
 		// writers once every MaxConflicts attempts.
 		e.conflicts++
-		e.backoff = 0
+		e.timing().backoff = 0
 		p.unlatchLocked(e)
 		if int(e.conflicts) >= p.cfg.MaxConflicts {
 			e.conflicts = 0
-			e.notBefore = p.clock.Now().Add(p.cfg.RetryMin)
+			e.t.notBefore = p.clock.Now().Add(p.cfg.RetryMin)
 			p.trace("requeue", e, res.Index, fmt.Sprintf("re-evaluate in %s (contention)", p.cfg.RetryMin))
 			p.enqueueLocked(e, false)
 		} else {
