@@ -29,7 +29,7 @@ func (n *nopEvaluator) Evaluate(ctx context.Context, items []pipeline.EvalItem) 
 
 var _ pipeline.Evaluator = (*nopEvaluator)(nil)
 
-func benchPipeline(b testing.TB) (*pipeline.Pipeline, *pipelinetest.FakeLog) {
+func benchPipeline(b *testing.B) (*pipeline.Pipeline, *pipelinetest.FakeLog) {
 	log := pipelinetest.NewFakeLog()
 	p, err := pipeline.New(pipeline.Config{NodeID: "n1", Catalog: jobsgen.Catalog(), Log: log, Evaluator: &nopEvaluator{},
 		DataDir: b.TempDir(), Manual: true, Logger: quiet(), WatchRing: 1024, OutcomeCache: 1024})
