@@ -184,8 +184,7 @@ func (p *Pipeline) resolveConfigLocked(e *entry, cmd *kv.Command, res kv.Result)
 			p.setPhaseLocked(e, phaseActivate)
 		}
 	default:
-		g, _ := decodeGuard(cmd.Guard)
-		if cmd.Origin != p.cfg.NodeID || g.Attempt != e.attempt {
+		if cmd.Origin != p.cfg.NodeID || guardAttempt(cmd.Guard) != e.attempt {
 			return
 		}
 	}

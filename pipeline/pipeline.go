@@ -2014,8 +2014,7 @@ func (p *Pipeline) resolveUncertainLocked(cmd *kv.Command, res kv.Result, att ui
 		delete(p.uncert, cmd.ID)
 		// observeLocked recorded COMMITTED already.
 	default:
-		g, _ := decodeGuard(cmd.Guard)
-		if cmd.Origin == p.cfg.NodeID && g.Attempt == att {
+		if cmd.Origin == p.cfg.NodeID && guardAttempt(cmd.Guard) == att {
 			delete(p.uncert, cmd.ID)
 			p.outcomes.put(cmd.ID, Outcome{ID: strings.TrimPrefix(cmd.ID, "req:"), Type: cmd.Type, Status: StatusUnavailable,
 				Reason: "the uncertain proposal did not apply (" + res.Status.String() + ": " + res.Reason + "); retry with the same request ID is safe"})
@@ -2062,8 +2061,7 @@ func (p *Pipeline) resolveLocked(e *entry, cmd *kv.Command, res kv.Result) {
 		p.finishLocked(e, out)
 		return
 	}
-	g, _ := decodeGuard(cmd.Guard)
-	if cmd.Origin != p.cfg.NodeID || g.Attempt != e.attempt || !e.proposed {
+	if cmd.Origin != p.cfg.NodeID || guardAttempt(cmd.Guard) != e.attempt || !e.proposed {
 		return
 	}
 	e.proposed = false
