@@ -770,7 +770,7 @@ func doneHandle(p *Pipeline, o Outcome) *Handle {
 // Submit runs a request to its outcome (W1, W2): it returns COMMITTED only
 // after every entry the request produced is committed and applied here.
 func (p *Pipeline) Submit(ctx context.Context, en Entry) Outcome {
-	h := p.SubmitAsync(ctx, en)
+	h := p.submit(ctx, en, true)
 	return p.wait(ctx, h)
 }
 
@@ -791,6 +791,12 @@ func (p *Pipeline) wait(ctx context.Context, h *Handle) Outcome {
 
 // SubmitAsync starts a request and returns its handle without waiting.
 func (p *Pipeline) SubmitAsync(ctx context.Context, en Entry) *Handle {
+	return p.submit(ctx, en, false)
+}
+
+// submit starts a request; waiter says the caller waits on it, so its Done
+// channel is made at once (under the lock startRequest takes anyway).
+func (p *Pipeline) submit(ctx context.Context, en Entry, waiter bool) *Handle {
 	ps, bad := p.parse(en)
 	if bad != nil {
 		bad.ID = en.ID
@@ -802,7 +808,7 @@ func (p *Pipeline) SubmitAsync(ctx context.Context, en Entry) *Handle {
 		o.ID = ps.id
 		return doneHandle(p, o)
 	}
-	return p.startRequest(ctx, ps, false)
+	return p.startRequest(ctx, ps, false, waiter)
 }
 
 func verbFor(c ir.Class) string {
@@ -826,7 +832,7 @@ func (p *Pipeline) traceReject(en Entry, o *Outcome) {
 	p.mu.Unlock()
 }
 
-func (p *Pipeline) startRequest(ctx context.Context, ps parsed, receiptItem bool) *Handle {
+func (p *Pipeline) startRequest(ctx context.Context, ps parsed, receiptItem, waiter bool) *Handle {
 	now := p.clock.Now()
 	deadline := now.Add(p.cfg.CommitTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
@@ -844,7 +850,13 @@ func (p *Pipeline) startRequest(ctx context.Context, ps parsed, receiptItem bool
 	}
 	if cur := p.live[e.cmdID]; cur != nil && !cur.replied {
 		// Same request ID already in flight: share its outcome.
+		if waiter {
+			cur.doneLocked()
+		}
 		return &Handle{e: cur, p: p}
+	}
+	if waiter {
+		e.doneLocked()
 	}
 	p.trace("validate", e, 0, "ok")
 	p.enqueueLocked(e, false)
@@ -965,7 +977,7 @@ func (p *Pipeline) Deliver(ctx context.Context, en Entry) Ack {
 		}
 	}
 	for _, r := range reqs {
-		p.startRequest(context.Background(), r, true)
+		p.startRequest(context.Background(), r, true, false)
 	}
 	p.mu.Lock()
 	p.trace0("receipt", ps.id, ps.desc.Name, fmt.Sprintf("received %d items", len(items)))
