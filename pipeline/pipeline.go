@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -351,6 +352,7 @@ func New(cfg Config) (*Pipeline, error) {
 	defi(&cfg.MaxBatch, 256)
 	defi(&cfg.MaxBatchBytes, 8<<20)
 	defi(&cfg.MaxConflicts, 16)
+	cfg.MaxConflicts = min(cfg.MaxConflicts, math.MaxInt32) // counted in an int32
 	defi(&cfg.WatchRing, 8192)
 	defi(&cfg.OutcomeCache, 65536)
 	p := &Pipeline{
