@@ -80,7 +80,7 @@ func (p *Pipeline) ConfigUpgradeAsync(ctx context.Context, en Entry) *Handle {
 	e := p.live[id]
 	if e == nil || e.replied {
 		e = &entry{kind: kindConfig, class: ir.ClassConfig, desc: ps.desc, typ: ps.desc.Name, cmdID: id, userID: ps.id,
-			payload: ps.payload, json: ps.json, done: make(chan struct{}), deadline: now.Add(p.cfg.ConfigTimeout),
+			payload: ps.payload, json: ps.json, deadline: p.deadlineAt(now.Add(p.cfg.ConfigTimeout)),
 			keys: []string{configStagedPrefix + ps.id, ConfigCommittedKey}}
 		p.trace("validate", e, 0, "ok")
 		p.enqueueLocked(e, false)
@@ -101,7 +101,7 @@ func (p *Pipeline) setPhaseLocked(e *entry, ph cfgPhase) {
 // planConfig reads the staged record and decides the next command.
 func (p *Pipeline) planConfig(ctx context.Context, log Log, e *entry) {
 	if err := p.readState(ctx, log, e); err != nil {
-		e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: "reading state: " + err.Error()}
+		e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: "reading state: " + err.Error()}
 		return
 	}
 	srec, _ := e.stateOf(configStagedPrefix + e.userID)
@@ -109,16 +109,16 @@ func (p *Pipeline) planConfig(ctx context.Context, log Log, e *entry) {
 	var st stagedConfig
 	if srec.Rev != 0 {
 		if err := json.Unmarshal(srec.Value, &st); err != nil {
-			e.plan, e.planOut = planFinish, Outcome{Status: StatusRejected, Reason: "staged record unreadable: " + err.Error()}
+			e.plan, e.planOut = planFinish, &Outcome{Status: StatusRejected, Reason: "staged record unreadable: " + err.Error()}
 			return
 		}
 	}
 	switch st.State {
 	case "activated":
-		e.plan, e.planOut = planFinish, Outcome{Status: StatusCommitted, Index: srec.Rev}
+		e.plan, e.planOut = planFinish, &Outcome{Status: StatusCommitted, Index: srec.Rev}
 		return
 	case "aborted":
-		e.plan, e.planOut = planFinish, abortedOutcome(srec.Rev)
+		e.plan, e.planOut = planFinish, ptrTo(abortedOutcome(srec.Rev))
 		return
 	}
 	p.mu.Lock()
@@ -145,7 +145,7 @@ func (p *Pipeline) planConfig(ctx context.Context, log Log, e *entry) {
 		var tag ConfigTag
 		if trec.Rev != 0 {
 			if err := json.Unmarshal(trec.Value, &tag); err != nil {
-				e.plan, e.planOut = planFinish, Outcome{Status: StatusRejected, Reason: "committed tag unreadable: " + err.Error()}
+				e.plan, e.planOut = planFinish, &Outcome{Status: StatusRejected, Reason: "committed tag unreadable: " + err.Error()}
 				return
 			}
 		}
@@ -184,8 +184,7 @@ func (p *Pipeline) resolveConfigLocked(e *entry, cmd *kv.Command, res kv.Result)
 			p.setPhaseLocked(e, phaseActivate)
 		}
 	default:
-		g, _ := decodeGuard(cmd.Guard)
-		if cmd.Origin != p.cfg.NodeID || g.Attempt != e.attempt {
+		if cmd.Origin != p.cfg.NodeID || guardAttempt(cmd.Guard) != e.attempt {
 			return
 		}
 	}
@@ -221,7 +220,7 @@ func (p *Pipeline) configTimeoutLocked(e *entry, why string) {
 	if e.phase != phaseAbort {
 		p.trace("timeout", e, 0, "abort: "+why)
 		p.setPhaseLocked(e, phaseAbort)
-		e.deadline = p.clock.Now().Add(p.cfg.ConfigTimeout)
+		e.deadline = p.deadlineAt(p.clock.Now().Add(p.cfg.ConfigTimeout))
 		if e.proposed {
 			e.proposed = false
 			p.unlatchLocked(e)
@@ -230,7 +229,7 @@ func (p *Pipeline) configTimeoutLocked(e *entry, why string) {
 		p.wakeup()
 		return
 	}
-	e.deadline = timeZero
+	e.deadline = 0
 	p.finishLocked(e, Outcome{Status: StatusUncertain, Reason: why + ": neither activation nor abort is confirmed yet; the node keeps proposing the abort; query the outcome by ID"})
 }
 

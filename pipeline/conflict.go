@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"time"
 
 	"github.com/writ-dev/writ/kv"
 	"github.com/writ-dev/writ/schema/ir"
@@ -67,7 +66,7 @@ func (p *Pipeline) quarantinePlan(ctx context.Context, log Log, e *entry, t guar
 	if !ok {
 		r, found, err := log.Get(ctx, key, false)
 		if err != nil {
-			e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: "reading state: " + err.Error()}
+			e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: "reading state: " + err.Error()}
 			return
 		}
 		if found {
@@ -137,8 +136,6 @@ func (p *Pipeline) Health(ctx context.Context) (Health, int, error) {
 	return HealthOK, 0, nil
 }
 
-var timeZero time.Time
-
 const typeConflictResolve = "writ.conflict.resolve"
 
 // ResolveConflict closes the open conflict case of a machine instance after
@@ -160,7 +157,7 @@ func (p *Pipeline) ResolveConflictAsync(ctx context.Context, machine, instance, 
 		return doneHandle(p, Outcome{ID: key, Type: typeConflictResolve, Status: StatusUnavailable, Reason: ErrStopped.Error()})
 	}
 	e := &entry{kind: kindRequest, class: ir.ClassRequest, typ: typeConflictResolve, cmdID: "resolve:" + key, userID: key,
-		keys: []string{key}, resolve: key, note: note, done: make(chan struct{}), deadline: now.Add(p.cfg.CommitTimeout)}
+		keys: []string{key}, x: &entryExtra{resolve: key, note: note}, deadline: p.deadlineAt(now.Add(p.cfg.CommitTimeout))}
 	if cur := p.live[e.cmdID]; cur != nil && !cur.replied {
 		return &Handle{e: cur, p: p}
 	}
@@ -173,33 +170,33 @@ func (p *Pipeline) ResolveConflictAsync(ctx context.Context, machine, instance, 
 // planResolve builds the command that closes a conflict case.
 func (p *Pipeline) planResolve(ctx context.Context, log Log, e *entry) {
 	if err := p.readState(ctx, log, e); err != nil {
-		e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: "reading state: " + err.Error()}
+		e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: "reading state: " + err.Error()}
 		return
 	}
 	rec := e.state[0]
 	if rec.Rev == 0 {
 		// confirm against current state before saying there is none
-		p.rejectConfirmed(ctx, log, e, "no conflict case at "+e.resolve)
+		p.rejectConfirmed(ctx, log, e, "no conflict case at "+e.resolveKey())
 		return
 	}
 	var c ConflictCase
 	if err := json.Unmarshal(rec.Value, &c); err != nil {
-		e.plan, e.planOut = planFinish, Outcome{Status: StatusRejected, Reason: "conflict case unreadable: " + err.Error()}
+		e.plan, e.planOut = planFinish, &Outcome{Status: StatusRejected, Reason: "conflict case unreadable: " + err.Error()}
 		return
 	}
 	if !c.Open {
-		e.plan, e.planOut = planFinish, Outcome{Status: StatusCommitted, Index: rec.Rev, Reason: "already resolved"}
+		e.plan, e.planOut = planFinish, &Outcome{Status: StatusCommitted, Index: rec.Rev, Reason: "already resolved"}
 		return
 	}
 	c.Open = false
-	if e.note != "" {
-		c.Reason += "; resolved: " + e.note
+	if e.x.note != "" {
+		c.Reason += "; resolved: " + e.x.note
 	}
 	v, _ := json.Marshal(c)
 	// one command ID per case revision: a retry deduplicates, a later case
 	// on the same instance can be resolved again
 	*e.cmd = p.baseCmd(e, VerdictNone, guardInfo{})
 	e.cmd.ID = e.cmdID + ":" + strconv.FormatUint(rec.Rev, 10)
-	e.cmd.Effect.Writes = []kv.Write{{Key: e.resolve, Value: v, IfRev: rec.Rev}}
+	e.cmd.Effect.Writes = []kv.Write{{Key: e.x.resolve, Value: v, IfRev: rec.Rev}}
 	e.plan = planPropose
 }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -101,7 +102,30 @@ func FuzzDecodeGuard(f *testing.F) {
 		if len(b) > 0 && !reflect.DeepEqual(mustDecode(t, g.appendTo(nil)), g) {
 			t.Fatalf("round trip changed %+v", g)
 		}
+		g.Attempt = math.MaxUint64
+		if n := len(g.appendTo(nil)); n > g.size() {
+			t.Fatalf("encoded %d bytes, size() says at most %d", n, g.size())
+		}
 	})
+}
+
+// The guard buffer is sized once: size() must bound the encoding for any
+// attempt number, and not by much (it is allocated for every command).
+func TestGuardSize(t *testing.T) {
+	for _, g := range []guardInfo{
+		{},
+		{Reason: strings.Repeat("r", 300)},
+		{Transitions: []guardTransition{{Machine: "job", Instance: "j1", ExpectRev: 1 << 40, From: "PENDING", FromOrder: 1 << 20, FromHas: true,
+			To: "RUNNING", Order: 300, HasOrder: true, Verdict: VerdictApply}}},
+	} {
+		for _, a := range []uint64{0, 1, 1 << 60, math.MaxUint64} {
+			g.Attempt = a
+			n := len(g.appendTo(nil))
+			if n > g.size() || g.size()-n > 10 {
+				t.Errorf("attempt %d: encoded %d bytes, size() %d", a, n, g.size())
+			}
+		}
+	}
 }
 
 func mustDecode(t *testing.T, b []byte) guardInfo {

@@ -177,3 +177,5 @@ var (
 func rejectField(fe *ir.FieldError) Outcome {
 	return Outcome{Type: fe.Type, Status: StatusRejected, Reason: fe.Error(), Field: fe.Field, Rule: fe.Rule}
 }
+
+func ptrTo[T any](v T) *T { return &v }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -122,8 +123,6 @@ const (
 
 // entry is one operation moving through the stages.
 type entry struct {
-	kind    kind
-	class   ir.Class
 	desc    *ir.TypeDesc
 	typ     string
 	cmdID   string
@@ -134,51 +133,125 @@ type entry struct {
 	inst    string
 	mkey    string
 	keys    []string
-	rounds  int // NeedKeys rounds
+	keyBuf  [3]string // backs keys when they fit
 
-	deadline  time.Time // zero: none (facts)
-	notBefore time.Time
-	backoff   time.Duration
+	deadline  time.Duration // since Pipeline.epoch (see deadlineAt); 0: none (facts)
+	attempt   uint64
+	conflicts int32
+	// answered is set (after done is closed) once replied is: Done reads
+	// done without the lock from then on.
+	answered atomic.Bool
+	t        *entryTiming // backoff and re-proposal times (facts, config, retries)
 
-	attempt     uint64
+	kind        kind
+	class       ir.Class
+	rounds      uint8 // NeedKeys rounds
+	verdict     Verdict
+	phase       cfgPhase
 	proposed    bool
-	proposedAt  time.Time
-	checkedAt   time.Time // last outcome lookup for an unconfirmed fact
-	proposals   uint32    // proposals of this entry since the node started
 	everApplied bool
-	conflicts   int
 	held        bool
 	queued      bool
 	finished    bool
 	replied     bool
 	receiptItem bool
-	resolve     string // conflict key to resolve (ResolveConflict)
-	altID       string // command ID proposed when it differs from cmdID
-	note        string
-	recordOnly  string // receipt item rejection to record in the log
+	// inFlush: the entry is being evaluated outside the lock; completion
+	// and timeouts that arrive meanwhile are deferred to the end of the
+	// flush (late, timeoutWhy).
+	inFlush bool
+	plan    plan // scratch for one flush
+
+	x *entryExtra // rarely needed fields
 
 	provisional kv.Effect
 	result      []byte
-	verdict     Verdict
 
-	phase cfgPhase
-	done  chan struct{}
-	out   Outcome
-	h     Handle
-
-	// inFlush: the entry is being evaluated outside the lock; completion
-	// and timeouts that arrive meanwhile are deferred to the end of the
-	// flush (lateCmd/lateRes, timeoutWhy).
-	inFlush    bool
-	lateCmd    *kv.Command
-	lateRes    kv.Result
-	timeoutWhy string
+	done chan struct{} // made on first use (doneLocked)
+	out  Outcome
+	h    Handle
 
 	// scratch for one flush
-	plan    plan
-	planOut Outcome
+	planOut *Outcome
 	cmd     *kv.Command // into the flush's command arena
 	state   []kv.Record
+}
+
+// entryExtra holds the fields only some entries use.
+type entryExtra struct {
+	resolve    string // conflict key to resolve (ResolveConflict)
+	note       string
+	recordOnly string // receipt item rejection to record in the log
+	altID      string // command ID proposed when it differs from cmdID
+	// An application (late) or a timeout (timeoutWhy) that arrived while
+	// the entry was in a flush, handled when the flush ends.
+	late       *lateResult
+	timeoutWhy string
+}
+
+// entryTiming holds an entry's backoff and re-proposal bookkeeping: facts
+// and config decisions always have it, requests only once they back off.
+type entryTiming struct {
+	notBefore  time.Time
+	proposedAt time.Time
+	checkedAt  time.Time // last outcome lookup for an unconfirmed fact
+	backoff    time.Duration
+	proposals  uint32 // proposals of this entry since the node started
+}
+
+func (e *entry) timing() *entryTiming {
+	if e.t == nil {
+		e.t = &entryTiming{}
+	}
+	return e.t
+}
+
+// notBefore is when a backing-off entry may be evaluated again.
+func (e *entry) notBefore() time.Time {
+	if e.t == nil {
+		return time.Time{}
+	}
+	return e.t.notBefore
+}
+
+func (e *entry) extra() *entryExtra {
+	if e.x == nil {
+		e.x = &entryExtra{}
+	}
+	return e.x
+}
+
+func (e *entry) resolveKey() string {
+	if e.x == nil {
+		return ""
+	}
+	return e.x.resolve
+}
+
+func (e *entry) recordOnly() string {
+	if e.x == nil {
+		return ""
+	}
+	return e.x.recordOnly
+}
+
+func (e *entry) altID() string {
+	if e.x == nil {
+		return ""
+	}
+	return e.x.altID
+}
+
+// lateResult is an application that arrived while the entry was in a
+// flush.
+type lateResult struct {
+	cmd kv.Command
+	res kv.Result
+}
+
+// ownScratch is an entry's own transition as guarded before evaluation.
+type ownScratch struct {
+	t  guardTransition
+	ok bool
 }
 
 type plan uint8
@@ -219,8 +292,13 @@ type Pipeline struct {
 	flushing bool
 	batchBuf []*entry
 	itemsBuf []EvalItem
-	// stateArena backs the entries' state during one flush (flush only).
+	// stateArena backs the entries' state during one flush and writeArena
+	// the writes of the commands it builds (flush only).
 	stateArena []kv.Record
+	writeArena []kv.Write
+	byteArena  []byte
+	flushLen   int          // entries in the flush
+	ownBuf     []ownScratch // own transition of each evaluated item
 	idxBuf     []int
 	started    bool
 	stopped    bool
@@ -229,6 +307,8 @@ type Pipeline struct {
 	seenTerm   uint64
 	seenLeader string
 	seenHas    bool
+	// epoch is the clock reading entries' deadlines are relative to.
+	epoch time.Time
 
 	kick    chan struct{}
 	cancel  context.CancelFunc
@@ -272,6 +352,7 @@ func New(cfg Config) (*Pipeline, error) {
 	defi(&cfg.MaxBatch, 256)
 	defi(&cfg.MaxBatchBytes, 8<<20)
 	defi(&cfg.MaxConflicts, 16)
+	cfg.MaxConflicts = min(cfg.MaxConflicts, math.MaxInt32) // counted in an int32
 	defi(&cfg.WatchRing, 8192)
 	defi(&cfg.OutcomeCache, 65536)
 	p := &Pipeline{
@@ -281,6 +362,7 @@ func New(cfg Config) (*Pipeline, error) {
 		uncert: map[string]uint64{}, outcomes: newOutcomeCache(cfg.OutcomeCache),
 		kick: make(chan struct{}, 1),
 	}
+	p.epoch = cfg.Clock.Now()
 	if !cfg.Manual {
 		// Attempt numbers match apply results to proposals; start from the
 		// clock so a restarted node never reuses a live number.
@@ -409,6 +491,15 @@ func (p *Pipeline) wakeup() {
 	}
 }
 
+// deadlineAt is t as an entry deadline: its distance from p.epoch (never 0,
+// which means none).
+func (p *Pipeline) deadlineAt(t time.Time) time.Duration {
+	if d := t.Sub(p.epoch); d != 0 {
+		return d
+	}
+	return -1
+}
+
 func (p *Pipeline) trace(stage string, e *entry, index uint64, detail string) {
 	if p.cfg.Trace == nil {
 		return
@@ -527,32 +618,75 @@ func requestCmdID(id string) string    { return "req:" + id }
 func factCmdID(typ, id string) string  { return "fact:" + typ + ":" + id }
 func configCmdID(id, ph string) string { return "cfg:" + id + ":" + ph }
 
-func (p *Pipeline) newEntry(k kind, ps parsed, cmdID string) *entry {
-	e := &entry{kind: k, class: ps.class, desc: ps.desc, typ: ps.desc.Name, cmdID: cmdID, userID: ps.id,
-		payload: ps.payload, json: ps.json, done: make(chan struct{})}
+// newEntry builds an entry for a parsed payload. The command ID is the
+// concatenation of idParts; it, the machine key and (for facts) the
+// conflict key share one allocation.
+func (p *Pipeline) newEntry(k kind, ps parsed, idParts ...string) *entry {
+	e := &entry{kind: k, class: ps.class, desc: ps.desc, typ: ps.desc.Name, userID: ps.id,
+		payload: ps.payload, json: ps.json}
 	keys := ps.payload.Keys()
 	n := len(keys)
 	if ps.desc.Machine != nil {
 		e.machine = ps.desc.Machine
 		e.inst = ps.payload.InstanceKey()
 		if e.inst != "" {
-			n += 2
+			n++ // machine key
+			if e.class != ir.ClassRequest {
+				n++ // conflict key
+			}
 		}
 	}
-	e.keys = make([]string, 0, n)
+	if n <= len(e.keyBuf) {
+		e.keys = e.keyBuf[:0]
+	} else {
+		e.keys = make([]string, 0, n)
+	}
 	e.keys = append(e.keys, keys...)
-	if e.machine != nil && e.inst != "" {
-		e.mkey = MachineKey(e.machine.Name, e.inst)
+	idLen := 0
+	for _, s := range idParts {
+		idLen += len(s)
+	}
+	withMachine := e.machine != nil && e.inst != ""
+	withConflict := withMachine && e.class != ir.ClassRequest
+	size := idLen
+	if withMachine {
+		size += len(MachinePrefix) + len(e.machine.Name) + 1 + len(e.inst)
+	}
+	if withConflict {
+		size += len(ConflictPrefix) + len(e.machine.Name) + 1 + len(e.inst)
+	}
+	var sb strings.Builder
+	sb.Grow(size)
+	for _, s := range idParts {
+		sb.WriteString(s)
+	}
+	if withMachine {
+		sb.WriteString(MachinePrefix)
+		sb.WriteString(e.machine.Name)
+		sb.WriteByte('/')
+		sb.WriteString(e.inst)
+	}
+	mkeyEnd := sb.Len()
+	if withConflict {
+		sb.WriteString(ConflictPrefix)
+		sb.WriteString(e.machine.Name)
+		sb.WriteByte('/')
+		sb.WriteString(e.inst)
+	}
+	all := sb.String()
+	e.cmdID = all[:idLen]
+	if withMachine {
+		e.mkey = all[idLen:mkeyEnd]
 		e.keys = append(e.keys, e.mkey)
-		if e.class != ir.ClassRequest {
-			e.keys = append(e.keys, ConflictKey(e.machine.Name, e.inst))
-		}
+	}
+	if withConflict {
+		e.keys = append(e.keys, all[mkeyEnd:])
 	}
 	return e
 }
 
 func (p *Pipeline) factFromOutbox(it OutboxItem) (*entry, error) {
-	e := &entry{kind: kindFact, class: ir.ClassFact, typ: it.Type, cmdID: it.ID, userID: it.ID, json: it.Payload, done: make(chan struct{})}
+	e := &entry{kind: kindFact, class: ir.ClassFact, typ: it.Type, cmdID: it.ID, userID: it.ID, json: it.Payload}
 	d, ok := p.cat.Type(it.Type)
 	if !ok || d.ParseJSON == nil {
 		return e, fmt.Errorf("pipeline: type %q is not declared by this schema", it.Type)
@@ -590,7 +724,37 @@ type Handle struct {
 }
 
 // Done is closed when the outcome is known.
-func (h *Handle) Done() <-chan struct{} { return h.e.done }
+func (h *Handle) Done() <-chan struct{} {
+	if h.e.answered.Load() {
+		// e.done no longer changes once the entry is answered
+		if d := h.e.done; d != nil {
+			return d
+		}
+		return closedDone
+	}
+	h.p.mu.Lock()
+	defer h.p.mu.Unlock()
+	return h.e.doneLocked()
+}
+
+// closedDone is the Done channel of entries answered before anyone asked.
+var closedDone = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// doneLocked is the entry's Done channel, made on first use: nobody waits
+// on most receipt items or on requests answered before their caller looks.
+func (e *entry) doneLocked() chan struct{} {
+	if e.done == nil {
+		if e.replied {
+			return closedDone
+		}
+		e.done = make(chan struct{})
+	}
+	return e.done
+}
 
 // Outcome returns the outcome; valid after Done is closed.
 func (h *Handle) Outcome() Outcome {
@@ -600,34 +764,41 @@ func (h *Handle) Outcome() Outcome {
 }
 
 func doneHandle(p *Pipeline, o Outcome) *Handle {
-	e := &entry{done: make(chan struct{}), out: o, finished: true, replied: true}
-	close(e.done)
+	e := &entry{out: o, finished: true, replied: true}
+	e.answered.Store(true)
 	return &Handle{e: e, p: p}
 }
 
 // Submit runs a request to its outcome (W1, W2): it returns COMMITTED only
 // after every entry the request produced is committed and applied here.
 func (p *Pipeline) Submit(ctx context.Context, en Entry) Outcome {
-	h := p.SubmitAsync(ctx, en)
+	h := p.submit(ctx, en, true)
 	return p.wait(ctx, h)
 }
 
 func (p *Pipeline) wait(ctx context.Context, h *Handle) Outcome {
+	done := h.Done()
 	select {
-	case <-h.e.done:
+	case <-done:
 	case <-ctx.Done():
 		p.mu.Lock()
 		if !h.e.replied {
 			p.timeoutLocked(h.e, "request context ended: "+ctx.Err().Error())
 		}
 		p.mu.Unlock()
-		<-h.e.done
+		<-done
 	}
 	return h.Outcome()
 }
 
 // SubmitAsync starts a request and returns its handle without waiting.
 func (p *Pipeline) SubmitAsync(ctx context.Context, en Entry) *Handle {
+	return p.submit(ctx, en, false)
+}
+
+// submit starts a request; waiter says the caller waits on it, so its Done
+// channel is made at once (under the lock startRequest takes anyway).
+func (p *Pipeline) submit(ctx context.Context, en Entry, waiter bool) *Handle {
 	ps, bad := p.parse(en)
 	if bad != nil {
 		bad.ID = en.ID
@@ -639,7 +810,7 @@ func (p *Pipeline) SubmitAsync(ctx context.Context, en Entry) *Handle {
 		o.ID = ps.id
 		return doneHandle(p, o)
 	}
-	return p.startRequest(ctx, ps, false)
+	return p.startRequest(ctx, ps, false, waiter)
 }
 
 func verbFor(c ir.Class) string {
@@ -663,25 +834,32 @@ func (p *Pipeline) traceReject(en Entry, o *Outcome) {
 	p.mu.Unlock()
 }
 
-func (p *Pipeline) startRequest(ctx context.Context, ps parsed, receiptItem bool) *Handle {
-	cmdID := requestCmdID(ps.id)
+func (p *Pipeline) startRequest(ctx context.Context, ps parsed, receiptItem, waiter bool) *Handle {
 	now := p.clock.Now()
 	deadline := now.Add(p.cfg.CommitTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
+	// Built before taking the lock; dropped if the request is already in
+	// flight.
+	e := p.newEntry(kindRequest, ps, "req:", ps.id)
+	e.deadline = p.deadlineAt(deadline)
+	e.receiptItem = receiptItem
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped {
 		return doneHandle(p, Outcome{ID: ps.id, Type: ps.desc.Name, Status: StatusUnavailable, Reason: ErrStopped.Error()})
 	}
-	if cur := p.live[cmdID]; cur != nil && !cur.replied {
+	if cur := p.live[e.cmdID]; cur != nil && !cur.replied {
 		// Same request ID already in flight: share its outcome.
+		if waiter {
+			cur.doneLocked()
+		}
 		return &Handle{e: cur, p: p}
 	}
-	e := p.newEntry(kindRequest, ps, cmdID)
-	e.deadline = deadline
-	e.receiptItem = receiptItem
+	if waiter {
+		e.doneLocked()
+	}
 	p.trace("validate", e, 0, "ok")
 	p.enqueueLocked(e, false)
 	p.wakeup()
@@ -712,20 +890,20 @@ func (p *Pipeline) Report(ctx context.Context, en Entry) Ack {
 func (p *Pipeline) acceptFacts(facts []parsed) error {
 	now := p.clock.Now().UTC()
 	items := make([]OutboxItem, len(facts))
+	es := make([]*entry, len(facts))
 	for i, ps := range facts {
-		items[i] = OutboxItem{ID: factCmdID(ps.desc.Name, ps.id), Type: ps.desc.Name, Payload: ps.json, Received: now}
+		es[i] = p.newEntry(kindFact, ps, "fact:", ps.desc.Name, ":", ps.id)
+		items[i] = OutboxItem{ID: es[i].cmdID, Type: ps.desc.Name, Payload: ps.json, Received: now}
 	}
 	if err := p.outbox.AddBatch(items); err != nil {
 		return fmt.Errorf("pipeline: %d fact(s) not accepted: %w", len(items), err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, ps := range facts {
-		id := factCmdID(ps.desc.Name, ps.id)
-		if p.live[id] != nil {
+	for _, e := range es {
+		if p.live[e.cmdID] != nil {
 			continue
 		}
-		e := p.newEntry(kindFact, ps, id)
 		p.trace("outbox", e, 0, "fsync ok, received")
 		p.enqueueLocked(e, false)
 	}
@@ -801,7 +979,7 @@ func (p *Pipeline) Deliver(ctx context.Context, en Entry) Ack {
 		}
 	}
 	for _, r := range reqs {
-		p.startRequest(context.Background(), r, true)
+		p.startRequest(context.Background(), r, true, false)
 	}
 	p.mu.Lock()
 	p.trace0("receipt", ps.id, ps.desc.Name, fmt.Sprintf("received %d items", len(items)))
@@ -828,7 +1006,7 @@ func (p *Pipeline) Flush(ctx context.Context) {
 		return
 	}
 	p.flushing = true
-	now := p.clock.Now()
+	var now time.Time // read once, when an entry backs off
 	batch := p.batchBuf[:0]
 	bytes := 0
 	clear(p.blocked)
@@ -837,7 +1015,11 @@ func (p *Pipeline) Flush(ctx context.Context) {
 		if e == nil || e.finished {
 			continue
 		}
-		if now.Before(e.notBefore) {
+		nb := e.notBefore()
+		if !nb.IsZero() && now.IsZero() {
+			now = p.clock.Now()
+		}
+		if now.Before(nb) {
 			// Backing off: it does not hold up later entries on its keys
 			// (their order does not matter; guards and CAS decide).
 			rest = append(rest, e)
@@ -863,10 +1045,9 @@ func (p *Pipeline) Flush(ctx context.Context) {
 	p.mu.Unlock()
 
 	if len(batch) > 0 {
-		p.process(ctx, log, batch)
+		p.process(ctx, log, batch) // ends the flush under its final lock
+		return
 	}
-	clear(batch)
-
 	p.mu.Lock()
 	p.batchBuf = batch[:0]
 	p.flushing = false
@@ -874,8 +1055,9 @@ func (p *Pipeline) Flush(ctx context.Context) {
 }
 
 func (p *Pipeline) latchLocked(e *entry) bool {
+	blocked := len(p.blocked) > 0
 	for _, k := range e.keys {
-		if h := p.latches[k]; (h != nil && h != e) || p.blocked[k] {
+		if h := p.latches[k]; (h != nil && h != e) || (blocked && p.blocked[k]) {
 			return false
 		}
 	}
@@ -901,38 +1083,36 @@ func (p *Pipeline) unlatchLocked(e *entry) {
 
 func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 	items, evalIdx := p.itemsBuf[:0], p.idxBuf[:0]
-	arena := make([]kv.Command, len(batch)) // the batch's commands under construction
-	defer func() {
-		clear(items)
-		p.itemsBuf, p.idxBuf = items[:0], evalIdx[:0]
-		clear(p.stateArena)
-		p.stateArena = p.stateArena[:0]
-	}()
+	// The batch's commands under construction; when every entry proposes
+	// (the usual case) this is the proposed batch itself.
+	arena := make([]kv.Command, len(batch))
+	p.flushLen = len(batch)
 	for i, e := range batch {
-		e.plan, e.planOut = planNone, Outcome{}
+		e.plan, e.planOut = planNone, nil
 		e.cmd = &arena[i]
 		if e.kind == kindConfig {
 			p.planConfig(ctx, log, e)
 			continue
 		}
-		if e.resolve != "" {
+		if e.resolveKey() != "" {
 			p.planResolve(ctx, log, e)
 			continue
 		}
-		if e.recordOnly != "" {
-			*e.cmd = p.baseCmd(e, VerdictReject, guardInfo{Reason: e.recordOnly})
+		if ro := e.recordOnly(); ro != "" {
+			*e.cmd = p.baseCmd(e, VerdictReject, guardInfo{Reason: ro})
 			e.plan = planPropose
 			continue
 		}
 		if r, ok := log.Outcome(e.cmdID); ok && (r.Status == kv.StatusApplied || r.Status == kv.StatusDuplicate) {
-			e.plan, e.planOut = planIdentity, Outcome{Status: StatusCommitted, Index: r.Index, Duplicate: true}
+			e.plan, e.planOut = planIdentity, &Outcome{Status: StatusCommitted, Index: r.Index, Duplicate: true}
 			continue
 		}
 		if err := p.readState(ctx, log, e); err != nil {
-			e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: "reading state: " + err.Error()}
+			e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: "reading state: " + err.Error()}
 			continue
 		}
-		if own, ok := p.ownTransition(e); ok {
+		own, hasOwn := p.ownTransition(e)
+		if hasOwn {
 			e.verdict = own.Verdict
 			switch own.Verdict {
 			case VerdictApply:
@@ -957,6 +1137,7 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 		}
 		evalIdx = append(evalIdx, i)
 		items = append(items, EvalItem{Type: e.typ, ID: e.userID, Payload: e.json, State: p.handlerState(e)})
+		p.ownBuf = append(p.ownBuf, ownScratch{t: own, ok: hasOwn})
 	}
 	if len(items) > 0 {
 		for _, i := range evalIdx {
@@ -966,19 +1147,43 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 		if err == nil && len(results) != len(items) {
 			err = fmt.Errorf("evaluator returned %d results for %d items", len(results), len(items))
 		}
+		if err == nil {
+			// One allocation for the writes of every command the batch
+			// builds (handler writes plus machine records).
+			n := 0
+			for j := range results {
+				n += len(results[j].Effect.Writes) + 1 + len(results[j].Transitions)
+			}
+			p.writeArena = make([]kv.Write, 0, n)
+		}
 		for j, i := range evalIdx {
 			e := batch[i]
 			if err != nil {
-				e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: "handler unavailable: " + err.Error()}
+				e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: "handler unavailable: " + err.Error()}
 				continue
 			}
-			p.applyResult(ctx, log, e, &results[j])
+			var own *guardTransition
+			if p.ownBuf[j].ok {
+				own = &p.ownBuf[j].t
+			}
+			p.applyResult(ctx, log, e, &results[j], own)
+		}
+	}
+	nprop := 0
+	for _, e := range batch {
+		if e.plan == planPropose {
+			nprop++
 		}
 	}
 	var cmds []kv.Command
-	for _, e := range batch {
-		if e.plan == planPropose {
-			cmds = append(cmds, *e.cmd)
+	if nprop == len(batch) {
+		cmds = arena
+	} else if nprop > 0 {
+		cmds = make([]kv.Command, 0, nprop)
+		for _, e := range batch {
+			if e.plan == planPropose {
+				cmds = append(cmds, *e.cmd)
+			}
 		}
 	}
 	var prop kv.Proposal
@@ -988,7 +1193,7 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.clock.Now()
+	var now time.Time // read when first needed
 	var proposed []*entry
 	await := prop != nil && !p.cfg.Manual
 	for _, e := range batch {
@@ -1005,13 +1210,22 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 				}
 				continue
 			}
-			e.proposed, e.proposedAt = true, now
-			e.proposals++
+			e.proposed = true
+			if e.kind != kindRequest {
+				// facts and config decisions are proposed again when
+				// unconfirmed for a while (tick); requests have a deadline
+				if now.IsZero() {
+					now = p.clock.Now()
+				}
+				t := e.timing()
+				t.proposedAt = now
+				t.proposals++
+			}
 			e.provisional = e.cmd.Effect
 			p.live[e.cmdID] = e
 			if e.cmd.ID != e.cmdID {
-				e.altID = e.cmd.ID
-				p.live[e.altID] = e
+				e.extra().altID = e.cmd.ID
+				p.live[e.cmd.ID] = e
 			}
 			if p.cfg.Trace != nil {
 				p.trace("propose", e, 0, fmt.Sprintf("attempt=%d writes=%d verdict=%s", e.attempt, len(e.cmd.Effect.Writes), Verdict(e.cmd.Verdict)))
@@ -1023,13 +1237,16 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 				p.finishLocked(e, Outcome{Status: StatusCommitted}) // canary build: reply at propose
 			}
 		case planFinish:
-			p.finishLocked(e, e.planOut)
+			p.finishLocked(e, *e.planOut)
 		case planIdentity:
 			if idx := e.planOut.Index; idx > p.applied && idx > log.Status().Applied {
 				// The log's outcome table is ahead of this node's apply
 				// notifications: do not reply before the apply (W1).
 				p.unlatchLocked(e)
-				e.notBefore = now.Add(time.Millisecond)
+				if now.IsZero() {
+					now = p.clock.Now()
+				}
+				e.timing().notBefore = now.Add(time.Millisecond)
 				p.enqueueLocked(e, true)
 				continue
 			}
@@ -1037,9 +1254,9 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 				p.factDoneLocked(e, e.planOut.Index, "already applied")
 				continue
 			}
-			p.finishLocked(e, e.planOut)
+			p.finishLocked(e, *e.planOut)
 		case planRetry:
-			p.retryLocked(e, e.planOut)
+			p.retryLocked(e, *e.planOut)
 		case planRequeue:
 			p.unlatchLocked(e)
 			p.enqueueLocked(e, true)
@@ -1047,13 +1264,14 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 		}
 		e.cmd = nil
 		e.state = nil
-		if e.lateCmd != nil {
-			cmd := e.lateCmd
-			e.lateCmd = nil
-			p.resolveLocked(e, cmd, e.lateRes)
+		if x := e.x; x != nil && x.late != nil {
+			l := x.late
+			x.late = nil
+			p.resolveLocked(e, &l.cmd, l.res)
 		}
-		if why := e.timeoutWhy; why != "" {
-			e.timeoutWhy = ""
+		if x := e.x; x != nil && x.timeoutWhy != "" {
+			why := x.timeoutWhy
+			x.timeoutWhy = ""
 			p.timeoutLocked(e, why)
 		}
 	}
@@ -1061,6 +1279,17 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 		p.awaitWG.Add(1)
 		go p.await(p.runCtx, prop, proposed, cmds)
 	}
+	// End the flush: its scratch is free for the next one.
+	clear(items)
+	p.itemsBuf, p.idxBuf = items[:0], evalIdx[:0]
+	clear(p.ownBuf)
+	p.ownBuf = p.ownBuf[:0]
+	clear(p.stateArena)
+	p.stateArena = p.stateArena[:0]
+	p.writeArena, p.byteArena = nil, nil
+	clear(batch)
+	p.batchBuf = batch[:0]
+	p.flushing = false
 }
 
 func (p *Pipeline) traceLocked(stage string, e *entry, idx uint64, d string) {
@@ -1109,6 +1338,13 @@ func (p *Pipeline) readState(ctx context.Context, log Log, e *entry) error {
 	n := len(p.stateArena)
 	p.stateArena = p.stateArena[:n+len(e.keys)]
 	st := p.stateArena[n : n+len(e.keys) : n+len(e.keys)]
+	if sr, ok := log.(StateReader); ok {
+		if err := sr.GetMany(ctx, e.keys, st); err != nil {
+			return err
+		}
+		e.state = st
+		return nil
+	}
 	for i, k := range e.keys {
 		rec, ok, err := log.Get(ctx, k, false)
 		if err != nil {
@@ -1158,19 +1394,26 @@ func (p *Pipeline) machineState(e *entry) (MachineRecord, bool, uint64, error) {
 	if rec.Rev == 0 {
 		return MachineRecord{}, false, 0, nil
 	}
-	mr, err := ParseMachineRecord(rec.Value)
+	mr, err := parseMachineRecord(rec.Value, e.machine)
 	return mr, true, rec.Rev, err
 }
 
 // ownTransition guards the entry's own transition (the `to` field).
 func (p *Pipeline) ownTransition(e *entry) (guardTransition, bool) {
-	if e.machine == nil || e.inst == "" || e.payload.TargetState() == "" {
+	if e.machine == nil || e.inst == "" {
 		return guardTransition{}, false
 	}
-	v, _ := p.decideOwn(e)
-	cur, exists, rev, _ := p.machineState(e)
+	to := e.payload.TargetState()
+	if to == "" {
+		return guardTransition{}, false
+	}
+	cur, exists, rev, err := p.machineState(e)
 	order, has := e.payload.Order()
-	t := guardTransition{Machine: e.machine.Name, Instance: e.inst, ExpectRev: rev, To: e.payload.TargetState(),
+	v := illegalVerdict(e.class) // as decideOwn: an unreadable record is illegal
+	if err == nil {
+		v, _ = decide(e.machine, cur, exists, to, order, has, v, false)
+	}
+	t := guardTransition{Machine: e.machine.Name, Instance: e.inst, ExpectRev: rev, To: to,
 		Order: order, HasOrder: has, Verdict: v}
 	if exists {
 		t.From, t.FromOrder, t.FromHas = cur.State, cur.Order, cur.HasOrder
@@ -1188,22 +1431,28 @@ func (p *Pipeline) decideOwn(e *entry) (Verdict, string) {
 }
 
 func (p *Pipeline) baseCmd(e *entry, v Verdict, g guardInfo) kv.Command {
+	return p.baseCmdBuf(e, v, g, make([]byte, 0, g.size()))
+}
+
+// baseCmdBuf is baseCmd with the guard appended to buf (sized by g.size()).
+func (p *Pipeline) baseCmdBuf(e *entry, v Verdict, g guardInfo, buf []byte) kv.Command {
 	e.attempt = p.attempts.Add(1)
 	g.Attempt = e.attempt
+	guard := g.appendTo(buf[:0])
 	return kv.Command{ID: e.cmdID, Type: e.typ, Class: uint8(e.class), Key: e.inst, Verdict: uint8(v),
-		Guard: g.appendTo(make([]byte, 0, g.size())), Payload: e.json, Origin: p.cfg.NodeID}
+		Guard: guard[:len(guard):len(guard)], Payload: e.json, Origin: p.cfg.NodeID}
 }
 
 func (p *Pipeline) rejectPlan(e *entry, reason string) {
 	if e.receiptItem {
 		// Nobody waits for a receipt item: record the rejection in the log
 		// so the watch stream carries it (W4).
-		e.recordOnly = reason
+		e.extra().recordOnly = reason
 		*e.cmd = p.baseCmd(e, VerdictReject, guardInfo{Reason: reason})
 		e.plan = planPropose
 		return
 	}
-	e.plan, e.planOut = planFinish, Outcome{Status: StatusRejected, Reason: reason, Verdict: VerdictReject}
+	e.plan, e.planOut = planFinish, &Outcome{Status: StatusRejected, Reason: reason, Verdict: VerdictReject}
 }
 
 // rejectConfirmed rejects a request only after a linearizable re-read shows
@@ -1214,7 +1463,7 @@ func (p *Pipeline) rejectConfirmed(ctx context.Context, log Log, e *entry, reaso
 	for i, r := range e.state {
 		cur, ok, err := log.Get(ctx, r.Key, i == 0)
 		if err != nil {
-			e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: "cannot confirm the rejection against current state: " + err.Error()}
+			e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: "cannot confirm the rejection against current state: " + err.Error()}
 			return
 		}
 		if !ok {
@@ -1222,8 +1471,8 @@ func (p *Pipeline) rejectConfirmed(ctx context.Context, log Log, e *entry, reaso
 		}
 		if cur.Rev != r.Rev {
 			e.conflicts++
-			if e.conflicts > p.cfg.MaxConflicts {
-				e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: "state kept moving while confirming a rejection"}
+			if int(e.conflicts) > p.cfg.MaxConflicts {
+				e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: "state kept moving while confirming a rejection"}
 				return
 			}
 			p.traceLocked("requeue", e, 0, "rejection not confirmed: "+r.Key+" is behind; re-evaluate")
@@ -1235,14 +1484,16 @@ func (p *Pipeline) rejectConfirmed(ctx context.Context, log Log, e *entry, reaso
 }
 
 // applyResult turns a handler result into a command (evaluate → guard).
-func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalResult) {
+// own is the entry's own transition as guarded before evaluation (nil when
+// it has none); the state it was decided on is still e.state.
+func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalResult, own *guardTransition) {
 	if r.Err != nil {
 		switch r.Err.Kind {
 		case EvalUnavailable:
-			e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: r.Err.Error()}
+			e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: r.Err.Error()}
 		case EvalInternal:
 			if e.kind == kindFact {
-				e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: r.Err.Error()}
+				e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: r.Err.Error()}
 			} else {
 				p.rejectPlan(e, "handler internal error: "+r.Err.Msg)
 			}
@@ -1273,7 +1524,20 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 		e.plan = planRequeue
 		return
 	}
-	writes := make([]kv.Write, 0, len(r.Effect.Writes)+1+len(r.Transitions))
+	need := len(r.Effect.Writes) + 1 + len(r.Transitions)
+	var writes []kv.Write
+	if n := len(p.writeArena); cap(p.writeArena)-n >= need {
+		writes = p.writeArena[n : n : n+need]
+		p.writeArena = p.writeArena[:n+need]
+	} else {
+		writes = make([]kv.Write, 0, need)
+	}
+	// Machine record writes get their values, and the command its guard,
+	// from one buffer once every transition is decided.
+	var mwBuf [2]int
+	mw := mwBuf[:0] // writes[mw[k]] is the record of g.Transitions[mt[k]]
+	var mtBuf [2]int
+	mt := mtBuf[:0]
 	for _, w := range r.Effect.Writes {
 		if w.Key == "" || len(w.Key) > MaxKeyBytes {
 			p.handlerBroke(e, fmt.Sprintf("handler wrote a key of %d bytes (1..%d allowed)", len(w.Key), MaxKeyBytes))
@@ -1292,14 +1556,15 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 	var tbuf [2]guardTransition
 	g := guardInfo{Transitions: tbuf[:0]}
 	verdict := VerdictNone
-	if own, ok := p.ownTransition(e); ok {
+	if own != nil {
 		if own.Verdict != VerdictApply {
 			// state moved under us (cannot happen under latches); retry
 			e.plan = planRequeue
 			return
 		}
-		g.Transitions = append(g.Transitions, own)
-		writes = append(writes, machineWriteKey(own, e.mkey))
+		g.Transitions = append(g.Transitions, *own)
+		mw, mt = append(mw, len(writes)), append(mt, len(g.Transitions)-1)
+		writes = append(writes, kv.Write{Key: e.mkey, IfRev: own.ExpectRev})
 		verdict = VerdictApply
 	}
 	for _, tr := range r.Transitions {
@@ -1315,7 +1580,7 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 			var err error
 			rec, found, err = log.Get(ctx, key, false)
 			if err != nil {
-				e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: "reading state: " + err.Error()}
+				e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: "reading state: " + err.Error()}
 				return
 			}
 			if !found {
@@ -1339,7 +1604,8 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 		switch v {
 		case VerdictApply:
 			g.Transitions = append(g.Transitions, t)
-			writes = append(writes, machineWrite(t))
+			mw, mt = append(mw, len(writes)), append(mt, len(g.Transitions)-1)
+			writes = append(writes, kv.Write{Key: key, IfRev: t.ExpectRev})
 			if verdict == VerdictNone {
 				verdict = VerdictApply
 			}
@@ -1358,27 +1624,51 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 	if p.cfg.Trace != nil {
 		p.traceLocked("guard", e, 0, verdict.String())
 	}
-	*e.cmd = p.baseCmd(e, verdict, g)
+	size := g.size()
+	for _, ti := range mt {
+		size += machineRecordSize(&g.Transitions[ti])
+	}
+	buf := p.flushBytes(size)
+	for k, wi := range mw {
+		start := len(buf)
+		buf = nextMachineRecord(&g.Transitions[mt[k]]).AppendJSON(buf)
+		writes[wi].Value = buf[start:len(buf):len(buf)]
+	}
+	*e.cmd = p.baseCmdBuf(e, verdict, g, buf[len(buf):])
 	e.cmd.Effect.Writes = writes
 	e.result = r.Result
 	e.plan = planPropose
 }
 
+// flushBytes returns an empty buffer with room for n bytes, carved from
+// the flush's byte arena (machine record values and guards of the commands
+// it builds). Appending beyond n moves to a new array, as append does.
+func (p *Pipeline) flushBytes(n int) []byte {
+	if cap(p.byteArena)-len(p.byteArena) < n {
+		p.byteArena = make([]byte, 0, max(n, min(p.flushLen*128, 64<<10)))
+	}
+	off := len(p.byteArena)
+	p.byteArena = p.byteArena[:off+n]
+	return p.byteArena[off : off : off+n]
+}
+
 func (p *Pipeline) handlerBroke(e *entry, msg string) {
 	p.lg.Error("pipeline: handler returned a malformed result", "type", e.typ, "id", e.userID, "err", msg)
 	if e.kind == kindFact {
-		e.plan, e.planOut = planRetry, Outcome{Status: StatusUnavailable, Reason: msg}
+		e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: msg}
 		return
 	}
 	p.rejectPlan(e, "handler internal error: "+msg)
 }
 
 func machineWrite(t guardTransition) kv.Write {
-	return machineWriteKey(t, MachineKey(t.Machine, t.Instance))
+	return kv.Write{Key: MachineKey(t.Machine, t.Instance), Value: nextMachineRecord(&t).AppendJSON(nil), IfRev: t.ExpectRev}
 }
 
-func machineWriteKey(t guardTransition, key string) kv.Write {
-	return kv.Write{Key: key, Value: nextMachineRecord(&t).AppendJSON(nil), IfRev: t.ExpectRev}
+// machineRecordSize bounds the encoding of the record t writes (quoting
+// unusual state names can exceed it; append then grows the buffer).
+func machineRecordSize(t *guardTransition) int {
+	return len(`{"state":"","order":}`) + len(t.To) + 20
 }
 
 // ---- completion ------------------------------------------------------
@@ -1418,7 +1708,10 @@ func (p *Pipeline) finishLocked(e *entry, out Outcome) {
 	if p.cfg.Trace != nil {
 		p.trace("reply", e, out.Index, out.String())
 	}
-	close(e.done)
+	if e.done != nil {
+		close(e.done)
+	}
+	e.answered.Store(true)
 	p.wakeup()
 }
 
@@ -1434,8 +1727,8 @@ func (p *Pipeline) dropLiveLocked(e *entry) {
 	if p.live[e.cmdID] == e {
 		delete(p.live, e.cmdID)
 	}
-	if e.altID != "" && p.live[e.altID] == e {
-		delete(p.live, e.altID)
+	if alt := e.altID(); alt != "" && p.live[alt] == e {
+		delete(p.live, alt)
 	}
 }
 
@@ -1451,13 +1744,14 @@ func (p *Pipeline) retryLocked(e *entry, out Outcome) {
 		p.finishLocked(e, out)
 		return
 	}
-	if e.backoff == 0 {
-		e.backoff = p.cfg.RetryMin
-	} else if e.backoff *= 2; e.backoff > p.cfg.RetryMax {
-		e.backoff = p.cfg.RetryMax
+	t := e.timing()
+	if t.backoff == 0 {
+		t.backoff = p.cfg.RetryMin
+	} else if t.backoff *= 2; t.backoff > p.cfg.RetryMax {
+		t.backoff = p.cfg.RetryMax
 	}
-	e.notBefore = p.clock.Now().Add(e.backoff)
-	p.trace("retry", e, 0, fmt.Sprintf("in %s: %s", e.backoff, out.Reason))
+	t.notBefore = p.clock.Now().Add(t.backoff)
+	p.trace("retry", e, 0, fmt.Sprintf("in %s: %s", t.backoff, out.Reason))
 	p.enqueueLocked(e, false)
 }
 
@@ -1468,7 +1762,7 @@ func (p *Pipeline) timeoutLocked(e *entry, why string) {
 		return
 	}
 	if e.inFlush {
-		e.timeoutWhy = why
+		e.extra().timeoutWhy = why
 		return
 	}
 	switch e.kind {
@@ -1520,13 +1814,13 @@ func (p *Pipeline) tick() (check []string) {
 		// deadline: an unconfirmed proposal is simply proposed again
 		noDeadline := e.kind == kindFact || (e.kind == kindConfig && e.replied)
 		switch {
-		case noDeadline && e.proposed && !now.Before(e.proposedAt.Add(p.cfg.CommitTimeout)):
+		case noDeadline && e.proposed && !now.Before(e.timing().proposedAt.Add(p.cfg.CommitTimeout)):
 			expired = append(expired, e)
-		case e.kind != kindFact && !e.deadline.IsZero() && !now.Before(e.deadline):
+		case e.kind != kindFact && e.deadline != 0 && now.Sub(p.epoch) >= e.deadline:
 			expired = append(expired, e)
 		}
-		if e.kind == kindFact && e.proposed && !e.inFlush && now.Sub(e.proposedAt) >= every && now.Sub(e.checkedAt) >= every {
-			e.checkedAt = now
+		if e.kind == kindFact && e.proposed && !e.inFlush && now.Sub(e.timing().proposedAt) >= every && now.Sub(e.t.checkedAt) >= every {
+			e.t.checkedAt = now
 			check = append(check, e.cmdID)
 		}
 	}
@@ -1612,14 +1906,18 @@ func (p *Pipeline) leaderChangeLocked(now time.Time) {
 		case e.proposed:
 			p.unlatchLocked(e)
 			e.proposed = false
-			e.backoff, e.notBefore = 0, time.Time{}
+			t := e.timing()
+			t.backoff, t.notBefore = 0, time.Time{}
 			p.enqueueLocked(e, false)
 			released++
-		case e.queued && now.Before(e.notBefore):
-			e.backoff, e.notBefore = 0, time.Time{}
+		case e.queued && now.Before(e.notBefore()):
+			t := e.t // set: notBefore is in the future
+			t.backoff, t.notBefore = 0, time.Time{}
 			released++
 		default:
-			e.backoff = 0
+			if e.t != nil {
+				e.t.backoff = 0
+			}
 		}
 	}
 	if released > 0 {
@@ -1640,12 +1938,19 @@ func (p *Pipeline) Applied(index uint64, batch []kv.Command, results []kv.Result
 	if p.ring.first == 0 {
 		p.ring.first = index
 	}
+	// the live entries of the first commands, looked up once for both
+	// loops (the second looks up again after hooks ran unlocked)
+	var liveBuf [16]*entry
 	for i := 0; i < n; i++ {
 		cmd, res := &batch[i], results[i]
 		if res.Index == 0 {
 			res.Index = index
 		}
-		p.observeLocked(cmd, res, i)
+		e := p.live[cmd.ID]
+		if i < len(liveBuf) {
+			liveBuf[i] = e
+		}
+		p.observeLocked(cmd, res, i, e != nil)
 		if cmd.Type == typeConfigActivate && res.Status == kv.StatusApplied && p.cfg.OnConfigActivated != nil {
 			if a, ok := activationOf(cmd, res.Index); ok {
 				hooks = append(hooks, a)
@@ -1666,7 +1971,13 @@ func (p *Pipeline) Applied(index uint64, batch []kv.Command, results []kv.Result
 		if res.Index == 0 {
 			res.Index = index
 		}
-		if e := p.live[cmd.ID]; e != nil {
+		var e *entry
+		if i < len(liveBuf) && len(hooks) == 0 {
+			e = liveBuf[i]
+		} else {
+			e = p.live[cmd.ID]
+		}
+		if e != nil {
 			p.resolveLocked(e, cmd, res)
 		} else if att, ok := p.uncert[cmd.ID]; ok {
 			p.resolveUncertainLocked(cmd, res, att)
@@ -1676,7 +1987,9 @@ func (p *Pipeline) Applied(index uint64, batch []kv.Command, results []kv.Result
 	p.mu.Unlock()
 }
 
-func (p *Pipeline) observeLocked(cmd *kv.Command, res kv.Result, pos int) {
+// observeLocked records a committed command on the watch ring and, for a
+// request or config command no live entry here waits for, its outcome.
+func (p *Pipeline) observeLocked(cmd *kv.Command, res kv.Result, pos int, live bool) {
 	if res.Status == kv.StatusConflict {
 		return
 	}
@@ -1695,7 +2008,7 @@ func (p *Pipeline) observeLocked(cmd *kv.Command, res kv.Result, pos int) {
 	}
 	p.ring.add(ev)
 	if strings.HasPrefix(cmd.ID, "req:") || strings.HasPrefix(cmd.ID, "cfg:") {
-		if _, ok := p.live[cmd.ID]; !ok {
+		if !live {
 			o := Outcome{ID: strings.TrimPrefix(cmd.ID, "req:"), Type: cmd.Type, Status: ev.Status, Index: res.Index,
 				Verdict: ev.Verdict, Duplicate: ev.Duplicate, Reason: ev.Reason}
 			if ev.Duplicate {
@@ -1715,8 +2028,7 @@ func (p *Pipeline) resolveUncertainLocked(cmd *kv.Command, res kv.Result, att ui
 		delete(p.uncert, cmd.ID)
 		// observeLocked recorded COMMITTED already.
 	default:
-		g, _ := decodeGuard(cmd.Guard)
-		if cmd.Origin == p.cfg.NodeID && g.Attempt == att {
+		if cmd.Origin == p.cfg.NodeID && guardAttempt(cmd.Guard) == att {
 			delete(p.uncert, cmd.ID)
 			p.outcomes.put(cmd.ID, Outcome{ID: strings.TrimPrefix(cmd.ID, "req:"), Type: cmd.Type, Status: StatusUnavailable,
 				Reason: "the uncertain proposal did not apply (" + res.Status.String() + ": " + res.Reason + "); retry with the same request ID is safe"})
@@ -1733,8 +2045,7 @@ func (p *Pipeline) resolveLocked(e *entry, cmd *kv.Command, res kv.Result) {
 		// An earlier proposal's result while a new one is being built:
 		// only an application matters (it completes the entry).
 		if res.Status == kv.StatusApplied || res.Status == kv.StatusDuplicate {
-			c := *cmd
-			e.lateCmd, e.lateRes = &c, res
+			e.extra().late = &lateResult{cmd: *cmd, res: res}
 		}
 		return
 	}
@@ -1764,8 +2075,7 @@ func (p *Pipeline) resolveLocked(e *entry, cmd *kv.Command, res kv.Result) {
 		p.finishLocked(e, out)
 		return
 	}
-	g, _ := decodeGuard(cmd.Guard)
-	if cmd.Origin != p.cfg.NodeID || g.Attempt != e.attempt || !e.proposed {
+	if cmd.Origin != p.cfg.NodeID || guardAttempt(cmd.Guard) != e.attempt || !e.proposed {
 		return
 	}
 	e.proposed = false
@@ -1777,11 +2087,11 @@ func (p *Pipeline) resolveLocked(e *entry, cmd *kv.Command, res kv.Result) {
 		// under sustained contention it only yields RetryMin to the other
 		// writers once every MaxConflicts attempts.
 		e.conflicts++
-		e.backoff = 0
+		e.timing().backoff = 0
 		p.unlatchLocked(e)
-		if e.conflicts >= p.cfg.MaxConflicts {
+		if int(e.conflicts) >= p.cfg.MaxConflicts {
 			e.conflicts = 0
-			e.notBefore = p.clock.Now().Add(p.cfg.RetryMin)
+			e.t.notBefore = p.clock.Now().Add(p.cfg.RetryMin)
 			p.trace("requeue", e, res.Index, fmt.Sprintf("re-evaluate in %s (contention)", p.cfg.RetryMin))
 			p.enqueueLocked(e, false)
 		} else {
@@ -1793,7 +2103,7 @@ func (p *Pipeline) resolveLocked(e *entry, cmd *kv.Command, res kv.Result) {
 	}
 	if moved {
 		e.conflicts++
-		if e.conflicts > p.cfg.MaxConflicts {
+		if int(e.conflicts) > p.cfg.MaxConflicts {
 			p.retryLocked(e, Outcome{Status: StatusUnavailable, Reason: fmt.Sprintf("preconditions failed %d times (contention on %s); not applied", e.conflicts, res.Reason)})
 			return
 		}

@@ -29,6 +29,16 @@ type Log interface {
 	Status() kv.LogStatus
 }
 
+// StateReader is optionally implemented by a Log that reads several keys of
+// its applied state in one step (one lock, one read transaction). The
+// pipeline reads the keys an entry touches with it when it is available.
+type StateReader interface {
+	// GetMany sets dst[i] to the record of keys[i] in this node's applied
+	// state (serializable, as Get with linearizable=false); an absent key
+	// gets kv.Record{Key: keys[i]}. len(dst) == len(keys).
+	GetMany(ctx context.Context, keys []string, dst []kv.Record) error
+}
+
 // EvalItem is one entry handed to the domain handler for evaluation, with the
 // current committed value and revision of every key it touches.
 type EvalItem struct {

@@ -25,8 +25,8 @@ func (p *Pipeline) Outbox() OutboxStats {
 		st.Attempts = make(map[string]uint32, len(items))
 		p.mu.Lock()
 		for _, it := range items {
-			if e := p.live[it.ID]; e != nil {
-				st.Attempts[it.ID] = e.proposals
+			if e := p.live[it.ID]; e != nil && e.t != nil {
+				st.Attempts[it.ID] = e.t.proposals
 			} else {
 				st.Attempts[it.ID] = 0
 			}

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"math"
 	"sort"
 
 	"github.com/writ-dev/writ/schema/ir"
@@ -44,10 +45,13 @@ func (f Filter) match(ev *Event) bool {
 	return false
 }
 
-// watchRing is a bounded ring of events, guarded by Pipeline.mu.
+// watchRing is a bounded ring of events, guarded by Pipeline.mu. The
+// buffer grows by doubling up to cap, then the oldest event is overwritten.
 type watchRing struct {
-	cap    int
-	events []Event
+	cap  int
+	buf  []Event
+	head int // position of the oldest event in buf
+	n    int // events retained
 	// first is the lowest index still fully retained.
 	first  uint64
 	notify chan struct{}
@@ -55,12 +59,33 @@ type watchRing struct {
 	taken bool
 }
 
+// at is the i-th oldest retained event.
+func (r *watchRing) at(i int) *Event {
+	j := r.head + i
+	if j >= len(r.buf) {
+		j -= len(r.buf)
+	}
+	return &r.buf[j]
+}
+
 func (r *watchRing) add(ev Event) {
-	r.events = append(r.events, ev)
-	if len(r.events) > r.cap {
-		drop := len(r.events) - r.cap
-		r.first = r.events[drop-1].Index + 1
-		r.events = r.events[drop:]
+	if r.n < r.cap {
+		if r.n == len(r.buf) {
+			grown := make([]Event, min(max(2*len(r.buf), 64), r.cap))
+			for i := 0; i < r.n; i++ {
+				grown[i] = *r.at(i)
+			}
+			r.buf, r.head = grown, 0
+		}
+		*r.at(r.n) = ev
+		r.n++
+		return
+	}
+	old := &r.buf[r.head]
+	r.first = old.Index + 1
+	*old = ev
+	if r.head++; r.head == len(r.buf) {
+		r.head = 0
 	}
 }
 
@@ -109,12 +134,12 @@ func (w *Watcher) nextLocked() (Event, bool, chan struct{}, error) {
 	if w.index != 0 && w.index < r.first {
 		return Event{}, false, nil, ErrCompacted
 	}
-	i := sort.Search(len(r.events), func(i int) bool {
-		e := &r.events[i]
+	i := sort.Search(r.n, func(i int) bool {
+		e := r.at(i)
 		return e.Index > w.index || (e.Index == w.index && e.Pos >= w.pos)
 	})
-	for ; i < len(r.events); i++ {
-		e := r.events[i]
+	for ; i < r.n; i++ {
+		e := *r.at(i)
 		w.index, w.pos = e.Index, e.Pos+1
 		if w.filter.match(&e) {
 			return e, true, nil, nil
@@ -149,29 +174,48 @@ func (w *Watcher) Next(ctx context.Context) (Event, error) {
 	}
 }
 
-// outcomeCache retains recent outcomes by command ID (FIFO eviction).
+// outcomeCache retains recent outcomes by command ID (FIFO eviction). The
+// outcomes live in a ring; the map holds only their positions, so it stays
+// small and its slots cheap to move.
 type outcomeCache struct {
 	cap  int
-	m    map[string]Outcome
-	fifo []string
+	m    map[string]int32
+	ring []cachedOutcome // circular once full: ring[next] is the oldest
+	next int
+}
+
+type cachedOutcome struct {
+	id string
+	o  Outcome
 }
 
 func newOutcomeCache(n int) *outcomeCache {
-	return &outcomeCache{cap: n, m: make(map[string]Outcome)}
+	return &outcomeCache{cap: min(n, math.MaxInt32), m: make(map[string]int32)}
 }
 
 func (c *outcomeCache) put(id string, o Outcome) {
-	if _, ok := c.m[id]; !ok {
-		c.fifo = append(c.fifo, id)
-		if len(c.fifo) > c.cap {
-			delete(c.m, c.fifo[0])
-			c.fifo = c.fifo[1:]
-		}
+	if i, ok := c.m[id]; ok {
+		c.ring[i].o = o
+		return
 	}
-	c.m[id] = o
+	if len(c.ring) < c.cap {
+		c.m[id] = int32(len(c.ring))
+		c.ring = append(c.ring, cachedOutcome{id: id, o: o})
+		return
+	}
+	slot := &c.ring[c.next]
+	delete(c.m, slot.id)
+	*slot = cachedOutcome{id: id, o: o}
+	c.m[id] = int32(c.next)
+	if c.next++; c.next == len(c.ring) {
+		c.next = 0
+	}
 }
 
 func (c *outcomeCache) get(id string) (Outcome, bool) {
-	o, ok := c.m[id]
-	return o, ok
+	i, ok := c.m[id]
+	if !ok {
+		return Outcome{}, false
+	}
+	return c.ring[i].o, true
 }

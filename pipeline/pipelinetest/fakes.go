@@ -17,10 +17,10 @@ import (
 // the revision preconditions) and tells the Observer.
 type FakeLog struct {
 	mu        sync.Mutex
-	state     map[string]kv.Record
-	firstApp  map[string]kv.Result
+	state     map[string]fakeValue
+	firstApp  map[string]uint64 // command ID → index of its application
 	pending   []*fakeProposal
-	committed [][]kv.Command
+	committed committedLog
 	index     uint64
 	noLeader  bool
 	term      uint64
@@ -30,30 +30,143 @@ type FakeLog struct {
 	Observer kv.ApplyObserver
 }
 
-var _ pipeline.Log = (*FakeLog)(nil)
+var (
+	_ pipeline.Log         = (*FakeLog)(nil)
+	_ pipeline.StateReader = (*FakeLog)(nil)
+)
 
+// fakeValue is a key's applied value and revision.
+type fakeValue struct {
+	value []byte
+	rev   uint64
+}
+
+func (v fakeValue) record(key string) kv.Record {
+	return kv.Record{Key: key, Value: v.value, Rev: v.rev}
+}
+
+// committedLog keeps the newest committed batches (for Replay) in the
+// log's encoding (kv.AppendBatch, as raftstore writes its entries). Like a
+// raft log compacted after snapshots it is bounded: historyChunks buffers
+// of up to historyChunk batches or historyChunkBytes each, reused as they
+// rotate, so the history holds no pointers for the garbage collector to
+// trace and a long run does not keep growing the heap.
+type committedLog struct {
+	n       uint64 // batches committed
+	cur     int    // chunk being filled
+	chunks  [historyChunks]historyBuf
+	scratch []byte
+}
+
+const (
+	historyChunks     = 16
+	historyChunk      = 1024
+	historyChunkBytes = 256 << 10
+)
+
+type historyBuf struct {
+	first uint64 // index of the first batch in buf
+	buf   []byte
+	ends  []int // end offset of each batch in buf
+}
+
+func (c *committedLog) append(b []kv.Command) {
+	c.scratch = kv.AppendBatch(c.scratch[:0], b)
+	n := len(c.scratch)
+	ch := &c.chunks[c.cur]
+	if len(ch.ends) >= historyChunk || (len(ch.ends) > 0 && len(ch.buf)+n > cap(ch.buf)) {
+		c.cur = (c.cur + 1) % historyChunks
+		ch = &c.chunks[c.cur]
+		ch.buf, ch.ends = ch.buf[:0], ch.ends[:0]
+	}
+	if cap(ch.buf) < n {
+		ch.buf = make([]byte, 0, max(n, historyChunkBytes))
+	}
+	if len(ch.ends) == 0 {
+		ch.first = c.n + 1
+	}
+	ch.buf = append(ch.buf, c.scratch...)
+	ch.ends = append(ch.ends, len(ch.buf))
+	c.n++
+}
+
+// at decodes the batch committed at index i (1-based); ok=false when i was
+// never committed or is no longer retained.
+func (c *committedLog) at(i uint64) (cmds []kv.Command, ok bool, err error) {
+	for k := range c.chunks {
+		ch := &c.chunks[k]
+		if len(ch.ends) == 0 || i < ch.first || i >= ch.first+uint64(len(ch.ends)) {
+			continue
+		}
+		r := i - ch.first
+		start := 0
+		if r > 0 {
+			start = ch.ends[r-1]
+		}
+		cmds, err = kv.DecodeBatch(ch.buf[start:ch.ends[r]])
+		if err != nil {
+			return nil, false, fmt.Errorf("fakelog: committed batch %d: %w", i, err)
+		}
+		return cmds, true, nil
+	}
+	return nil, false, nil
+}
+
+// fakeProposal is one proposed batch; its fields are guarded by the log's
+// mutex. The done channel is made only when someone waits before the
+// batch is decided.
 type fakeProposal struct {
-	batch []kv.Command
-	done  chan struct{}
-	res   []kv.Result
-	lost  bool
+	l       *FakeLog
+	batch   []kv.Command
+	done    chan struct{}
+	decided bool
+	res     []kv.Result
+	lost    bool
+	one     [1]kv.Command // holds the copy of a single-command batch
+	oneRes  [1]kv.Result  // and its result
+}
+
+// popPendingLocked removes the oldest pending batch (the queue is short:
+// shift it down rather than reslice, so appends reuse its array).
+func (l *FakeLog) popPendingLocked() {
+	n := copy(l.pending, l.pending[1:])
+	l.pending[n] = nil
+	l.pending = l.pending[:n]
 }
 
 func (p *fakeProposal) Wait(ctx context.Context) ([]kv.Result, error) {
-	select {
-	case <-p.done:
-		if p.lost {
-			return nil, fmt.Errorf("fakelog: %w", kv.ErrDropped)
+	p.l.mu.Lock()
+	if !p.decided && p.done == nil {
+		p.done = make(chan struct{})
+	}
+	done := p.done
+	p.l.mu.Unlock()
+	if done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("fakelog: %w", kv.ErrUnknown)
 		}
-		return p.res, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("fakelog: %w", kv.ErrUnknown)
+	}
+	p.l.mu.Lock()
+	defer p.l.mu.Unlock()
+	if p.lost {
+		return nil, fmt.Errorf("fakelog: %w", kv.ErrDropped)
+	}
+	return p.res, nil
+}
+
+// decideLocked records the batch's fate and wakes its waiter.
+func (p *fakeProposal) decideLocked(res []kv.Result, lost bool) {
+	p.res, p.lost, p.decided = res, lost, true
+	if p.done != nil {
+		close(p.done)
 	}
 }
 
 // NewFakeLog returns an empty log with a leader.
 func NewFakeLog() *FakeLog {
-	return &FakeLog{state: map[string]kv.Record{}, firstApp: map[string]kv.Result{}, term: 1}
+	return &FakeLog{state: map[string]fakeValue{}, firstApp: map[string]uint64{}, term: 1}
 }
 
 // NewTerm simulates a leader change: the term advances and a leader is
@@ -91,7 +204,15 @@ func (l *FakeLog) Propose(ctx context.Context, batch []kv.Command) (kv.Proposal,
 	if l.noLeader {
 		return nil, fmt.Errorf("fakelog: %w", kv.ErrNoLeader)
 	}
-	p := &fakeProposal{batch: append([]kv.Command(nil), batch...), done: make(chan struct{})}
+	// the log keeps its own copy of the batch, as raftstore does by
+	// encoding it
+	p := &fakeProposal{l: l}
+	if len(batch) == 1 {
+		p.one[0] = batch[0]
+		p.batch = p.one[:]
+	} else {
+		p.batch = append([]kv.Command(nil), batch...)
+	}
 	l.pending = append(l.pending, p)
 	return p, nil
 }
@@ -111,15 +232,14 @@ func (l *FakeLog) CommitNext() bool {
 		return false
 	}
 	p := l.pending[0]
-	l.pending = l.pending[1:]
+	l.popPendingLocked()
 	l.index++
 	idx := l.index
-	l.committed = append(l.committed, p.batch)
-	res := l.applyLocked(idx, p.batch)
+	l.committed.append(p.batch)
+	res := l.applyLocked(idx, p.batch, p.oneRes[:0])
+	p.decideLocked(res, false)
 	obs := l.Observer
 	l.mu.Unlock()
-	p.res = res
-	close(p.done)
 	if obs != nil {
 		obs.Applied(idx, p.batch, res)
 	}
@@ -136,10 +256,10 @@ func (l *FakeLog) CommitSilently() bool {
 		return false
 	}
 	p := l.pending[0]
-	l.pending = l.pending[1:]
+	l.popPendingLocked()
 	l.index++
-	l.committed = append(l.committed, p.batch)
-	l.applyLocked(l.index, p.batch)
+	l.committed.append(p.batch)
+	l.applyLocked(l.index, p.batch, nil)
 	return true
 }
 
@@ -149,24 +269,28 @@ func (l *FakeLog) Lose() int {
 	l.mu.Lock()
 	ps := l.pending
 	l.pending = nil
-	l.mu.Unlock()
 	for _, p := range ps {
-		p.lost = true
-		close(p.done)
+		p.decideLocked(nil, true)
 	}
+	l.mu.Unlock()
 	return len(ps)
 }
 
 // Replay applies the committed batch at index again, as a restart without
-// snapshot would, and returns the results (W9).
+// snapshot would, and returns the results (W9); nil if the index was never
+// committed or is older than the retained history.
 func (l *FakeLog) Replay(index uint64) []kv.Result {
 	l.mu.Lock()
-	if index == 0 || index > uint64(len(l.committed)) {
+	batch, ok, err := l.committed.at(index)
+	if err != nil {
+		l.mu.Unlock()
+		panic(err) // the log's own encoding: cannot fail
+	}
+	if !ok {
 		l.mu.Unlock()
 		return nil
 	}
-	batch := l.committed[index-1]
-	res := l.applyLocked(index, batch)
+	res := l.applyLocked(index, batch, nil)
 	obs := l.Observer
 	l.mu.Unlock()
 	if obs != nil {
@@ -178,17 +302,29 @@ func (l *FakeLog) Replay(index uint64) []kv.Result {
 type fakeReader struct{ l *FakeLog }
 
 func (r fakeReader) Get(key string) (kv.Record, bool) {
-	rec, ok := r.l.state[key]
-	return rec, ok
+	v, ok := r.l.state[key]
+	if !ok {
+		return kv.Record{}, false
+	}
+	return v.record(key), true
 }
 
-func (l *FakeLog) applyLocked(idx uint64, batch []kv.Command) []kv.Result {
-	res := make([]kv.Result, len(batch))
+// applyLocked applies a committed batch; the results go to dst when it has
+// room.
+func (l *FakeLog) applyLocked(idx uint64, batch []kv.Command, dst []kv.Result) []kv.Result {
+	var res []kv.Result
+	if cap(dst) >= len(batch) {
+		res = dst[:len(batch)]
+		clear(res)
+	} else {
+		res = make([]kv.Result, len(batch))
+	}
+	var values []byte
 	for i := range batch {
 		cmd := &batch[i]
 		r := kv.Result{Index: idx}
 		if first, ok := l.firstApp[cmd.ID]; ok && cmd.ID != "" {
-			r.Status, r.FirstIndex = kv.StatusDuplicate, first.Index
+			r.Status, r.FirstIndex = kv.StatusDuplicate, first
 			res[i] = r
 			continue
 		}
@@ -204,7 +340,7 @@ func (l *FakeLog) applyLocked(idx uint64, batch []kv.Command) []kv.Result {
 			if w.Unconditional {
 				continue
 			}
-			if cur := l.state[w.Key].Rev; cur != w.IfRev {
+			if cur := l.state[w.Key].rev; cur != w.IfRev {
 				r.Status, r.Reason = kv.StatusConflict, fmt.Sprintf("%s: revision %d, expected %d", w.Key, cur, w.IfRev)
 				break
 			}
@@ -215,10 +351,27 @@ func (l *FakeLog) applyLocked(idx uint64, batch []kv.Command) []kv.Result {
 					delete(l.state, w.Key)
 					continue
 				}
-				l.state[w.Key] = kv.Record{Key: w.Key, Value: append([]byte(nil), w.Value...), Rev: idx}
+				if len(w.Value) == 0 {
+					l.state[w.Key] = fakeValue{rev: idx}
+					continue
+				}
+				if values == nil {
+					// applied state keeps its own copy of every value, as the
+					// real log's state does; one buffer per batch
+					n := 0
+					for j := range batch[i:] {
+						for _, w := range batch[i+j].Effect.Writes {
+							n += len(w.Value)
+						}
+					}
+					values = make([]byte, 0, n)
+				}
+				start := len(values)
+				values = append(values, w.Value...)
+				l.state[w.Key] = fakeValue{value: values[start:len(values):len(values)], rev: idx}
 			}
 			if cmd.ID != "" {
-				l.firstApp[cmd.ID] = r
+				l.firstApp[cmd.ID] = idx
 			}
 		}
 		res[i] = r
@@ -249,8 +402,27 @@ func (l *FakeLog) Get(ctx context.Context, key string, linearizable bool) (kv.Re
 	} else if l.lagging[key] {
 		return kv.Record{}, false, nil
 	}
-	r, ok := l.state[key]
-	return r, ok, nil
+	v, ok := l.state[key]
+	if !ok {
+		return kv.Record{}, false, nil
+	}
+	return v.record(key), true, nil
+}
+
+// GetMany reads several keys of applied state under one lock (the
+// pipeline's StateReader).
+func (l *FakeLog) GetMany(ctx context.Context, keys []string, dst []kv.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, k := range keys {
+		v, ok := l.state[k]
+		if !ok || l.lagging[k] {
+			dst[i] = kv.Record{Key: k}
+			continue
+		}
+		dst[i] = v.record(k)
+	}
+	return nil
 }
 
 // List reads applied state by prefix in key order.
@@ -258,9 +430,9 @@ func (l *FakeLog) List(ctx context.Context, prefix string, linearizable bool) ([
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []kv.Record
-	for k, r := range l.state {
+	for k, v := range l.state {
 		if strings.HasPrefix(k, prefix) {
-			out = append(out, r)
+			out = append(out, v.record(k))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
@@ -271,8 +443,11 @@ func (l *FakeLog) List(ctx context.Context, prefix string, linearizable bool) ([
 func (l *FakeLog) Outcome(id string) (kv.Result, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r, ok := l.firstApp[id]
-	return r, ok
+	idx, ok := l.firstApp[id]
+	if !ok {
+		return kv.Result{}, false
+	}
+	return kv.Result{Index: idx, Status: kv.StatusApplied}, true
 }
 
 // Status reports a single-node view.
