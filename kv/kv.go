@@ -146,6 +146,17 @@ type ApplyObserver interface {
 	Applied(index uint64, batch []Command, results []Result)
 }
 
+// RestoreObserver is optionally implemented by an ApplyObserver. When this
+// node's state jumps forward by installing a snapshot (it fell too far
+// behind for the log to catch it up), the entries the snapshot covers are
+// not applied one by one, so Applied is never called for them; Restored
+// says that the state is now at index and that anything derived from the
+// per-entry stream (a watch feed, say) has a gap up to it. Without it the
+// log calls Applied(index, nil, nil).
+type RestoreObserver interface {
+	Restored(index uint64)
+}
+
 // Proposal is one proposed batch.
 type Proposal interface {
 	// Wait blocks until the batch is committed and applied on this node and

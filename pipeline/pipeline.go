@@ -1987,6 +1987,41 @@ func (p *Pipeline) Applied(index uint64, batch []kv.Command, results []kv.Result
 	p.mu.Unlock()
 }
 
+// Restored implements kv.RestoreObserver: the log installed a snapshot, so
+// the entries up to index were committed and applied here without being
+// observed one by one. The watch ring cannot show them, so it drops what it
+// retains and marks index+1 as its first position: a watcher positioned
+// before that gets ErrCompacted (re-read state and watch on) instead of a
+// feed with a silent hole. Requests waiting on their proposals are settled
+// by the log from the snapshot's outcome table; facts whose proposal is
+// unconfirmed are looked up at once rather than at the next tick.
+func (p *Pipeline) Restored(index uint64) {
+	p.mu.Lock()
+	if index > p.applied {
+		p.applied = index
+	}
+	if r := &p.ring; index+1 > r.first {
+		r.head, r.n, r.first = 0, 0, index+1
+	}
+	var check []string
+	seen := map[*entry]bool{}
+	for _, e := range p.live {
+		if e.kind == kindFact && e.proposed && !e.inFlush && !e.finished && !seen[e] {
+			seen[e] = true
+			check = append(check, e.cmdID)
+		}
+	}
+	p.ring.wake()
+	started := p.log != nil && p.started
+	p.mu.Unlock()
+	p.lg.Info("pipeline: state restored from a snapshot; watchers before it must re-read state", "index", index)
+	if started && len(check) > 0 {
+		p.confirmFacts(check)
+	}
+}
+
+var _ kv.RestoreObserver = (*Pipeline)(nil)
+
 // observeLocked records a committed command on the watch ring and, for a
 // request or config command no live entry here waits for, its outcome.
 func (p *Pipeline) observeLocked(cmd *kv.Command, res kv.Result, pos int, live bool) {

@@ -129,6 +129,22 @@ func (n *Node) Get(ctx context.Context, key string, linearizable bool) (kv.Recor
 	return rec, ok, nil
 }
 
+// GetMany reads several keys of this node's applied state in one read
+// transaction (serializable, as Get with linearizable=false): dst[i] is the
+// record of keys[i], or kv.Record{Key: keys[i]} when it is absent.
+func (n *Node) GetMany(ctx context.Context, keys []string, dst []kv.Record) error {
+	if err := n.running(); err != nil {
+		return err
+	}
+	if len(dst) != len(keys) {
+		return fmt.Errorf("raftstore: GetMany: %d keys but room for %d records", len(keys), len(dst))
+	}
+	if err := n.st.getMany(keys, dst); err != nil {
+		return fmt.Errorf("raftstore: read %d keys: %w", len(keys), err)
+	}
+	return nil
+}
+
 // List reads every key with the prefix, in key order.
 func (n *Node) List(ctx context.Context, prefix string, linearizable bool) ([]kv.Record, error) {
 	if err := n.running(); err != nil {

@@ -773,7 +773,9 @@ func (n *Node) restoreSnapshot(s *raftpb.Snapshot) error {
 	// The entries the snapshot covers are not applied one by one here:
 	// tell the observer where the state now is, and settle the waiters
 	// whose outcome the snapshot recorded.
-	if obs := n.cfg.Observer; obs != nil {
+	if ro, ok := n.cfg.Observer.(kv.RestoreObserver); ok {
+		ro.Restored(md.GetIndex())
+	} else if obs := n.cfg.Observer; obs != nil {
 		obs.Applied(md.GetIndex(), nil, nil)
 	}
 	return n.settleFromOutcomes()

@@ -65,6 +65,24 @@ func TestSingleNodeProposeApplyRead(t *testing.T) {
 	if out, ok := n.Outcome("b"); !ok || out.Status != kv.StatusApplied {
 		t.Fatalf("outcome after restart %+v %v", out, ok)
 	}
+	// GetMany reads present and absent keys in one transaction, as Get does.
+	keys := []string{"job/2", "job/1", "missing"}
+	dst := make([]kv.Record, len(keys))
+	if err := n.GetMany(ctx, keys, dst); err != nil {
+		t.Fatal(err)
+	}
+	want, _, _ := n.Get(ctx, "job/2", false)
+	if dst[0].Key != "job/2" || string(dst[0].Value) != "two" || dst[0].Rev != want.Rev || dst[0].Rev == 0 {
+		t.Fatalf("GetMany present key: %+v, Get says %+v", dst[0], want)
+	}
+	for _, r := range dst[1:] {
+		if r.Rev != 0 || r.Value != nil || (r.Key != "job/1" && r.Key != "missing") {
+			t.Fatalf("GetMany absent key: %+v", r)
+		}
+	}
+	if err := n.GetMany(ctx, keys, dst[:1]); err == nil {
+		t.Fatal("GetMany accepted a destination shorter than its keys")
+	}
 }
 
 func TestCASConflictIsTheSameNoOpOnEveryReplica(t *testing.T) {

@@ -21,8 +21,16 @@ type idObserver struct {
 }
 
 type observedBatch struct {
-	index uint64
-	ids   []string
+	index    uint64
+	ids      []string
+	restored bool // a Restored call, not Applied
+}
+
+// Restored makes idObserver a kv.RestoreObserver, as the pipeline is.
+func (o *idObserver) Restored(index uint64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls = append(o.calls, observedBatch{index: index, restored: true})
 }
 
 func (o *idObserver) Applied(index uint64, batch []kv.Command, _ []kv.Result) {
@@ -32,7 +40,7 @@ func (o *idObserver) Applied(index uint64, batch []kv.Command, _ []kv.Result) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.calls = append(o.calls, observedBatch{index, ids})
+	o.calls = append(o.calls, observedBatch{index: index, ids: ids})
 }
 
 func (o *idObserver) snapshot() []observedBatch {
@@ -126,15 +134,15 @@ func TestSnapshotRestoreSettlesWaitersAndTellsTheObserver(t *testing.T) {
 	}
 	c.converge(20 * time.Second)
 
-	// The observer heard of the restored index with an empty batch, never
-	// of the entry itself, and always in log order.
+	// The observer heard of the restored index through Restored, never of
+	// the entry itself, and always in log order.
 	calls := obs[fi].snapshot()
 	restored := false
 	for i, b := range calls {
 		if slices.Contains(b.ids, "settle-me") {
 			t.Fatalf("follower observer saw the entry itself at %d; it was expected to come by snapshot", b.index)
 		}
-		if len(b.ids) == 0 && b.index >= committed.Index {
+		if b.restored && b.index >= committed.Index {
 			restored = true
 		}
 		if i > 0 && b.index <= calls[i-1].index {

@@ -375,6 +375,22 @@ func (s *stateDB) get(key string) (kv.Record, bool, error) {
 	return rec, ok, err
 }
 
+// getMany reads several keys in one read transaction; an absent key gets
+// kv.Record{Key: keys[i]}.
+func (s *stateDB) getMany(keys []string, dst []kv.Record) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketKV)
+		for i, key := range keys {
+			if v := b.Get([]byte(key)); v != nil {
+				dst[i] = decodeRecord(key, v)
+			} else {
+				dst[i] = kv.Record{Key: key}
+			}
+		}
+		return nil
+	})
+}
+
 func (s *stateDB) list(prefix string) ([]kv.Record, error) {
 	var out []kv.Record
 	err := s.db.View(func(tx *bolt.Tx) error {

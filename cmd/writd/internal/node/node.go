@@ -175,7 +175,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 		return nil, startErr("raft: %v", err)
 	}
 	cleanup = append(cleanup, n.rs.Stop)
-	n.pl.SetLog(n.rs)
+	n.pl.SetLog(n.rs) // *raftstore.Node is also a pipeline.StateReader
 	if err := n.pl.Start(context.Background()); err != nil {
 		return nil, startErr("pipeline: %v", err)
 	}
@@ -591,3 +591,6 @@ func (w *slogWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// The raft node reads an entry's keys in one read transaction.
+var _ pipeline.StateReader = (*raftstore.Node)(nil)
