@@ -146,13 +146,14 @@ type ApplyObserver interface {
 	Applied(index uint64, batch []Command, results []Result)
 }
 
-// RestoreObserver is optionally implemented by an ApplyObserver. When this
-// node's state jumps forward by installing a snapshot (it fell too far
-// behind for the log to catch it up), the entries the snapshot covers are
-// not applied one by one, so Applied is never called for them; Restored
-// says that the state is now at index and that anything derived from the
-// per-entry stream (a watch feed, say) has a gap up to it. Without it the
-// log calls Applied(index, nil, nil).
+// RestoreObserver is optionally implemented by an ApplyObserver. It is told
+// where the state stands whenever it got there without the entries before
+// being reported one by one: once when the log opens (the state loaded from
+// disk, index 0 for a new node), before any Applied call, and each time the
+// node installs a snapshot because it fell too far behind for the log to
+// catch it up. Anything derived from the per-entry stream (a watch feed,
+// say) has a gap up to index. An observer without it gets no call at open
+// and one Applied(index, nil, nil) per snapshot install.
 type RestoreObserver interface {
 	Restored(index uint64)
 }

@@ -1987,8 +1987,9 @@ func (p *Pipeline) Applied(index uint64, batch []kv.Command, results []kv.Result
 	p.mu.Unlock()
 }
 
-// Restored implements kv.RestoreObserver: the log installed a snapshot, so
-// the entries up to index were committed and applied here without being
+// Restored implements kv.RestoreObserver. The log calls it when it opens
+// (the state it loaded from disk) and after installing a snapshot: the
+// entries up to index were committed and applied here without being
 // observed one by one. The watch ring cannot show them, so it drops what it
 // retains and marks index+1 as its first position: a watcher positioned
 // before that gets ErrCompacted (re-read state and watch on) instead of a
@@ -2014,7 +2015,9 @@ func (p *Pipeline) Restored(index uint64) {
 	p.ring.wake()
 	started := p.log != nil && p.started
 	p.mu.Unlock()
-	p.lg.Info("pipeline: state restored from a snapshot; watchers before it must re-read state", "index", index)
+	if started {
+		p.lg.Info("pipeline: state restored from a snapshot; watchers before it must re-read state", "index", index)
+	}
 	if started && len(check) > 0 {
 		p.confirmFacts(check)
 	}

@@ -203,6 +203,11 @@ func Start(c Config) (*Node, error) {
 			}
 		}
 	}
+	// The observer learns where the loaded state stands before any entry
+	// is reported to it: what came before was not observed one by one.
+	if ro, ok := cfg.Observer.(kv.RestoreObserver); ok {
+		ro.Restored(n.applied.Load())
+	}
 	n.wg.Add(2)
 	go n.run()
 	go n.applier()

@@ -153,3 +153,33 @@ func TestSnapshotRestoreSettlesWaitersAndTellsTheObserver(t *testing.T) {
 		t.Fatalf("follower observer was not told of the snapshot restore: %+v", calls)
 	}
 }
+
+// A kv.RestoreObserver hears where the loaded state stands when the node
+// opens, before any Applied call: 0 for a new node, the applied index after
+// a restart. Entries applied before it were never reported to it, so a
+// watch built on the observer knows where its feed begins.
+func TestObserverToldOfLoadedStateAtOpen(t *testing.T) {
+	obs := &idObserver{}
+	c := newCluster(t, 1, func(_ int, cfg *Config) { cfg.Observer = obs })
+	n := c.nodes[c.leader(10*time.Second)]
+	mustPropose(t, n, put("a", "k/a", "1"))
+	last := mustPropose(t, n, put("b", "k/b", "2"))[0].Index
+	calls := obs.snapshot()
+	if len(calls) < 3 || !calls[0].restored || calls[0].index != 0 {
+		t.Fatalf("new node: want Restored(0) before any Applied, got %+v", calls)
+	}
+	c.stop(0)
+	*obs = idObserver{}
+	n = c.start(0)
+	c.leader(10 * time.Second)
+	mustPropose(t, n, put("c", "k/c", "3"))
+	calls = obs.snapshot()
+	if len(calls) < 2 || !calls[0].restored || calls[0].index < last {
+		t.Fatalf("restarted node: want Restored(>= %d) first, got %+v", last, calls)
+	}
+	for _, b := range calls[1:] {
+		if b.restored || b.index <= calls[0].index {
+			t.Fatalf("after the open call: %+v (all %+v)", b, calls)
+		}
+	}
+}
