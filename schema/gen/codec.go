@@ -303,6 +303,16 @@ func jsonString(typ, prefix, name string, val []byte) (string, error) {
 	if val[0] != '"' {
 		return "", wrongType(typ, prefix, name, "string", val)
 	}
+	plain := true // ASCII without escapes: the bytes between the quotes are the string
+	for _, c := range val[1 : len(val)-1] {
+		if c == '\\' || c >= utf8.RuneSelf {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return string(val[1 : len(val)-1]), nil
+	}
 	if !utf8.Valid(val) {
 		return "", fieldErr(typ, join(prefix, name), "string", "is not valid UTF-8 (fix: send UTF-8 text)")
 	}
