@@ -2,11 +2,26 @@ package gen
 
 import (
 	"bytes"
+	_ "embed"
+	"strings"
 )
+
+// scanSrc is the JSON syntax check (see internal/jsonscan), emitted after
+// codecSrc without its package clause.
+//
+//go:embed internal/jsonscan/scan.go
+var scanSrc string
 
 func (g *generator) codec(b *bytes.Buffer) {
 	g.header(b, irPkg, "encoding/binary", "encoding/json", "fmt", "math", "strings", "unicode/utf8")
 	b.WriteString(codecSrc)
+	const clause = "package jsonscan\n"
+	i := strings.Index(scanSrc, clause)
+	if i < 0 {
+		panic("gen: internal/jsonscan/scan.go has no package clause")
+	}
+	b.WriteString("\n// The JSON syntax check below is copied from writ's schema/gen/internal/jsonscan.\n")
+	b.WriteString(scanSrc[i+len(clause):])
 }
 
 // codecSrc is emitted verbatim into every generated package: the binary and
@@ -176,7 +191,7 @@ func index(prefix string, i int) string {
 // eachField calls fn for every member of a JSON object, with exact
 // (case-sensitive) key matching. key is only valid during the call.
 func eachField(typ, prefix string, data []byte, fn func(key, val []byte) error) error {
-	if !json.Valid(data) {
+	if !validJSON(data) {
 		return fieldErr(typ, prefix, "json", "is not valid JSON (fix: send a JSON object)")
 	}
 	i := skipSpace(data, 0)
@@ -219,13 +234,6 @@ func bytesHasEscape(b []byte) bool {
 		}
 	}
 	return false
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 // skipString returns the index after the string starting at i (input is
@@ -294,6 +302,16 @@ func wrongType(typ, prefix, name, want string, val []byte) error {
 func jsonString(typ, prefix, name string, val []byte) (string, error) {
 	if val[0] != '"' {
 		return "", wrongType(typ, prefix, name, "string", val)
+	}
+	plain := true // ASCII without escapes: the bytes between the quotes are the string
+	for _, c := range val[1 : len(val)-1] {
+		if c == '\\' || c >= utf8.RuneSelf {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return string(val[1 : len(val)-1]), nil
 	}
 	if !utf8.Valid(val) {
 		return "", fieldErr(typ, join(prefix, name), "string", "is not valid UTF-8 (fix: send UTF-8 text)")

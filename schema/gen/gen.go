@@ -45,7 +45,7 @@ func Generate(s *ir.Schema, opt Options) (map[string][]byte, error) {
 	if opt.Package == "" {
 		return nil, fmt.Errorf("gen: no Go package name (fix: set Options.Package or go_package in the schema)")
 	}
-	g := &generator{s: s, opt: opt, regexps: map[string]string{}, names: map[string]string{}}
+	g := &generator{s: s, opt: opt, regexps: map[string]string{}, dfas: map[string]*dfa{}, names: map[string]string{}}
 	if err := g.planNames(); err != nil {
 		return nil, err
 	}
@@ -80,6 +80,7 @@ type generator struct {
 	opt     Options
 	regexps map[string]string // pattern → var name
 	reOrder []string
+	dfas    map[string]*dfa   // pattern → its DFA, for patterns compilePattern takes
 	names   map[string]string // Go identifier → what claimed it
 }
 

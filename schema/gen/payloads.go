@@ -16,12 +16,24 @@ func (g *generator) payloads(b *bytes.Buffer) {
 	}
 	g.header(b, irPkg, "encoding/binary", "math", "fmt", "regexp", "strconv", "unicode/utf8")
 	b.WriteString("var (\n\t_ = math.IsNaN\n\t_ = fmt.Sprintf\n\t_ = utf8.RuneCountInString\n\t_ = strconv.Itoa\n\t_ = binary.AppendUvarint\n\t_ = regexp.MustCompile\n)\n\n")
-	if len(g.reOrder) > 0 {
+	var res []string
+	for _, p := range g.reOrder {
+		if _, ok := g.dfas[p]; !ok {
+			res = append(res, p)
+		}
+	}
+	if len(res) > 0 {
 		b.WriteString("// Compiled patterns (RE2, unanchored, as in CUE's =~).\nvar (\n")
-		for _, p := range g.reOrder {
+		for _, p := range res {
 			fmt.Fprintf(b, "\t%s = regexp.MustCompile(%s)\n", g.regexps[p], goQuote(p))
 		}
 		b.WriteString(")\n\n")
+	}
+	for _, p := range g.reOrder {
+		if d, ok := g.dfas[p]; ok {
+			n := g.regexps[p]
+			emitMatcher(b, "match"+strings.ToUpper(n[:1])+n[1:], n, p, d)
+		}
 	}
 	b.Write(body.Bytes())
 }
@@ -33,14 +45,23 @@ func goQuote(s string) string {
 	return strconv.Quote(s)
 }
 
-func (g *generator) re(p string) string {
-	if n, ok := g.regexps[p]; ok {
-		return n
+// matcher returns the Go function expression that reports whether a string
+// matches p: a generated DFA matcher when compilePattern takes p, else the
+// MatchString method of a compiled regexp.
+func (g *generator) matcher(p string) string {
+	n, ok := g.regexps[p]
+	if !ok {
+		n = fmt.Sprintf("pattern%d", len(g.reOrder))
+		g.regexps[p] = n
+		g.reOrder = append(g.reOrder, p)
+		if d, ok := compilePattern(p); ok {
+			g.dfas[p] = d
+		}
 	}
-	n := fmt.Sprintf("pattern%d", len(g.reOrder))
-	g.regexps[p] = n
-	g.reOrder = append(g.reOrder, p)
-	return n
+	if _, ok := g.dfas[p]; ok {
+		return "match" + strings.ToUpper(n[:1]) + n[1:]
+	}
+	return n + ".MatchString"
 }
 
 // goType is the Go type of a field (ignoring optionality).
@@ -359,7 +380,7 @@ func (g *generator) validate(b *bytes.Buffer, typ, owner string, f *ir.Field, va
 			b.WriteString("\t}\n")
 		}
 		for _, p := range f.Patterns {
-			fmt.Fprintf(b, "\tif !%s.MatchString(%s) {\n", g.re(p), val)
+			fmt.Fprintf(b, "\tif !%s(%s) {\n", g.matcher(p), val)
 			fail("=~"+strconv.Quote(p), fmt.Sprintf(`"must match the pattern %s, got " + quoteTrunc(%s) + " (fix: change the value to match)"`, escapeInner(p), val))
 			b.WriteString("\t}\n")
 		}

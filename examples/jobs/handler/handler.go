@@ -37,33 +37,53 @@ func Plugin() *sdk.Plugin {
 }
 
 func loadJob(c *sdk.Call, id string) (*Job, bool, error) {
-	var j Job
-	ok, err := c.GetJSON(jobKey(id), &j)
-	if !ok || err != nil {
+	return loadJobAt(c, jobKey(id), id)
+}
+
+// loadJobAt is loadJob with the document key already built.
+func loadJobAt(c *sdk.Call, key, id string) (*Job, bool, error) {
+	b, ok := c.Get(key)
+	if !ok {
+		return nil, false, nil
+	}
+	j := new(Job)
+	if err := decodeDoc(key, b, j, fastJob); err != nil {
 		return nil, false, err
 	}
 	j.State = state(c, "job", id, j.State)
-	return &j, true, nil
+	return j, true, nil
 }
 
 func loadWorker(c *sdk.Call, id string) (*Worker, bool, error) {
-	var w Worker
-	ok, err := c.GetJSON(workerKey(id), &w)
-	if !ok || err != nil {
+	key := workerKey(id)
+	b, ok := c.Get(key)
+	if !ok {
+		return nil, false, nil
+	}
+	w := new(Worker)
+	if err := decodeDoc(key, b, w, fastWorker); err != nil {
 		return nil, false, err
 	}
 	w.State = state(c, "worker", id, w.State)
-	return &w, true, nil
+	return w, true, nil
 }
 
 func loadQueue(c *sdk.Call, name string) (*Queue, bool, error) {
-	var q Queue
-	ok, err := c.GetJSON(queueKey(name), &q)
-	if !ok || err != nil {
+	return loadQueueAt(c, queueKey(name), name)
+}
+
+// loadQueueAt is loadQueue with the document key already built.
+func loadQueueAt(c *sdk.Call, key, name string) (*Queue, bool, error) {
+	b, ok := c.Get(key)
+	if !ok {
+		return nil, false, nil
+	}
+	q := new(Queue)
+	if err := decodeDoc(key, b, q, fastQueue); err != nil {
 		return nil, false, err
 	}
 	q.State = state(c, "queue", name, q.State)
-	return &q, true, nil
+	return q, true, nil
 }
 
 func submit(_ context.Context, c *sdk.Call) error {
@@ -71,8 +91,9 @@ func submit(_ context.Context, c *sdk.Call) error {
 	if err != nil {
 		return err
 	}
-	q, ok, err := loadQueue(c, p.Queue)
-	if err != nil || !c.Known(queueKey(p.Queue)) {
+	qk, jk := queueKey(p.Queue), jobKey(p.JobID)
+	q, ok, err := loadQueueAt(c, qk, p.Queue)
+	if err != nil || !c.Known(qk) {
 		return err
 	}
 	if !ok {
@@ -81,7 +102,7 @@ func submit(_ context.Context, c *sdk.Call) error {
 	if q.State != Active {
 		return sdk.Rule("queue %q is %s and takes no new jobs; resume it first", p.Queue, q.State)
 	}
-	if _, exists, err := loadJob(c, p.JobID); err != nil || exists {
+	if _, exists, err := loadJobAt(c, jk, p.JobID); err != nil || exists {
 		if err != nil {
 			return err
 		}
@@ -94,10 +115,8 @@ func submit(_ context.Context, c *sdk.Call) error {
 	if p.MemBytes != nil {
 		j.MemBytes = *p.MemBytes
 	}
-	if err := c.PutJSON(jobKey(p.JobID), j); err != nil {
-		return err
-	}
-	return c.SetResult(Result{JobID: p.JobID, State: Pending})
+	putJob(c, jk, &j)
+	return setResult(c, Result{JobID: p.JobID, State: Pending})
 }
 
 func jobControl(_ context.Context, c *sdk.Call) error {
@@ -127,9 +146,7 @@ func jobControl(_ context.Context, c *sdk.Call) error {
 				return err
 			}
 			if wok && w.removeRunning(j.JobID) {
-				if err := c.PutJSON(workerKey(j.Worker), w); err != nil {
-					return err
-				}
+				putWorker(c, workerKey(j.Worker), w)
 			}
 		}
 		j.State, j.Worker, j.Reason = Cancelled, "", reason
@@ -146,10 +163,8 @@ func jobControl(_ context.Context, c *sdk.Call) error {
 	default:
 		return sdk.Invalid("action", "unknown action %q; use cancel, hold or release", p.Action)
 	}
-	if err := c.PutJSON(jobKey(p.JobID), j); err != nil {
-		return err
-	}
-	return c.SetResult(Result{JobID: p.JobID, State: j.State})
+	putJob(c, jobKey(p.JobID), j)
+	return setResult(c, Result{JobID: p.JobID, State: j.State})
 }
 
 func queueControl(_ context.Context, c *sdk.Call) error {
@@ -186,10 +201,8 @@ func queueControl(_ context.Context, c *sdk.Call) error {
 		return sdk.Invalid("action", "unknown action %q; use create, pause, resume or drain", p.Action)
 	}
 	q.State = to
-	if err := c.PutJSON(queueKey(p.Queue), q); err != nil {
-		return err
-	}
-	return c.SetResult(Result{Queue: p.Queue, State: to})
+	putQueue(c, queueKey(p.Queue), q)
+	return setResult(c, Result{Queue: p.Queue, State: to})
 }
 
 func workerJoin(_ context.Context, c *sdk.Call) error {
@@ -217,10 +230,8 @@ func workerJoin(_ context.Context, c *sdk.Call) error {
 	if w.Running == nil {
 		w.Running = []string{}
 	}
-	if err := c.PutJSON(workerKey(p.WorkerID), w); err != nil {
-		return err
-	}
-	return c.SetResult(Result{WorkerID: p.WorkerID, State: Ready, Capacity: p.Capacity})
+	putWorker(c, workerKey(p.WorkerID), w)
+	return setResult(c, Result{WorkerID: p.WorkerID, State: Ready, Capacity: p.Capacity})
 }
 
 func workerUpdate(_ context.Context, c *sdk.Call) error {
@@ -239,10 +250,8 @@ func workerUpdate(_ context.Context, c *sdk.Call) error {
 		return sdk.Rule("worker %q is %s; it must join again before it can be updated", p.WorkerID, w.State)
 	}
 	w.Capacity = p.Capacity
-	if err := c.PutJSON(workerKey(p.WorkerID), w); err != nil {
-		return err
-	}
-	return c.SetResult(Result{WorkerID: p.WorkerID, Capacity: p.Capacity, Running: len(w.Running)})
+	putWorker(c, workerKey(p.WorkerID), w)
+	return setResult(c, Result{WorkerID: p.WorkerID, Capacity: p.Capacity, Running: len(w.Running)})
 }
 
 func workerControl(_ context.Context, c *sdk.Call) error {
@@ -279,10 +288,8 @@ func workerControl(_ context.Context, c *sdk.Call) error {
 	default:
 		return sdk.Invalid("action", "unknown action %q; use drain, undrain or remove", p.Action)
 	}
-	if err := c.PutJSON(workerKey(p.WorkerID), w); err != nil {
-		return err
-	}
-	return c.SetResult(Result{WorkerID: p.WorkerID, State: w.State})
+	putWorker(c, workerKey(p.WorkerID), w)
+	return setResult(c, Result{WorkerID: p.WorkerID, State: w.State})
 }
 
 func assign(_ context.Context, c *sdk.Call) error {
@@ -322,13 +329,9 @@ func assign(_ context.Context, c *sdk.Call) error {
 	}
 	j.State, j.Worker, j.PendingReason = Dispatched, p.WorkerID, ""
 	w.addRunning(p.JobID)
-	if err := c.PutJSON(jobKey(p.JobID), j); err != nil {
-		return err
-	}
-	if err := c.PutJSON(workerKey(p.WorkerID), w); err != nil {
-		return err
-	}
-	return c.SetResult(Result{JobID: p.JobID, WorkerID: p.WorkerID, State: Dispatched})
+	putJob(c, jobKey(p.JobID), j)
+	putWorker(c, workerKey(p.WorkerID), w)
+	return setResult(c, Result{JobID: p.JobID, WorkerID: p.WorkerID, State: Dispatched})
 }
 
 func stateReport(_ context.Context, c *sdk.Call) error {
@@ -370,9 +373,7 @@ func stateReport(_ context.Context, c *sdk.Call) error {
 		j.Worker = ""
 	}
 	j.PendingReason = ""
-	if err := c.PutJSON(jobKey(p.JobID), j); err != nil {
-		return err
-	}
+	putJob(c, jobKey(p.JobID), j)
 	if !wok {
 		return nil
 	}
@@ -386,7 +387,7 @@ func stateReport(_ context.Context, c *sdk.Call) error {
 		changed = w.removeRunning(p.JobID)
 	}
 	if changed {
-		return c.PutJSON(workerKey(p.WorkerID), w)
+		putWorker(c, workerKey(p.WorkerID), w)
 	}
 	return nil
 }
@@ -416,7 +417,8 @@ func usage(_ context.Context, c *sdk.Call) error {
 		return nil // older report: keep the newer one
 	}
 	w.Usage = &Usage{CPUMillis: p.CPUMillis, MemBytes: p.MemBytes, Seq: p.Seq}
-	return c.PutJSON(workerKey(p.WorkerID), w)
+	putWorker(c, workerKey(p.WorkerID), w)
+	return nil
 }
 
 func pendingReason(_ context.Context, c *sdk.Call) error {
@@ -438,7 +440,8 @@ func pendingReason(_ context.Context, c *sdk.Call) error {
 		return nil
 	}
 	j.PendingReason, j.ReasonSeq = p.Reason, p.Seq
-	return c.PutJSON(jobKey(p.JobID), j)
+	putJob(c, jobKey(p.JobID), j)
+	return nil
 }
 
 func death(_ context.Context, c *sdk.Call) error {
@@ -474,11 +477,10 @@ func death(_ context.Context, c *sdk.Call) error {
 		}
 		// The next worker numbers its reports afresh.
 		j.State, j.Worker, j.Seq, j.Requeues = Pending, "", 0, j.Requeues+1
-		if err := c.PutJSON(jobKey(j.JobID), j); err != nil {
-			return err
-		}
+		putJob(c, jobKey(j.JobID), j)
 		c.Transition("job", j.JobID, Pending)
 	}
 	w.State, w.Running, w.Deaths, w.DetectedBy = Dead, []string{}, w.Deaths+1, p.DetectedBy
-	return c.PutJSON(workerKey(p.WorkerID), w)
+	putWorker(c, workerKey(p.WorkerID), w)
+	return nil
 }

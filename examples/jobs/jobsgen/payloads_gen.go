@@ -22,13 +22,332 @@ var (
 	_ = regexp.MustCompile
 )
 
-// Compiled patterns (RE2, unanchored, as in CUE's =~).
-var (
-	pattern0 = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
-	pattern1 = regexp.MustCompile(`^[a-z0-9][a-z0-9._=/-]{0,62}$`)
-	pattern2 = regexp.MustCompile(`^[0-9]{1,9}(\.[0-9]{1,9}){0,2}$`)
-	pattern3 = regexp.MustCompile(`^[0-9]{1,6}(ms|s|m|h)$`)
-)
+// matchPattern0 reports whether s matches the pattern
+//
+//	`^[a-z0-9][a-z0-9._-]{0,62}$`
+//
+// exactly as regexp.MatchString does, with a DFA over bytes compiled from
+// the pattern by writ gen (the pattern matches ASCII only, so any other
+// byte leads to the dead state 0).
+func matchPattern0(s string) bool {
+	st := uint8(1)
+	for i := 0; i < len(s); i++ {
+		st = pattern0Next[st][pattern0Class[s[i]]]
+		if st == 0 {
+			return false
+		}
+	}
+	return pattern0Accept[st]
+}
+
+// pattern0Class maps a byte to its class (0: matched nowhere in the pattern).
+var pattern0Class = [256]uint8{
+	'-': 1, '.': 1, '0': 2, '1': 2, '2': 2, '3': 2, '4': 2, '5': 2,
+	'6': 2, '7': 2, '8': 2, '9': 2, '_': 1, 'a': 2, 'b': 2, 'c': 2,
+	'd': 2, 'e': 2, 'f': 2, 'g': 2, 'h': 2, 'i': 2, 'j': 2, 'k': 2,
+	'l': 2, 'm': 2, 'n': 2, 'o': 2, 'p': 2, 'q': 2, 'r': 2, 's': 2,
+	't': 2, 'u': 2, 'v': 2, 'w': 2, 'x': 2, 'y': 2, 'z': 2,
+}
+
+// pattern0Next is the transition table: state × class → state.
+var pattern0Next = [65][3]uint8{
+	{0, 0, 0},
+	{0, 0, 2},
+	{0, 3, 3},
+	{0, 4, 4},
+	{0, 5, 5},
+	{0, 6, 6},
+	{0, 7, 7},
+	{0, 8, 8},
+	{0, 9, 9},
+	{0, 10, 10},
+	{0, 11, 11},
+	{0, 12, 12},
+	{0, 13, 13},
+	{0, 14, 14},
+	{0, 15, 15},
+	{0, 16, 16},
+	{0, 17, 17},
+	{0, 18, 18},
+	{0, 19, 19},
+	{0, 20, 20},
+	{0, 21, 21},
+	{0, 22, 22},
+	{0, 23, 23},
+	{0, 24, 24},
+	{0, 25, 25},
+	{0, 26, 26},
+	{0, 27, 27},
+	{0, 28, 28},
+	{0, 29, 29},
+	{0, 30, 30},
+	{0, 31, 31},
+	{0, 32, 32},
+	{0, 33, 33},
+	{0, 34, 34},
+	{0, 35, 35},
+	{0, 36, 36},
+	{0, 37, 37},
+	{0, 38, 38},
+	{0, 39, 39},
+	{0, 40, 40},
+	{0, 41, 41},
+	{0, 42, 42},
+	{0, 43, 43},
+	{0, 44, 44},
+	{0, 45, 45},
+	{0, 46, 46},
+	{0, 47, 47},
+	{0, 48, 48},
+	{0, 49, 49},
+	{0, 50, 50},
+	{0, 51, 51},
+	{0, 52, 52},
+	{0, 53, 53},
+	{0, 54, 54},
+	{0, 55, 55},
+	{0, 56, 56},
+	{0, 57, 57},
+	{0, 58, 58},
+	{0, 59, 59},
+	{0, 60, 60},
+	{0, 61, 61},
+	{0, 62, 62},
+	{0, 63, 63},
+	{0, 64, 64},
+	{0, 0, 0},
+}
+
+// pattern0Accept marks the accepting states.
+var pattern0Accept = [65]bool{
+	2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true,
+	10: true, 11: true, 12: true, 13: true, 14: true, 15: true, 16: true, 17: true,
+	18: true, 19: true, 20: true, 21: true, 22: true, 23: true, 24: true, 25: true,
+	26: true, 27: true, 28: true, 29: true, 30: true, 31: true, 32: true, 33: true,
+	34: true, 35: true, 36: true, 37: true, 38: true, 39: true, 40: true, 41: true,
+	42: true, 43: true, 44: true, 45: true, 46: true, 47: true, 48: true, 49: true,
+	50: true, 51: true, 52: true, 53: true, 54: true, 55: true, 56: true, 57: true,
+	58: true, 59: true, 60: true, 61: true, 62: true, 63: true, 64: true,
+}
+
+// matchPattern1 reports whether s matches the pattern
+//
+//	`^[a-z0-9][a-z0-9._=/-]{0,62}$`
+//
+// exactly as regexp.MatchString does, with a DFA over bytes compiled from
+// the pattern by writ gen (the pattern matches ASCII only, so any other
+// byte leads to the dead state 0).
+func matchPattern1(s string) bool {
+	st := uint8(1)
+	for i := 0; i < len(s); i++ {
+		st = pattern1Next[st][pattern1Class[s[i]]]
+		if st == 0 {
+			return false
+		}
+	}
+	return pattern1Accept[st]
+}
+
+// pattern1Class maps a byte to its class (0: matched nowhere in the pattern).
+var pattern1Class = [256]uint8{
+	'-': 1, '.': 1, '/': 1, '0': 2, '1': 2, '2': 2, '3': 2, '4': 2,
+	'5': 2, '6': 2, '7': 2, '8': 2, '9': 2, '=': 1, '_': 1, 'a': 2,
+	'b': 2, 'c': 2, 'd': 2, 'e': 2, 'f': 2, 'g': 2, 'h': 2, 'i': 2,
+	'j': 2, 'k': 2, 'l': 2, 'm': 2, 'n': 2, 'o': 2, 'p': 2, 'q': 2,
+	'r': 2, 's': 2, 't': 2, 'u': 2, 'v': 2, 'w': 2, 'x': 2, 'y': 2,
+	'z': 2,
+}
+
+// pattern1Next is the transition table: state × class → state.
+var pattern1Next = [65][3]uint8{
+	{0, 0, 0},
+	{0, 0, 2},
+	{0, 3, 3},
+	{0, 4, 4},
+	{0, 5, 5},
+	{0, 6, 6},
+	{0, 7, 7},
+	{0, 8, 8},
+	{0, 9, 9},
+	{0, 10, 10},
+	{0, 11, 11},
+	{0, 12, 12},
+	{0, 13, 13},
+	{0, 14, 14},
+	{0, 15, 15},
+	{0, 16, 16},
+	{0, 17, 17},
+	{0, 18, 18},
+	{0, 19, 19},
+	{0, 20, 20},
+	{0, 21, 21},
+	{0, 22, 22},
+	{0, 23, 23},
+	{0, 24, 24},
+	{0, 25, 25},
+	{0, 26, 26},
+	{0, 27, 27},
+	{0, 28, 28},
+	{0, 29, 29},
+	{0, 30, 30},
+	{0, 31, 31},
+	{0, 32, 32},
+	{0, 33, 33},
+	{0, 34, 34},
+	{0, 35, 35},
+	{0, 36, 36},
+	{0, 37, 37},
+	{0, 38, 38},
+	{0, 39, 39},
+	{0, 40, 40},
+	{0, 41, 41},
+	{0, 42, 42},
+	{0, 43, 43},
+	{0, 44, 44},
+	{0, 45, 45},
+	{0, 46, 46},
+	{0, 47, 47},
+	{0, 48, 48},
+	{0, 49, 49},
+	{0, 50, 50},
+	{0, 51, 51},
+	{0, 52, 52},
+	{0, 53, 53},
+	{0, 54, 54},
+	{0, 55, 55},
+	{0, 56, 56},
+	{0, 57, 57},
+	{0, 58, 58},
+	{0, 59, 59},
+	{0, 60, 60},
+	{0, 61, 61},
+	{0, 62, 62},
+	{0, 63, 63},
+	{0, 64, 64},
+	{0, 0, 0},
+}
+
+// pattern1Accept marks the accepting states.
+var pattern1Accept = [65]bool{
+	2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true,
+	10: true, 11: true, 12: true, 13: true, 14: true, 15: true, 16: true, 17: true,
+	18: true, 19: true, 20: true, 21: true, 22: true, 23: true, 24: true, 25: true,
+	26: true, 27: true, 28: true, 29: true, 30: true, 31: true, 32: true, 33: true,
+	34: true, 35: true, 36: true, 37: true, 38: true, 39: true, 40: true, 41: true,
+	42: true, 43: true, 44: true, 45: true, 46: true, 47: true, 48: true, 49: true,
+	50: true, 51: true, 52: true, 53: true, 54: true, 55: true, 56: true, 57: true,
+	58: true, 59: true, 60: true, 61: true, 62: true, 63: true, 64: true,
+}
+
+// matchPattern2 reports whether s matches the pattern
+//
+//	`^[0-9]{1,9}(\.[0-9]{1,9}){0,2}$`
+//
+// exactly as regexp.MatchString does, with a DFA over bytes compiled from
+// the pattern by writ gen (the pattern matches ASCII only, so any other
+// byte leads to the dead state 0).
+func matchPattern2(s string) bool {
+	st := uint8(1)
+	for i := 0; i < len(s); i++ {
+		st = pattern2Next[st][pattern2Class[s[i]]]
+		if st == 0 {
+			return false
+		}
+	}
+	return pattern2Accept[st]
+}
+
+// pattern2Class maps a byte to its class (0: matched nowhere in the pattern).
+var pattern2Class = [256]uint8{
+	'.': 1, '0': 2, '1': 2, '2': 2, '3': 2, '4': 2, '5': 2, '6': 2,
+	'7': 2, '8': 2, '9': 2,
+}
+
+// pattern2Next is the transition table: state × class → state.
+var pattern2Next = [31][3]uint8{
+	{0, 0, 0},
+	{0, 0, 2},
+	{0, 3, 4},
+	{0, 0, 5},
+	{0, 3, 6},
+	{0, 7, 8},
+	{0, 3, 9},
+	{0, 0, 10},
+	{0, 7, 11},
+	{0, 3, 12},
+	{0, 0, 13},
+	{0, 7, 14},
+	{0, 3, 15},
+	{0, 0, 16},
+	{0, 7, 17},
+	{0, 3, 18},
+	{0, 0, 19},
+	{0, 7, 20},
+	{0, 3, 21},
+	{0, 0, 22},
+	{0, 7, 23},
+	{0, 3, 24},
+	{0, 0, 25},
+	{0, 7, 26},
+	{0, 3, 0},
+	{0, 0, 27},
+	{0, 7, 28},
+	{0, 0, 29},
+	{0, 7, 0},
+	{0, 0, 30},
+	{0, 0, 0},
+}
+
+// pattern2Accept marks the accepting states.
+var pattern2Accept = [31]bool{
+	2: true, 4: true, 5: true, 6: true, 8: true, 9: true, 10: true, 11: true,
+	12: true, 13: true, 14: true, 15: true, 16: true, 17: true, 18: true, 19: true,
+	20: true, 21: true, 22: true, 23: true, 24: true, 25: true, 26: true, 27: true,
+	28: true, 29: true, 30: true,
+}
+
+// matchPattern3 reports whether s matches the pattern
+//
+//	`^[0-9]{1,6}(ms|s|m|h)$`
+//
+// exactly as regexp.MatchString does, with a DFA over bytes compiled from
+// the pattern by writ gen (the pattern matches ASCII only, so any other
+// byte leads to the dead state 0).
+func matchPattern3(s string) bool {
+	st := uint8(1)
+	for i := 0; i < len(s); i++ {
+		st = pattern3Next[st][pattern3Class[s[i]]]
+		if st == 0 {
+			return false
+		}
+	}
+	return pattern3Accept[st]
+}
+
+// pattern3Class maps a byte to its class (0: matched nowhere in the pattern).
+var pattern3Class = [256]uint8{
+	'0': 1, '1': 1, '2': 1, '3': 1, '4': 1, '5': 1, '6': 1, '7': 1,
+	'8': 1, '9': 1, 'h': 2, 'm': 3, 's': 4,
+}
+
+// pattern3Next is the transition table: state × class → state.
+var pattern3Next = [10][5]uint8{
+	{0, 0, 0, 0, 0},
+	{0, 2, 0, 0, 0},
+	{0, 3, 4, 5, 4},
+	{0, 6, 4, 5, 4},
+	{0, 0, 0, 0, 0},
+	{0, 0, 0, 0, 4},
+	{0, 7, 4, 5, 4},
+	{0, 8, 4, 5, 4},
+	{0, 9, 4, 5, 4},
+	{0, 0, 4, 5, 4},
+}
+
+// pattern3Accept marks the accepting states.
+var pattern3Accept = [10]bool{
+	4: true, 5: true,
+}
 
 // JobSubmit is the payload of entry type "job.submit" (class request, type number 1).
 // Submit a job to a queue; it starts PENDING.
@@ -143,10 +462,10 @@ func (p *JobSubmit) EntryType() string { return NameJobSubmit }
 
 // Validate checks every constraint the schema declares for job.submit.
 func (p *JobSubmit) Validate() error {
-	if !pattern0.MatchString(p.JobID) {
+	if !matchPattern0(p.JobID) {
 		return fieldErr(NameJobSubmit, "job_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.JobID)+" (fix: change the value to match)")
 	}
-	if !pattern0.MatchString(p.Queue) {
+	if !matchPattern0(p.Queue) {
 		return fieldErr(NameJobSubmit, "queue", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.Queue)+" (fix: change the value to match)")
 	}
 	if p.Priority < 0 {
@@ -340,7 +659,7 @@ func (p *JobControl) EntryType() string { return NameJobControl }
 
 // Validate checks every constraint the schema declares for job.control.
 func (p *JobControl) Validate() error {
-	if !pattern0.MatchString(p.JobID) {
+	if !matchPattern0(p.JobID) {
 		return fieldErr(NameJobControl, "job_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.JobID)+" (fix: change the value to match)")
 	}
 	if p.Action != "cancel" && p.Action != "hold" && p.Action != "release" {
@@ -498,7 +817,7 @@ func (p *QueueControl) EntryType() string { return NameQueueControl }
 
 // Validate checks every constraint the schema declares for queue.control.
 func (p *QueueControl) Validate() error {
-	if !pattern0.MatchString(p.Queue) {
+	if !matchPattern0(p.Queue) {
 		return fieldErr(NameQueueControl, "queue", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.Queue)+" (fix: change the value to match)")
 	}
 	if p.Action != "create" && p.Action != "pause" && p.Action != "resume" && p.Action != "drain" {
@@ -662,7 +981,7 @@ func (p *WorkerJoin) EntryType() string { return NameWorkerJoin }
 
 // Validate checks every constraint the schema declares for worker.join.
 func (p *WorkerJoin) Validate() error {
-	if !pattern0.MatchString(p.WorkerID) {
+	if !matchPattern0(p.WorkerID) {
 		return fieldErr(NameWorkerJoin, "worker_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.WorkerID)+" (fix: change the value to match)")
 	}
 	if p.Capacity < 1 {
@@ -676,7 +995,7 @@ func (p *WorkerJoin) Validate() error {
 			return fieldErr(NameWorkerJoin, "labels", "list.MaxItems(32)", fmt.Sprintf("must have at most 32 items, has %d (fix: send fewer or more items)", n))
 		}
 		for i0, e0 := range p.Labels {
-			if !pattern1.MatchString(e0) {
+			if !matchPattern1(e0) {
 				return fieldErr(NameWorkerJoin, index("labels", i0), "=~\"^[a-z0-9][a-z0-9._=/-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._=/-]{0,62}$, got "+quoteTrunc(e0)+" (fix: change the value to match)")
 			}
 			_ = e0
@@ -825,7 +1144,7 @@ func (p *WorkerUpdate) EntryType() string { return NameWorkerUpdate }
 
 // Validate checks every constraint the schema declares for worker.update.
 func (p *WorkerUpdate) Validate() error {
-	if !pattern0.MatchString(p.WorkerID) {
+	if !matchPattern0(p.WorkerID) {
 		return fieldErr(NameWorkerUpdate, "worker_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.WorkerID)+" (fix: change the value to match)")
 	}
 	if p.Capacity < 1 {
@@ -962,7 +1281,7 @@ func (p *WorkerControl) EntryType() string { return NameWorkerControl }
 
 // Validate checks every constraint the schema declares for worker.control.
 func (p *WorkerControl) Validate() error {
-	if !pattern0.MatchString(p.WorkerID) {
+	if !matchPattern0(p.WorkerID) {
 		return fieldErr(NameWorkerControl, "worker_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.WorkerID)+" (fix: change the value to match)")
 	}
 	if p.Action != "drain" && p.Action != "undrain" && p.Action != "remove" {
@@ -1173,16 +1492,16 @@ func (p *JobStateReport) EntryType() string { return NameJobStateReport }
 
 // Validate checks every constraint the schema declares for job.state_report.
 func (p *JobStateReport) Validate() error {
-	if !pattern0.MatchString(p.ReportID) {
+	if !matchPattern0(p.ReportID) {
 		return fieldErr(NameJobStateReport, "report_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.ReportID)+" (fix: change the value to match)")
 	}
-	if !pattern0.MatchString(p.JobID) {
+	if !matchPattern0(p.JobID) {
 		return fieldErr(NameJobStateReport, "job_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.JobID)+" (fix: change the value to match)")
 	}
 	if p.State != "RUNNING" && p.State != "COMPLETED" && p.State != "FAILED" {
 		return fieldErr(NameJobStateReport, "state", "\"RUNNING\" | \"COMPLETED\" | \"FAILED\"", "must be one of \"RUNNING\" | \"COMPLETED\" | \"FAILED\", got "+quoteTrunc(p.State)+" (fix: use one of the listed values)")
 	}
-	if !pattern0.MatchString(p.WorkerID) {
+	if !matchPattern0(p.WorkerID) {
 		return fieldErr(NameJobStateReport, "worker_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.WorkerID)+" (fix: change the value to match)")
 	}
 	if p.ExitCode != nil {
@@ -1399,10 +1718,10 @@ func (p *WorkerUsage) EntryType() string { return NameWorkerUsage }
 
 // Validate checks every constraint the schema declares for worker.usage.
 func (p *WorkerUsage) Validate() error {
-	if !pattern0.MatchString(p.ReportID) {
+	if !matchPattern0(p.ReportID) {
 		return fieldErr(NameWorkerUsage, "report_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.ReportID)+" (fix: change the value to match)")
 	}
-	if !pattern0.MatchString(p.WorkerID) {
+	if !matchPattern0(p.WorkerID) {
 		return fieldErr(NameWorkerUsage, "worker_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.WorkerID)+" (fix: change the value to match)")
 	}
 	if p.CPUMillis < 0 {
@@ -1581,10 +1900,10 @@ func (p *JobPendingReason) EntryType() string { return NameJobPendingReason }
 
 // Validate checks every constraint the schema declares for job.pending_reason.
 func (p *JobPendingReason) Validate() error {
-	if !pattern0.MatchString(p.ReportID) {
+	if !matchPattern0(p.ReportID) {
 		return fieldErr(NameJobPendingReason, "report_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.ReportID)+" (fix: change the value to match)")
 	}
-	if !pattern0.MatchString(p.JobID) {
+	if !matchPattern0(p.JobID) {
 		return fieldErr(NameJobPendingReason, "job_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.JobID)+" (fix: change the value to match)")
 	}
 	if n := utf8.RuneCountInString(p.Reason); n < 1 || n > 256 {
@@ -1749,13 +2068,13 @@ func (p *WorkerDeath) EntryType() string { return NameWorkerDeath }
 
 // Validate checks every constraint the schema declares for worker.death.
 func (p *WorkerDeath) Validate() error {
-	if !pattern0.MatchString(p.ReportID) {
+	if !matchPattern0(p.ReportID) {
 		return fieldErr(NameWorkerDeath, "report_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.ReportID)+" (fix: change the value to match)")
 	}
-	if !pattern0.MatchString(p.WorkerID) {
+	if !matchPattern0(p.WorkerID) {
 		return fieldErr(NameWorkerDeath, "worker_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.WorkerID)+" (fix: change the value to match)")
 	}
-	if !pattern0.MatchString(p.DetectedBy) {
+	if !matchPattern0(p.DetectedBy) {
 		return fieldErr(NameWorkerDeath, "detected_by", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.DetectedBy)+" (fix: change the value to match)")
 	}
 	return nil
@@ -1925,10 +2244,10 @@ func (p *JobDispatch) EntryType() string { return NameJobDispatch }
 
 // Validate checks every constraint the schema declares for job.dispatch.
 func (p *JobDispatch) Validate() error {
-	if !pattern0.MatchString(p.DispatchID) {
+	if !matchPattern0(p.DispatchID) {
 		return fieldErr(NameJobDispatch, "dispatch_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.DispatchID)+" (fix: change the value to match)")
 	}
-	if !pattern0.MatchString(p.Scheduler) {
+	if !matchPattern0(p.Scheduler) {
 		return fieldErr(NameJobDispatch, "scheduler", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.Scheduler)+" (fix: change the value to match)")
 	}
 	if n := len(p.ItemsField); n < 1 || n > 512 {
@@ -2079,10 +2398,10 @@ func (p *JobAssign) EntryType() string { return NameJobAssign }
 
 // Validate checks every constraint the schema declares for job.assign.
 func (p *JobAssign) Validate() error {
-	if !pattern0.MatchString(p.JobID) {
+	if !matchPattern0(p.JobID) {
 		return fieldErr(NameJobAssign, "job_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.JobID)+" (fix: change the value to match)")
 	}
-	if !pattern0.MatchString(p.WorkerID) {
+	if !matchPattern0(p.WorkerID) {
 		return fieldErr(NameJobAssign, "worker_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.WorkerID)+" (fix: change the value to match)")
 	}
 	return nil
@@ -2330,15 +2649,15 @@ func (p *ClusterConfig) EntryType() string { return NameClusterConfig }
 
 // Validate checks every constraint the schema declares for cluster.config.
 func (p *ClusterConfig) Validate() error {
-	if !pattern2.MatchString(p.Version) {
+	if !matchPattern2(p.Version) {
 		return fieldErr(NameClusterConfig, "version", "=~\"^[0-9]{1,9}(\\\\.[0-9]{1,9}){0,2}$\"", "must match the pattern ^[0-9]{1,9}(\\.[0-9]{1,9}){0,2}$, got "+quoteTrunc(p.Version)+" (fix: change the value to match)")
 	}
-	if !pattern3.MatchString(p.Settings.CommitTimeout) {
+	if !matchPattern3(p.Settings.CommitTimeout) {
 		return fieldErr(NameClusterConfig, "settings"+".commit_timeout", "=~\"^[0-9]{1,6}(ms|s|m|h)$\"", "must match the pattern ^[0-9]{1,6}(ms|s|m|h)$, got "+quoteTrunc(p.Settings.CommitTimeout)+" (fix: change the value to match)")
 	}
 	if p.Settings.Heartbeat != nil {
 		v1 := *p.Settings.Heartbeat
-		if !pattern3.MatchString(v1) {
+		if !matchPattern3(v1) {
 			return fieldErr(NameClusterConfig, "settings"+".heartbeat", "=~\"^[0-9]{1,6}(ms|s|m|h)$\"", "must match the pattern ^[0-9]{1,6}(ms|s|m|h)$, got "+quoteTrunc(v1)+" (fix: change the value to match)")
 		}
 	}
@@ -2362,13 +2681,13 @@ func (p *ClusterConfig) Validate() error {
 	}
 	if p.Settings.FactRetry != nil {
 		v1 := *p.Settings.FactRetry
-		if !pattern3.MatchString(v1) {
+		if !matchPattern3(v1) {
 			return fieldErr(NameClusterConfig, "settings"+".fact_retry", "=~\"^[0-9]{1,6}(ms|s|m|h)$\"", "must match the pattern ^[0-9]{1,6}(ms|s|m|h)$, got "+quoteTrunc(v1)+" (fix: change the value to match)")
 		}
 	}
 	if p.Settings.DeadWorkerGrace != nil {
 		v1 := *p.Settings.DeadWorkerGrace
-		if !pattern3.MatchString(v1) {
+		if !matchPattern3(v1) {
 			return fieldErr(NameClusterConfig, "settings"+".dead_worker_grace", "=~\"^[0-9]{1,6}(ms|s|m|h)$\"", "must match the pattern ^[0-9]{1,6}(ms|s|m|h)$, got "+quoteTrunc(v1)+" (fix: change the value to match)")
 		}
 	}
