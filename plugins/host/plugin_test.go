@@ -169,6 +169,11 @@ func servePlugin(mode string) {
 	versions := map[int]plugin.PluginSet{int(sdk.Handshake.ProtocolVersion): sdk.PluginSet(p)}
 	switch mode {
 	case "ok":
+	case "nop":
+		// BenchmarkEvaluate_NopHandler: test.put does nothing (an empty
+		// effect), so a batch costs only the process boundary, the SDK
+		// and the batch codec.
+		p.Handlers["test.put"] = sdk.HandlerFunc(func(context.Context, *sdk.Call) error { return nil })
 	case "noise":
 		fmt.Println("hello from a chatty plugin")
 	case "badfp":
