@@ -276,12 +276,12 @@ func (c *Call) SetResult(v any) error {
 }
 
 // SetResultJSON sets the result document to doc, one JSON value the handler
-// encoded itself. doc is checked for JSON syntax (json.Valid: a scan, no
-// decoding or allocation) and fails with an internal error when it is not
-// one; it is kept as it is (not compacted or copied), so the handler must
-// not modify doc after the call.
+// encoded itself. doc is checked for JSON syntax (what json.Valid accepts,
+// in one scan without decoding or allocation) and SetResultJSON fails with
+// an internal error when it is not one JSON value; it is kept as it is (not
+// compacted or copied), so the handler must not modify doc after the call.
 func (c *Call) SetResultJSON(doc []byte) error {
-	if !json.Valid(doc) {
+	if !validJSON(doc) {
 		return Internal("entry %s: result is not a JSON document: %q", c.Type, truncate(doc, 64))
 	}
 	c.result = doc
