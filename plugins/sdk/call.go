@@ -24,7 +24,11 @@ type Transition struct {
 }
 
 // Call is one entry being evaluated: its payload, the state it was given and
-// the effect the handler builds. A Call is used by one goroutine only.
+// the effect the handler builds. A Call is used by one goroutine only, and
+// only for the duration of Handle: the SDK reuses Calls from one batch to
+// the next, and the payload and state values it returns share the batch's
+// request buffer, so a handler neither keeps them past Handle nor modifies
+// them (copy what must outlive the call).
 type Call struct {
 	// Type is the entry type, e.g. "job.submit".
 	Type string
