@@ -77,3 +77,18 @@ func TestDecodeResultsBatchFailures(t *testing.T) {
 		t.Errorf("a decoded value aliases the response: %q", out[0].Effect.Writes[0].Value)
 	}
 }
+
+// TestDecodeResultsSmallestResult: an error with an empty message is three
+// bytes, the smallest result; a batch of such results is not mistaken for
+// a count the response cannot hold.
+func TestDecodeResultsSmallestResult(t *testing.T) {
+	h := &Host{cfg: Config{Catalog: fuzzCatalog{}}}
+	inst := &instance{h: h, desc: description{name: "dec"}}
+	items := []pipeline.EvalItem{{Type: "job.submit", ID: "a"}}
+	resp := pb.AppendError(pb.AppendUvarint(nil, 1), pb.ErrorRule, "")
+	out := make([]pipeline.EvalResult, 1)
+	h.decodeResults(inst, items, []int{0}, resp, out)
+	if out[0].Err == nil || out[0].Err.Kind != pipeline.EvalRule {
+		t.Fatalf("want the rule error, got %+v (err %v)", out[0], out[0].Err)
+	}
+}

@@ -38,6 +38,7 @@ func (h *Host) Evaluate(ctx context.Context, items []pipeline.EvalItem) ([]pipel
 		switch {
 		case only == nil:
 			only = inst
+			onlyIdx = make([]int, 0, len(items)-k)
 			onlyIdx = append(onlyIdx, k)
 		case only == inst && groups == nil:
 			onlyIdx = append(onlyIdx, k)
@@ -135,7 +136,9 @@ func (h *Host) decodeResults(inst *instance, items []pipeline.EvalItem, idxs []i
 		for _, k := range idxs {
 			out[k] = pipeline.EvalResult{Err: e}
 		}
+		return
 	}
+	detach(out, idxs)
 }
 
 // writeSlab hands out the write slices of one response's results from a
@@ -156,9 +159,8 @@ func (s *writeSlab) take(n, left int) []kv.Write {
 // decodeResult reads one result from d, checks it against the item it
 // answers and turns it into an EvalResult. Anything malformed is an
 // internal error for that item only; the result is read to its end either
-// way so the next one decodes. Values and the result document are copied
-// out of the response (one allocation per result) so that they do not pin
-// it.
+// way so the next one decodes. Values and the result document alias the
+// response until decodeResults detaches them.
 func (h *Host) decodeResult(inst *instance, it *pipeline.EvalItem, d *pb.Decoder, slab *writeSlab, left int) pipeline.EvalResult {
 	var problem string
 	bad := func(format string, args ...any) {
@@ -233,7 +235,6 @@ func (h *Host) decodeResult(inst *instance, it *pipeline.EvalItem, d *pb.Decoder
 			}
 		}
 		res.Result = d.Bytes("result")
-		detach(&res)
 		if n := d.Count("transition count", pb.MinTransition); n > 0 {
 			res.Transitions = make([]pipeline.Transition, 0, n)
 			for j := range n {
@@ -267,12 +268,18 @@ func (h *Host) decodeResult(inst *instance, it *pipeline.EvalItem, d *pb.Decoder
 	return res
 }
 
-// detach copies the values and result document of res, which alias the
-// response, into one new allocation.
-func detach(res *pipeline.EvalResult) {
-	n := len(res.Result)
-	for _, w := range res.Effect.Writes {
-		n += len(w.Value)
+// detach copies the values and result documents of the results at idxs,
+// which alias the response, into one allocation for the batch, so that they
+// do not pin the response (keys, framing, error messages) and the batch
+// costs one allocation instead of one per result. The results of a batch
+// then share that arena; it is as large as their values.
+func detach(out []pipeline.EvalResult, idxs []int) {
+	n := 0
+	for _, k := range idxs {
+		n += len(out[k].Result)
+		for _, w := range out[k].Effect.Writes {
+			n += len(w.Value)
+		}
 	}
 	if n == 0 {
 		return
@@ -286,10 +293,13 @@ func detach(res *pipeline.EvalResult) {
 		arena = append(arena, b...)
 		return arena[lo:len(arena):len(arena)]
 	}
-	for j := range res.Effect.Writes {
-		res.Effect.Writes[j].Value = clone(res.Effect.Writes[j].Value)
+	for _, k := range idxs {
+		res := &out[k]
+		for j := range res.Effect.Writes {
+			res.Effect.Writes[j].Value = clone(res.Effect.Writes[j].Value)
+		}
+		res.Result = clone(res.Result)
 	}
-	res.Result = clone(res.Result)
 }
 
 func lookup(state []kv.Record, key string) (kv.Record, bool) {

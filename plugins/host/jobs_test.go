@@ -121,9 +121,18 @@ func TestJobsPluginWrongSchemaRefused(t *testing.T) {
 
 // BenchmarkJobsEvaluate measures per-entry evaluation of job.submit through
 // the real writ-jobs plugin process (generated payload decoding and
-// validation, domain rules, JSON documents, mTLS gRPC).
+// validation, domain rules, JSON documents, mTLS gRPC). With
+// WRIT_PLUGIN_CPUPROFILE set, the test binary serves the same handler
+// instead (only it writes that profile).
 func BenchmarkJobsEvaluate(b *testing.B) {
-	h, err := host.New(host.Config{Catalog: jobsgen.Catalog(), Plugins: []host.PluginConfig{buildJobsPlugin(b)}})
+	pc := host.PluginConfig{}
+	if os.Getenv("WRIT_PLUGIN_CPUPROFILE") != "" {
+		pc.Path, pc.SHA256 = selfPlugin(b)
+		pc.Args = []string{pluginFlag + "jobs"}
+	} else {
+		pc = buildJobsPlugin(b)
+	}
+	h, err := host.New(host.Config{Catalog: jobsgen.Catalog(), Plugins: []host.PluginConfig{pc}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,6 +16,8 @@ import (
 
 	plugin "github.com/hashicorp/go-plugin"
 
+	"github.com/writ-dev/writ/examples/jobs/handler"
+
 	"github.com/writ-dev/writ/plugins/host"
 	"github.com/writ-dev/writ/plugins/sdk"
 	"github.com/writ-dev/writ/schema/ir"
@@ -168,7 +170,18 @@ func servePlugin(mode string) {
 	p := &sdk.Plugin{Name: "host-test", Version: "1.2.3", Fingerprint: testFingerprint, Handlers: testHandlers()}
 	versions := map[int]plugin.PluginSet{int(sdk.Handshake.ProtocolVersion): sdk.PluginSet(p)}
 	switch mode {
+	case "jobs":
+		// The jobs handler served by the test binary, so that
+		// WRIT_PLUGIN_CPUPROFILE can profile it (BenchmarkJobsEvaluate
+		// runs the real writ-jobs binary).
+		p = handler.Plugin()
+		versions = map[int]plugin.PluginSet{int(sdk.Handshake.ProtocolVersion): sdk.PluginSet(p)}
 	case "ok":
+	case "nop":
+		// BenchmarkEvaluate_NopHandler: test.put does nothing (an empty
+		// effect), so a batch costs only the process boundary, the SDK
+		// and the batch codec.
+		p.Handlers["test.put"] = sdk.HandlerFunc(func(context.Context, *sdk.Call) error { return nil })
 	case "noise":
 		fmt.Println("hello from a chatty plugin")
 	case "badfp":

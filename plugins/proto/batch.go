@@ -254,8 +254,10 @@ const (
 	MinItem = 4
 	// MinRecord is the smallest encoded record.
 	MinRecord = 3
-	// MinResult is the smallest encoded result (an effect with nothing).
-	MinResult = 4
+	// MinResult is the smallest encoded result: an error with an empty
+	// message, or a request for one empty key (three bytes; an effect
+	// with nothing takes four).
+	MinResult = 3
 	// MinWrite is the smallest encoded write.
 	MinWrite = 4
 	// MinTransition is the smallest encoded transition.

@@ -3,6 +3,7 @@ package sdk
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/writ-dev/writ/kv"
@@ -23,7 +24,11 @@ type Transition struct {
 }
 
 // Call is one entry being evaluated: its payload, the state it was given and
-// the effect the handler builds. A Call is used by one goroutine only.
+// the effect the handler builds. A Call is used by one goroutine only, and
+// only for the duration of Handle: the SDK reuses Calls from one batch to
+// the next, and the payload and state values it returns share the batch's
+// request buffer, so a handler neither keeps them past Handle nor modifies
+// them (copy what must outlive the call).
 type Call struct {
 	// Type is the entry type, e.g. "job.submit".
 	Type string
@@ -149,6 +154,9 @@ func (c *Call) MachineState(machine, instance string) (state string, order uint6
 	if r.Rev == 0 {
 		return "", 0, false
 	}
+	if state, order, ok := parseMachineRecord(r.Value); ok {
+		return state, order, true
+	}
 	var m struct {
 		State string `json:"state"`
 		Order uint64 `json:"order"`
@@ -158,6 +166,54 @@ func (c *Call) MachineState(machine, instance string) (state string, order uint6
 		return "", 0, false
 	}
 	return m.State, m.Order, true
+}
+
+// parseMachineRecord decodes the canonical form the pipeline writes,
+// exactly {"state":"S"} or {"state":"S","order":N} with S printable ASCII
+// without quotes or backslashes and N a canonical decimal that fits in a
+// uint64, without reflection; ok=false for anything else (MachineState then
+// lets encoding/json decide).
+func parseMachineRecord(v []byte) (state string, order uint64, ok bool) {
+	const head = `{"state":"`
+	if len(v) < len(head)+2 || string(v[:len(head)]) != head || v[len(v)-1] != '}' {
+		return "", 0, false
+	}
+	rest := v[len(head) : len(v)-1]
+	end := -1
+	for i, c := range rest {
+		if c == '"' {
+			end = i
+			break
+		}
+		if c < 0x20 || c > 0x7e || c == '\\' {
+			return "", 0, false
+		}
+	}
+	if end < 0 {
+		return "", 0, false
+	}
+	st, rest := rest[:end], rest[end+1:]
+	if len(rest) > 0 {
+		const field = `,"order":`
+		if len(rest) <= len(field) || string(rest[:len(field)]) != field {
+			return "", 0, false
+		}
+		digits := rest[len(field):]
+		if len(digits) > 1 && digits[0] == '0' {
+			return "", 0, false
+		}
+		for _, c := range digits {
+			if c < '0' || c > '9' {
+				return "", 0, false
+			}
+			d := uint64(c - '0')
+			if order > (math.MaxUint64-d)/10 {
+				return "", 0, false
+			}
+			order = order*10 + d
+		}
+	}
+	return string(st), order, true
 }
 
 func (c *Call) misused(format string, args ...any) {
@@ -211,7 +267,9 @@ func (c *Call) Transition(machine, key, to string) {
 	c.transitions = append(c.transitions, Transition{Machine: machine, Key: key, To: to})
 }
 
-// SetResult sets the result document returned to the requester on commit.
+// SetResult sets the result document returned to the requester on commit:
+// v's JSON encoding (encoding/json). Handlers that already hold the encoded
+// document use SetResultJSON, which skips the reflection.
 func (c *Call) SetResult(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -219,4 +277,24 @@ func (c *Call) SetResult(v any) error {
 	}
 	c.result = b
 	return nil
+}
+
+// SetResultJSON sets the result document to doc, one JSON value the handler
+// encoded itself. doc is checked for JSON syntax (what json.Valid accepts,
+// in one scan without decoding or allocation) and SetResultJSON fails with
+// an internal error when it is not one JSON value; it is kept as it is (not
+// compacted or copied), so the handler must not modify doc after the call.
+func (c *Call) SetResultJSON(doc []byte) error {
+	if !validJSON(doc) {
+		return Internal("entry %s: result is not a JSON document: %q", c.Type, truncate(doc, 64))
+	}
+	c.result = doc
+	return nil
+}
+
+func truncate(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
 }

@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"bytes"
 	"context"
 	"testing"
 
@@ -9,7 +10,8 @@ import (
 )
 
 // FuzzServeEvaluate feeds arbitrary Evaluate requests to the plugin side:
-// it must never panic, must answer every item positionally, and every
+// it must never panic, must answer every item positionally (the same with
+// buffers reused from earlier inputs as with fresh ones), and every
 // write it produces must be guarded by the revision it was given.
 func FuzzServeEvaluate(f *testing.F) {
 	type rec struct {
@@ -50,6 +52,8 @@ func FuzzServeEvaluate(f *testing.F) {
 		}),
 	}}
 	s := &server{p: p}
+	// The inputs share one stream's buffers, as a stream's batches do.
+	var stream streamScratch
 	f.Fuzz(func(t *testing.T, b []byte) {
 		items, err := decodeItems(b)
 		if err != nil {
@@ -58,6 +62,13 @@ func FuzzServeEvaluate(f *testing.F) {
 		resp, err := s.evaluate(context.Background(), &pb.EvaluateRequest{Items: b})
 		if err != nil {
 			t.Fatal(err)
+		}
+		reused, err := s.evaluateWith(context.Background(), &pb.EvaluateRequest{Items: b}, &stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(reused.Results, resp.Results) {
+			t.Fatalf("a stream's reused buffers answer\n%q\nwhere fresh ones answer\n%q", reused.Results, resp.Results)
 		}
 		d := pb.NewDecoder(resp.Results, false)
 		if n := d.Count("count", pb.MinResult); n != len(items) {

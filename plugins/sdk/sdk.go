@@ -113,11 +113,32 @@ const parallelMin = 32
 // calls in process. Large batches are evaluated on several goroutines, so
 // handlers must not share mutable state (they are pure by contract).
 func (p *Plugin) Evaluate(ctx context.Context, items []Item) []Result {
-	out := make([]Result, len(items))
-	// One allocation each for the batch's calls and for the first write of
-	// every call (most handlers write one key), instead of one per item.
-	calls := make([]Call, len(items))
-	writes := make([]kv.Write, len(items))
+	var sc scratch
+	return p.evaluate(ctx, items, &sc)
+}
+
+// scratch holds the per-batch slices of Evaluate so that an evaluation
+// stream reuses them from one batch to the next: results, calls and the
+// first write of every call (most handlers write one key). The results of
+// a batch alias it until the next batch.
+type scratch struct {
+	out    []Result
+	calls  []Call
+	writes []kv.Write
+}
+
+func (p *Plugin) evaluate(ctx context.Context, items []Item, sc *scratch) []Result {
+	n := len(items)
+	if cap(sc.out) < n {
+		sc.out = make([]Result, n)
+		sc.calls = make([]Call, n)
+		sc.writes = make([]kv.Write, n)
+	}
+	out, calls, writes := sc.out[:n], sc.calls[:n], sc.writes[:n]
+	// A reused batch held the previous batch's results and calls.
+	clear(out)
+	clear(calls)
+	clear(writes)
 	for i := range calls {
 		calls[i].writes = writes[i : i : i+1]
 	}

@@ -136,6 +136,10 @@ func (s *server) Describe(_ context.Context, req *pb.DescribeRequest) (*pb.Descr
 // stream's context, which the host cancels when it abandons a batch.
 func (s *server) Evaluate(stream pb.Handler_EvaluateServer) error {
 	ctx := stream.Context()
+	// The stream's batches are answered one at a time, so they share one
+	// set of per-batch buffers: gRPC has encoded a response by the time
+	// Send returns, and nothing of a batch is used after that.
+	var sc streamScratch
 	for {
 		req, err := stream.Recv()
 		if err == io.EOF {
@@ -144,7 +148,7 @@ func (s *server) Evaluate(stream pb.Handler_EvaluateServer) error {
 		if err != nil {
 			return err
 		}
-		resp, err := s.evaluate(ctx, req)
+		resp, err := s.evaluateWith(ctx, req, &sc)
 		if err != nil {
 			return err
 		}
@@ -154,21 +158,58 @@ func (s *server) Evaluate(stream pb.Handler_EvaluateServer) error {
 	}
 }
 
+// streamScratch is what one evaluation stream reuses from batch to batch.
+type streamScratch struct {
+	items []Item
+	recs  []kv.Record
+	eval  scratch
+	resp  []byte
+}
+
+// A stream keeps its buffers between batches up to these sizes: bytes of
+// the response, and items or records.
+const (
+	maxReusedBytes = 1 << 20
+	maxReusedItems = 1 << 14
+)
+
 // evaluate answers one packed batch. A panic outside the per-item recovery
 // (in decoding or encoding) fails the batch with a gRPC Internal error
 // instead of killing the process.
 func (s *server) evaluate(ctx context.Context, req *pb.EvaluateRequest) (resp *pb.EvaluateResponse, err error) {
+	var sc streamScratch
+	return s.evaluateWith(ctx, req, &sc)
+}
+
+// evaluateWith is evaluate reusing sc's buffers; the response aliases sc
+// until the next call with it.
+func (s *server) evaluateWith(ctx context.Context, req *pb.EvaluateRequest, sc *streamScratch) (resp *pb.EvaluateResponse, err error) {
 	defer func() {
 		if r := recover(); r != nil {
+			*sc = streamScratch{}
 			resp, err = nil, status.Errorf(codes.Internal, "sdk: evaluate panicked: %v\n%s", r, debug.Stack())
 		}
 	}()
-	items, err := decodeItems(req.Items)
+	items, err := decodeItemsInto(req.Items, sc)
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "sdk: evaluate: %v", err)
 	}
-	results := s.p.Evaluate(ctx, items)
-	return &pb.EvaluateResponse{Results: appendResults(make([]byte, 0, resultsSize(results)), results)}, nil
+	results := s.p.evaluate(ctx, items, &sc.eval)
+	size := resultsSize(results)
+	if cap(sc.resp) < size {
+		sc.resp = make([]byte, 0, size)
+	}
+	b := appendResults(sc.resp[:0], results)
+	sc.resp = b
+	if cap(b) > maxReusedBytes {
+		sc.resp = nil
+	}
+	// A stream does not keep the buffers of an exceptionally large batch
+	// for its whole life.
+	if cap(sc.items) > maxReusedItems || cap(sc.recs) > maxReusedItems {
+		sc.items, sc.recs, sc.eval = nil, nil, scratch{}
+	}
+	return &pb.EvaluateResponse{Results: b}, nil
 }
 
 // decodeItems decodes a packed request (pluginproto's batch codec) into
@@ -176,10 +217,19 @@ func (s *server) evaluate(ctx context.Context, req *pb.EvaluateRequest) (resp *p
 // string that every type, ID and key is a substring of. Payloads and values
 // alias b.
 func decodeItems(b []byte) ([]Item, error) {
+	var sc streamScratch
+	return decodeItemsInto(b, &sc)
+}
+
+// decodeItemsInto is decodeItems reusing sc's item and record slices.
+func decodeItemsInto(b []byte, sc *streamScratch) ([]Item, error) {
 	d := pb.NewDecoder(b, true)
 	n := d.Count("item count", pb.MinItem)
-	items := make([]Item, n)
-	var recs []kv.Record
+	if cap(sc.items) < n {
+		sc.items = make([]Item, n)
+	}
+	items := sc.items[:n]
+	recs := sc.recs[:0]
 	for i := range items {
 		it := &items[i]
 		it.Type = d.String("type")
@@ -189,9 +239,10 @@ func decodeItems(b []byte) ([]Item, error) {
 		if d.Err() != nil {
 			break
 		}
-		if recs == nil || cap(recs)-len(recs) < ns {
+		if cap(recs)-len(recs) < ns {
 			// Most batches fit the first guess: the remaining input
-			// holds at most this many records.
+			// holds at most this many records. Earlier items keep the
+			// slice they were given.
 			recs = make([]kv.Record, 0, max(ns, min(len(b)/16, ns*(n-i))))
 		}
 		start := len(recs)
@@ -199,6 +250,9 @@ func decodeItems(b []byte) ([]Item, error) {
 			recs = append(recs, kv.Record{Key: d.String("key"), Value: d.Bytes("value"), Rev: d.Uvarint("rev")})
 		}
 		it.State = recs[start:len(recs):len(recs)]
+	}
+	if cap(recs) > cap(sc.recs) {
+		sc.recs = recs
 	}
 	if err := d.Done(); err != nil {
 		return nil, err
