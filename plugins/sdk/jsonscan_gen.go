@@ -1,9 +1,22 @@
+// Code generated from schema/gen/internal/jsonscan/scan.go; DO NOT EDIT.
+// Regenerate with: go generate ./plugins/sdk (TestJSONScanIsTheGeneratorsCopy
+// fails when the two differ).
+
 package sdk
 
+// maxJSONDepth is encoding/json's nesting limit.
+const maxJSONDepth = 10000
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
 // validJSON reports whether data is exactly one JSON value surrounded by
-// optional whitespace, accepting what encoding/json.Valid accepts, in one
-// pass and without json's per-byte state machine (several times faster on
-// the small documents handlers return; FuzzValidJSON checks the two agree).
+// optional whitespace, accepting what json.Valid accepts (in one pass,
+// without json's per-byte state machine).
 func validJSON(data []byte) bool {
 	var small [32]byte
 	stack := small[:0] // '{' or '[' per open container
@@ -57,7 +70,8 @@ func validJSON(data []byte) bool {
 			if i >= len(data) {
 				return false
 			}
-			top, c := stack[len(stack)-1], data[i]
+			top := stack[len(stack)-1]
+			c := data[i]
 			if (top == '{' && c == '}') || (top == '[' && c == ']') {
 				stack = stack[:len(stack)-1]
 				i++
@@ -77,16 +91,6 @@ func validJSON(data []byte) bool {
 	}
 }
 
-// maxJSONDepth is encoding/json's nesting limit.
-const maxJSONDepth = 10000
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
 // scanKey checks `"key" :` at i and returns the index after the colon and
 // any whitespace (-1 when malformed).
 func scanKey(data []byte, i int) int {
@@ -96,15 +100,15 @@ func scanKey(data []byte, i int) int {
 	if i = scanString(data, i); i < 0 {
 		return -1
 	}
-	i = skipSpace(data, i)
-	if i >= len(data) || data[i] != ':' {
+	if i = skipSpace(data, i); i >= len(data) || data[i] != ':' {
 		return -1
 	}
 	return skipSpace(data, i+1)
 }
 
 // scanString returns the index after the string starting at i (-1 when
-// malformed).
+// malformed: a control character, a bad escape, or no closing quote).
+// Bytes >= 0x20 are taken as they are, as json.Valid does.
 func scanString(data []byte, i int) int {
 	for j := i + 1; j < len(data); j++ {
 		switch c := data[j]; {
