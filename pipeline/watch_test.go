@@ -15,26 +15,8 @@ import (
 // resumable after the last seen event, and answers ErrCompacted for a
 // position older than the bounded ring.
 func TestWatchResumeAndCompaction_FakeLog(t *testing.T) {
-	log := pipelinetest.NewFakeLog()
-	p, err := pipeline.New(pipeline.Config{NodeID: "n1", Catalog: pipelinetest.FakeCatalog(), Log: log,
-		Evaluator: pipelinetest.NewFakeEvaluator(), DataDir: t.TempDir(), Manual: true, WatchRing: 4, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log.Checker, log.Observer = p.Checker(), p
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop()
+	p, _, submit := newWatchPipeline(t, 4)
 	ctx := context.Background()
-	submit := func(i int) {
-		h := p.SubmitAsync(ctx, pipeline.Entry{Type: "job.submit", ID: fmt.Sprintf("r%d", i), Payload: []byte(fmt.Sprintf(`{"job_id":"j%d","queue":"q%d"}`, i, i))})
-		p.Flush(ctx)
-		log.CommitNext()
-		if o := h.Outcome(); o.Status != pipeline.StatusCommitted {
-			t.Fatalf("submit %d: %s", i, o)
-		}
-	}
 	for i := 1; i <= 3; i++ {
 		submit(i)
 	}
@@ -85,26 +67,8 @@ func TestWatchResumeAndCompaction_FakeLog(t *testing.T) {
 // the snapshot covered, a fresh watcher does not see the events from before
 // the gap, and events after the gap flow as usual.
 func TestWatchGapAfterSnapshotRestore_FakeLog(t *testing.T) {
-	log := pipelinetest.NewFakeLog()
-	p, err := pipeline.New(pipeline.Config{NodeID: "n1", Catalog: pipelinetest.FakeCatalog(), Log: log,
-		Evaluator: pipelinetest.NewFakeEvaluator(), DataDir: t.TempDir(), Manual: true, WatchRing: 64, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log.Checker, log.Observer = p.Checker(), p
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop()
+	p, log, submit := newWatchPipeline(t, 64)
 	ctx := context.Background()
-	submit := func(i int) {
-		h := p.SubmitAsync(ctx, pipeline.Entry{Type: "job.submit", ID: fmt.Sprintf("r%d", i), Payload: []byte(fmt.Sprintf(`{"job_id":"j%d","queue":"q%d"}`, i, i))})
-		p.Flush(ctx)
-		log.CommitNext()
-		if o := h.Outcome(); o.Status != pipeline.StatusCommitted {
-			t.Fatalf("submit %d: %s", i, o)
-		}
-	}
 	submit(1)
 	submit(2)
 	behind := p.Watch(1, pipeline.Filter{})
@@ -147,4 +111,32 @@ func TestWatchGapAfterSnapshotRestore_FakeLog(t *testing.T) {
 	if ev2, ok, err := p.Watch(snap+1, pipeline.Filter{}).Poll(); err != nil || !ok || ev2.Index != ev.Index {
 		t.Fatalf("watch from the restored index: %+v %v %v", ev2, ok, err)
 	}
+}
+
+// newWatchPipeline is a manual pipeline over the fake log with a watch ring
+// of the given size, and a submit that commits job j<i> on queue q<i>.
+func newWatchPipeline(t *testing.T, ring int) (*pipeline.Pipeline, *pipelinetest.FakeLog, func(int)) {
+	t.Helper()
+	log := pipelinetest.NewFakeLog()
+	p, err := pipeline.New(pipeline.Config{NodeID: "n1", Catalog: pipelinetest.FakeCatalog(), Log: log,
+		Evaluator: pipelinetest.NewFakeEvaluator(), DataDir: t.TempDir(), Manual: true, WatchRing: ring, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Checker, log.Observer = p.Checker(), p
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop() })
+	ctx := context.Background()
+	submit := func(i int) {
+		t.Helper()
+		h := p.SubmitAsync(ctx, pipeline.Entry{Type: "job.submit", ID: fmt.Sprintf("r%d", i), Payload: []byte(fmt.Sprintf(`{"job_id":"j%d","queue":"q%d"}`, i, i))})
+		p.Flush(ctx)
+		log.CommitNext()
+		if o := h.Outcome(); o.Status != pipeline.StatusCommitted {
+			t.Fatalf("submit %d: %s", i, o)
+		}
+	}
+	return p, log, submit
 }
