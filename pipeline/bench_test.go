@@ -31,16 +31,7 @@ var _ pipeline.Evaluator = (*nopEvaluator)(nil)
 
 func benchPipeline(b *testing.B) (*pipeline.Pipeline, *pipelinetest.FakeLog) {
 	log := pipelinetest.NewFakeLog()
-	p, err := pipeline.New(pipeline.Config{NodeID: "n1", Catalog: jobsgen.Catalog(), Log: log, Evaluator: &nopEvaluator{},
-		DataDir: b.TempDir(), Manual: true, Logger: quiet(), WatchRing: 1024, OutcomeCache: 1024})
-	if err != nil {
-		b.Fatal(err)
-	}
-	log.Checker, log.Observer = p.Checker(), p
-	if err := p.Start(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { p.Stop() })
+	p := startOnFakeLog(b, log, pipeline.Config{Catalog: jobsgen.Catalog(), Evaluator: &nopEvaluator{}, Manual: true, WatchRing: 1024, OutcomeCache: 1024})
 	return p, log
 }
 

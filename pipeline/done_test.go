@@ -14,16 +14,7 @@ import (
 // request sees the same outcome.
 func TestHandleDoneBeforeAndAfterReply_FakeLog(t *testing.T) {
 	log := pipelinetest.NewFakeLog()
-	p, err := pipeline.New(pipeline.Config{NodeID: "n1", Catalog: pipelinetest.FakeCatalog(), Log: log,
-		Evaluator: pipelinetest.NewFakeEvaluator(), DataDir: t.TempDir(), Manual: true, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log.Checker, log.Observer = p.Checker(), p
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop()
+	p := startOnFakeLog(t, log, pipeline.Config{Catalog: pipelinetest.FakeCatalog(), Evaluator: pipelinetest.NewFakeEvaluator(), Manual: true})
 	ctx := context.Background()
 	en := pipeline.Entry{Type: "job.submit", ID: "r1", Payload: []byte(`{"job_id":"j1","queue":"q1"}`)}
 	early := p.SubmitAsync(ctx, en)

@@ -41,16 +41,7 @@ func (s sdkEvaluator) Evaluate(ctx context.Context, items []pipeline.EvalItem) (
 // hold, a terminal regression opens a conflict case.
 func TestJobsDomain_InProcessHandler_FakeLog(t *testing.T) {
 	log := pipelinetest.NewFakeLog()
-	p, err := pipeline.New(pipeline.Config{NodeID: "n1", Catalog: jobsgen.Catalog(), Log: log, Evaluator: sdkEvaluator{handler.Plugin()},
-		DataDir: t.TempDir(), Manual: true, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log.Checker, log.Observer = p.Checker(), p
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop()
+	p := startOnFakeLog(t, log, pipeline.Config{Catalog: jobsgen.Catalog(), Evaluator: sdkEvaluator{handler.Plugin()}, Manual: true})
 	ctx := context.Background()
 	drain := func() {
 		for i := 0; i < 50; i++ {

@@ -17,6 +17,33 @@ import (
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+// startOnFakeLog builds a pipeline over log from cfg (NodeID, DataDir and
+// Logger default to "n1", a temporary directory and quiet()), hands the log
+// its Checker and Observer, starts it and stops it when the test ends.
+func startOnFakeLog(t testing.TB, log *pipelinetest.FakeLog, cfg pipeline.Config) *pipeline.Pipeline {
+	t.Helper()
+	cfg.Log = log
+	if cfg.NodeID == "" {
+		cfg.NodeID = "n1"
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = t.TempDir()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = quiet()
+	}
+	p, err := pipeline.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Checker, log.Observer = p.Checker(), p
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop() })
+	return p
+}
+
 // committer commits the fake log's pending batches in the background, the
 // way consensus would.
 func committer(ctx context.Context, l *pipelinetest.FakeLog, wg *sync.WaitGroup) {
@@ -34,17 +61,9 @@ func committer(ctx context.Context, l *pipelinetest.FakeLog, wg *sync.WaitGroup)
 
 func startBackground(t *testing.T, dir string, log *pipelinetest.FakeLog, ev pipeline.Evaluator) *pipeline.Pipeline {
 	t.Helper()
-	p, err := pipeline.New(pipeline.Config{NodeID: "n1", Catalog: jobsgen.Catalog(), Log: log, Evaluator: ev,
+	return startOnFakeLog(t, log, pipeline.Config{Catalog: jobsgen.Catalog(), Evaluator: ev,
 		DataDir: dir, CommitTimeout: 5 * time.Second, RetryMin: time.Millisecond, RetryMax: 20 * time.Millisecond,
-		TickInterval: time.Millisecond, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log.Checker, log.Observer = p.Checker(), p
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return p
+		TickInterval: time.Millisecond})
 }
 
 // TestConcurrentRequests_FakeLog runs the real background loop (goroutines,
@@ -235,16 +254,9 @@ func TestConfigUpgradeBlocking_FakeLog(t *testing.T) {
 	log := pipelinetest.NewFakeLog()
 	var mu sync.Mutex
 	var reloads []string
-	p, err := pipeline.New(pipeline.Config{NodeID: "n1", Catalog: jobsgen.Catalog(), Log: log, Evaluator: pipelinetest.NewFakeEvaluator(),
-		DataDir: t.TempDir(), TickInterval: time.Millisecond, Logger: quiet(),
+	p := startOnFakeLog(t, log, pipeline.Config{Catalog: jobsgen.Catalog(), Evaluator: pipelinetest.NewFakeEvaluator(),
+		TickInterval:      time.Millisecond,
 		OnConfigActivated: func(a pipeline.ConfigActivation) { mu.Lock(); reloads = append(reloads, a.ID); mu.Unlock() }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log.Checker, log.Observer = p.Checker(), p
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var cwg sync.WaitGroup
 	cwg.Add(1)
@@ -272,16 +284,7 @@ func TestConfigUpgradeBlocking_FakeLog(t *testing.T) {
 func TestBatchByteBudget_FakeLog(t *testing.T) {
 	log := pipelinetest.NewFakeLog()
 	ev := pipelinetest.NewFakeEvaluator()
-	p, err := pipeline.New(pipeline.Config{NodeID: "n1", Catalog: pipelinetest.FakeCatalog(), Log: log, Evaluator: ev,
-		DataDir: t.TempDir(), Manual: true, MaxBatchBytes: 100, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log.Checker, log.Observer = p.Checker(), p
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop()
+	p := startOnFakeLog(t, log, pipeline.Config{Catalog: pipelinetest.FakeCatalog(), Evaluator: ev, Manual: true, MaxBatchBytes: 100})
 	ctx := context.Background()
 	var hs []*pipeline.Handle
 	for i := 0; i < 3; i++ {

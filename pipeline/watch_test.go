@@ -118,16 +118,7 @@ func TestWatchGapAfterSnapshotRestore_FakeLog(t *testing.T) {
 func newWatchPipeline(t *testing.T, ring int) (*pipeline.Pipeline, *pipelinetest.FakeLog, func(int)) {
 	t.Helper()
 	log := pipelinetest.NewFakeLog()
-	p, err := pipeline.New(pipeline.Config{NodeID: "n1", Catalog: pipelinetest.FakeCatalog(), Log: log,
-		Evaluator: pipelinetest.NewFakeEvaluator(), DataDir: t.TempDir(), Manual: true, WatchRing: ring, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log.Checker, log.Observer = p.Checker(), p
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Stop() })
+	p := startOnFakeLog(t, log, pipeline.Config{Catalog: pipelinetest.FakeCatalog(), Evaluator: pipelinetest.NewFakeEvaluator(), Manual: true, WatchRing: ring})
 	ctx := context.Background()
 	submit := func(i int) {
 		t.Helper()
