@@ -66,6 +66,13 @@ func (h *Host) Evaluate(ctx context.Context, items []pipeline.EvalItem) ([]pipel
 	return out, nil
 }
 
+// failItems answers every item at idxs with the same error.
+func failItems(out []pipeline.EvalResult, idxs []int, e *pipeline.EvalError) {
+	for _, k := range idxs {
+		out[k] = pipeline.EvalResult{Err: e}
+	}
+}
+
 // bufPool recycles request encoding buffers.
 var bufPool = sync.Pool{New: func() any { return new([]byte) }}
 
@@ -116,9 +123,7 @@ func (h *Host) decodeResults(inst *instance, items []pipeline.EvalItem, idxs []i
 	n := d.Count("result count", pb.MinResult)
 	if d.Err() == nil && n != len(idxs) {
 		e := &pipeline.EvalError{Kind: pipeline.EvalInternal, Msg: fmt.Sprintf("plugin %s: returned %d results for %d items", inst.label(), n, len(idxs))}
-		for _, k := range idxs {
-			out[k] = pipeline.EvalResult{Err: e}
-		}
+		failItems(out, idxs, e)
 		return
 	}
 	var slab writeSlab
@@ -133,9 +138,7 @@ func (h *Host) decodeResults(inst *instance, items []pipeline.EvalItem, idxs []i
 		// plugin and the host disagree about the wire format: trust none
 		// of the batch's results.
 		e := &pipeline.EvalError{Kind: pipeline.EvalInternal, Msg: fmt.Sprintf("plugin %s: undecodable response: %v", inst.label(), err)}
-		for _, k := range idxs {
-			out[k] = pipeline.EvalResult{Err: e}
-		}
+		failItems(out, idxs, e)
 		return
 	}
 	detach(out, idxs)

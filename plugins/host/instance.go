@@ -180,9 +180,7 @@ func (i *instance) call(ctx context.Context, items []pipeline.EvalItem, idxs []i
 	i.mu.Unlock()
 	unavailable := func(format string, args ...any) {
 		e := &pipeline.EvalError{Kind: pipeline.EvalUnavailable, Msg: fmt.Sprintf("plugin %s: ", i.label()) + fmt.Sprintf(format, args...)}
-		for _, k := range idxs {
-			out[k] = pipeline.EvalResult{Err: e}
-		}
+		failItems(out, idxs, e)
 	}
 	if !healthy {
 		unavailable("down (%s); restarting", lastErr)
@@ -267,7 +265,5 @@ func (i *instance) failed(gen uint64, err error, idxs []int, out []pipeline.Eval
 		kind, msg = pipeline.EvalUnavailable, fmt.Sprintf("plugin %s: %s", i.label(), reason)
 	}
 	e := &pipeline.EvalError{Kind: kind, Msg: msg}
-	for _, k := range idxs {
-		out[k] = pipeline.EvalResult{Err: e}
-	}
+	failItems(out, idxs, e)
 }
