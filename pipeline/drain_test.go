@@ -301,10 +301,11 @@ func TestRaftCluster3_RestartedNodeDrainsOutbox_FakeEvaluator(t *testing.T) {
 }
 
 // TestFactConfirmedWithoutApplyNotification_FakeLog: a retained fact's
-// entry is applied without an apply notification (the node installed a
-// snapshot that covers it). The drainer must notice from the log's
-// recorded outcome within about a second and retire it, rather than wait a
-// full CommitTimeout before re-proposing it while it holds its key.
+// entry is applied without a per-entry apply notification (the node
+// installed a snapshot that covers it; the log reports Restored). The
+// drainer must retire it from the log's recorded outcome at once, rather
+// than wait a full CommitTimeout before re-proposing it while it holds its
+// key.
 func TestFactConfirmedWithoutApplyNotification_FakeLog(t *testing.T) {
 	r := newDrainRig(t, pipeline.Config{CommitTimeout: 30 * time.Second, RetryMin: 20 * time.Millisecond, RetryMax: 2 * time.Second})
 	r.reportBatch(3)

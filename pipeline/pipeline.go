@@ -193,7 +193,6 @@ type entryExtra struct {
 type entryTiming struct {
 	notBefore  time.Time
 	proposedAt time.Time
-	checkedAt  time.Time // last outcome lookup for an unconfirmed fact
 	backoff    time.Duration
 	proposals  uint32 // proposals of this entry since the node started
 }
@@ -1791,18 +1790,14 @@ func (p *Pipeline) timeoutLocked(e *entry, why string) {
 // were not confirmed (re-proposed), config changes to abort. The background
 // loop calls it; in Manual mode the driver does.
 func (p *Pipeline) Tick() {
-	if ids := p.tick(); len(ids) > 0 {
-		p.confirmFacts(ids)
-	}
+	p.tick()
 }
 
-// tick enforces timeouts and returns the facts whose recorded outcome
-// should be looked up (see confirmFacts).
-func (p *Pipeline) tick() (check []string) {
+// tick enforces timeouts.
+func (p *Pipeline) tick() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.clock.Now()
-	every := min(p.cfg.CommitTimeout, time.Second)
 	var expired []*entry
 	seen := map[*entry]bool{}
 	for _, e := range p.live {
@@ -1819,10 +1814,6 @@ func (p *Pipeline) tick() (check []string) {
 		case e.kind != kindFact && e.deadline != 0 && now.Sub(p.epoch) >= e.deadline:
 			expired = append(expired, e)
 		}
-		if e.kind == kindFact && e.proposed && !e.inFlush && now.Sub(e.timing().proposedAt) >= every && now.Sub(e.t.checkedAt) >= every {
-			e.t.checkedAt = now
-			check = append(check, e.cmdID)
-		}
 	}
 	for _, e := range expired {
 		if e.kind == kindFact || (e.kind == kindConfig && e.replied) {
@@ -1836,19 +1827,14 @@ func (p *Pipeline) tick() (check []string) {
 	if len(p.queue) > 0 {
 		p.wakeup()
 	}
-	if p.log == nil || !p.started {
-		return nil
-	}
-	return check
 }
 
 // confirmFacts looks up (outside the lock) the log's recorded outcome of
-// facts whose proposal has been unconfirmed for a second (at most once a
-// second each; tick picks them), and retires those applied here. An apply
-// notification can be missing: a node that installs a snapshot applies the
-// entries it covers without replaying them. Without this such a fact (and
-// every later fact on its keys) would wait a full CommitTimeout before
-// being re-proposed.
+// the given facts and retires those applied here. Restored calls it for the
+// facts whose proposal is unconfirmed when the node installs a snapshot: the
+// entries a snapshot covers are never reported one by one, and without
+// this such a fact (and every later fact on its keys) could wait a full
+// CommitTimeout before being re-proposed.
 func (p *Pipeline) confirmFacts(ids []string) {
 	p.mu.Lock()
 	log := p.log

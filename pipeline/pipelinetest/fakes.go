@@ -246,20 +246,37 @@ func (l *FakeLog) CommitNext() bool {
 	return true
 }
 
-// CommitSilently commits and applies the oldest pending batch without
-// telling the Observer or answering its Wait, as a node that installs a
-// snapshot covering the entry does; false if none.
+// CommitSilently commits and applies the oldest pending batch as a node
+// that installs a snapshot covering it does (raftstore after a restore):
+// the Observer is not told of the entry itself but hears Restored(index) if
+// it is a kv.RestoreObserver, and the batch's Wait is answered only when
+// every command applied (a rejection or conflict may belong to an earlier
+// attempt with the same ID, so such a waiter keeps waiting); false if none.
 func (l *FakeLog) CommitSilently() bool {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if len(l.pending) == 0 {
+		l.mu.Unlock()
 		return false
 	}
 	p := l.pending[0]
 	l.popPendingLocked()
 	l.index++
+	idx := l.index
 	l.committed.append(p.batch)
-	l.applyLocked(l.index, p.batch, nil)
+	res := l.applyLocked(idx, p.batch, p.oneRes[:0])
+	ro, _ := l.Observer.(kv.RestoreObserver)
+	l.mu.Unlock()
+	if ro != nil {
+		ro.Restored(idx)
+	}
+	for _, r := range res {
+		if r.Status != kv.StatusApplied {
+			return true
+		}
+	}
+	l.mu.Lock()
+	p.decideLocked(res, false)
+	l.mu.Unlock()
 	return true
 }
 

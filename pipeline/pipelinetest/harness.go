@@ -195,7 +195,7 @@ func (h *Harness) Run(cmd string, args map[string]string, input string) (string,
 		emit("new term %d, leader known", h.Log.Status().Term)
 	case "silent-commit":
 		if h.Log.CommitSilently() {
-			emit("committed without an apply notification")
+			emit("committed inside an installed snapshot (Restored, no per-entry notification)")
 		} else {
 			emit("nothing to commit")
 		}
