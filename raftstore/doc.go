@@ -49,24 +49,36 @@
 //
 // The loop calls Tick every TickInterval, also while Readys keep coming.
 //
-// The applier applies what step 3 handed over, one bbolt transaction per
-// batch of Readys, then (a) tells the kv.ApplyObserver about each applied
+// The applier applies what step 3 handed over into one long-lived bbolt
+// write transaction, then (a) tells the kv.ApplyObserver about each applied
 // entry in log order, (b) releases the Proposal waiters of entries this node
-// proposed, and (c) every SnapshotCount entries, once the log storage holds
-// the applied index, takes a snapshot of the state, saves it (snap file +
-// WAL record), compacts the in-memory log to SnapshotCatchUp entries behind
-// it and releases older WAL segments (a background purge keeps the newest
-// few on disk). The newest snapshot's data is kept beside raft's
-// MemoryStorage, which holds only its metadata, so the state is not copied
-// whenever raft creates or reads a snapshot.
+// proposed, (c) every SnapshotCount entries, once the log storage holds the
+// applied index, takes a snapshot (below), and (d) commits the transaction
+// when it is due: every 10 ms or 4,096 entries, whichever comes first, and
+// before every snapshot, state hash, restore and Stop.
 //
-// A received snapshot replaces the state in one transaction. The entries
-// it covers are not applied one by one, so afterwards (a) the observer is
-// called once with the snapshot's index and an empty batch, and (b) every
-// waiting Proposal whose command IDs all have a StatusApplied outcome in
-// the restored table finishes with those outcomes (a recorded conflict or
-// rejection may belong to an earlier attempt with the same ID, so such a
-// waiter keeps waiting for its own entry or its deadline).
+// A snapshot is cheap because the state database is its data: the node
+// commits and syncs the state, records a snapshot of metadata only (index,
+// term, configuration: snap file plus WAL record), compacts the in-memory
+// log to SnapshotCatchUp entries behind it and releases older WAL segments
+// (a background purge keeps the newest few on disk). Only when a follower
+// needs a snapshot is one built, by that peer's transport sender and off the
+// Ready loop: the applied state as it stands then, named by its own applied
+// index, term and configuration (kept in the state with every commit). That
+// is at or past the snapshot raft chose, so the follower ends up further
+// ahead, which raft accepts (etcd's server ships its backend the same way).
+// Neither a snapshot's cost nor the node's memory grows with the log, and
+// the cost in state size is paid only when a follower actually fell behind.
+//
+// A received snapshot is saved with its data (so a crash before it is
+// restored can restore it at restart) and replaces the state in one
+// transaction. The entries it covers are not applied one by one, so
+// afterwards (a) the observer is called once with the snapshot's index and
+// an empty batch, and (b) every waiting Proposal whose command IDs all have
+// a StatusApplied outcome in the restored table finishes with those
+// outcomes (a recorded conflict or rejection may belong to an earlier
+// attempt with the same ID, so such a waiter keeps waiting for its own
+// entry or its deadline).
 //
 // # Applied state and why bbolt
 //
@@ -83,11 +95,21 @@
 // (pebble) would write faster but adds compaction machinery this state size
 // does not need.
 //
-// State commits do not fsync: an applied entry is already durable in the
-// WAL of a quorum, and the state is a deterministic function of the log.
-// The state is synced before every snapshot (after which older WAL segments
-// may be released and purged) and on Stop. This keeps the apply path off
-// the disk's sync latency without weakening W10.
+// State commits do not fsync, and they are batched (every 10 ms or 4,096
+// entries): an applied entry is already durable in the WAL of a quorum, and
+// the state is a deterministic function of the log. A bbolt commit costs
+// about as much CPU as applying a dozen entries, so committing per apply
+// batch made the applier the most expensive part of replication. What the
+// open transaction holds is mirrored in an in-memory overlay (key and
+// outcome → encoded value, or deleted) that Get, GetMany, List and Outcome
+// consult before bbolt, under one lock with their read transaction, so a
+// read sees every applied entry at one applied index; the overlay is
+// cleared when the transaction commits. The state is synced before every
+// snapshot (after which older WAL segments may be released and purged) and
+// on Stop. A crash loses at most the uncommitted tail, which replay
+// re-applies from the WAL; an apply error discards it the same way before
+// the node stops. This keeps the apply path off the disk without
+// weakening W9 or W10.
 //
 // # Apply (W7)
 //
@@ -127,11 +149,16 @@
 // Start loads the newest snapshot that the WAL refers to, replays the WAL
 // into raft's storage and restarts raft. If state.db is behind the snapshot
 // (a snapshot was received but not restored before a crash) it is restored
-// from the snapshot first. raft then re-delivers every committed entry after
+// from the snapshot first; if that snapshot is a local one, which carries
+// no data, state.db was lost or replaced by an older copy, and Start
+// refuses with an error that names it. raft then re-delivers every committed entry after
 // the snapshot: conf changes are re-applied to raft and to the member table
 // even when state.db already includes them, normal entries at or below the
-// applied index are skipped. Deleting state.db makes the node re-apply the
-// whole retained log, reaching the same state (TestReplay*).
+// applied index are skipped. Deleting state.db while no local snapshot
+// exists makes the node re-apply the whole log, reaching the same state
+// (TestReplay*); after a local snapshot the log no longer reaches back, so
+// Start refuses (TestRestartRefusesStateBehindItsSnapshot) and the node is
+// rebuilt by removing its data directory and joining again.
 //
 // # Waiting, reads, errors
 //

@@ -294,7 +294,13 @@ func (n *Node) open() error {
 		if err := n.storage.applySnapshot(snapshot); err != nil {
 			return fmt.Errorf("raftstore: apply snapshot to log: %w", err)
 		}
-		if applied < snapshot.GetMetadata().GetIndex() {
+		if idx := snapshot.GetMetadata().GetIndex(); applied < idx {
+			if len(snapshot.GetData()) == 0 {
+				// A local snapshot is written only after the state it
+				// names was synced: the state database was lost or
+				// replaced by an older copy.
+				return fmt.Errorf("raftstore: %s is at applied index %d, behind the snapshot at %d that relies on it; the state database was replaced or lost: remove %s and let the node rejoin", filepath.Join(cfg.DataDir, "state.db"), applied, idx, cfg.DataDir)
+			}
 			// The snapshot was received but not yet restored into the state.
 			if applied, members, err = st.restore(snapshot.GetData()); err != nil {
 				return fmt.Errorf("raftstore: restore snapshot: %w", err)
@@ -540,12 +546,16 @@ func (n *Node) saveSnapshot(s *raftpb.Snapshot) error {
 func (n *Node) applier() {
 	defer n.wg.Done()
 	var retry <-chan time.Time // set while a due snapshot waits for the log
+	commit := time.NewTimer(time.Hour)
+	commit.Stop()
+	defer commit.Stop()
 	for {
 		var tasks []applyTask
 		select {
 		case t := <-n.applyc:
 			tasks = append(tasks, t)
 		case <-retry:
+		case <-commit.C:
 		case <-n.stopc:
 			return
 		}
@@ -586,6 +596,16 @@ func (n *Node) applier() {
 		if deferred {
 			retry = time.After(snapshotRetry)
 		}
+		// Commit the state transaction when due; otherwise come back when
+		// it will be, should no entries arrive before then.
+		wait, err := n.st.maybeCommit()
+		if err != nil {
+			n.failAsync(err)
+			return
+		}
+		if wait > 0 {
+			commit.Reset(wait)
+		}
 	}
 }
 
@@ -611,8 +631,7 @@ func (n *Node) applyEntries(ents []*raftpb.Entry) error {
 	var ccDone []uint64
 	removedSelf := false
 	membersChanged := false
-	err := n.st.db.Update(func(tx *bolt.Tx) error {
-		atx := n.st.beginApply(tx)
+	err := n.st.apply(len(ents), func(atx *applyTx) error {
 		for _, e := range ents {
 			idx := e.GetIndex()
 			switch e.GetType() {
@@ -643,6 +662,9 @@ func (n *Node) applyEntries(ents []*raftpb.Entry) error {
 				if cs := n.applyConfChange(cc); cs != nil {
 					n.confState = cs
 				}
+				if idx > cur {
+					membersChanged = true
+				}
 			case raftpb.EntryNormal:
 				if idx <= cur || len(e.GetData()) == 0 {
 					continue
@@ -662,9 +684,14 @@ func (n *Node) applyEntries(ents []*raftpb.Entry) error {
 		if err := atx.finish(); err != nil {
 			return err
 		}
-		meta := tx.Bucket(bucketMeta)
+		meta := atx.mb
 		if last > cur {
+			// The applied index and its term: a snapshot built from this
+			// state later names both.
 			if err := meta.Put(keyApplied, putU64(last)); err != nil {
+				return err
+			}
+			if err := meta.Put(keyAppliedTerm, putU64(ents[len(ents)-1].GetTerm())); err != nil {
 				return err
 			}
 		}
@@ -675,16 +702,24 @@ func (n *Node) applyEntries(ents []*raftpb.Entry) error {
 			if err := meta.Put(keyMembers, enc); err != nil {
 				return err
 			}
+			cs, err := proto.Marshal(n.confState)
+			if err != nil {
+				return fmt.Errorf("raftstore: encode configuration: %w", err)
+			}
+			if err := meta.Put(keyConfState, cs); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("raftstore: apply entries %d..%d (state write/fsync failed): %w", ents[0].GetIndex(), last, err)
+		return fmt.Errorf("raftstore: apply entries %d..%d: %w", ents[0].GetIndex(), last, err)
 	}
 	if last > cur {
 		n.setApplied(last)
 	}
-	// The state is durable: tell the observer, then the waiters.
+	// The state is visible to readers (the WAL holds it durably): tell the
+	// observer, then the waiters.
 	if obs := n.cfg.Observer; obs != nil {
 		for _, d := range done {
 			obs.Applied(d.index, d.cmds, d.results)
@@ -862,15 +897,14 @@ func (n *Node) maybeSnapshot() (deferred bool, err error) {
 	}
 	n.confSinceSnap = false
 	// The snapshot is where older WAL entries stop being the only durable
-	// copy of the state: make the state durable first.
+	// copy of the state: make the state durable first. The state database
+	// itself is the snapshot's data; the snapshot records only where it
+	// stands (a follower that needs it gets it built then: fillSnapshot).
 	if err := n.st.sync(); err != nil {
 		return false, fmt.Errorf("raftstore: sync state before snapshot: %w", err)
 	}
-	idx, data, err := n.st.snapshotData()
-	if err != nil {
-		return false, fmt.Errorf("raftstore: read state for snapshot: %w", err)
-	}
-	s, err := n.storage.createSnapshot(idx, n.confState, data)
+	idx := n.applied.Load()
+	s, err := n.storage.CreateSnapshot(idx, n.confState, nil)
 	if errors.Is(err, raft.ErrSnapOutOfDate) {
 		return false, nil
 	}
@@ -890,7 +924,7 @@ func (n *Node) maybeSnapshot() (deferred bool, err error) {
 		return false, fmt.Errorf("raftstore: release WAL before %d: %w", idx, err)
 	}
 	n.purgeSnapFiles(2)
-	n.log.Debug("raftstore: snapshot", "index", idx, "bytes", len(data))
+	n.log.Debug("raftstore: snapshot", "index", idx)
 	return false, nil
 }
 
@@ -942,6 +976,25 @@ func (n *Node) step(_ context.Context, m *raftpb.Message) error {
 	if errors.Is(err, raft.ErrStopped) {
 		return err
 	}
+	return nil
+}
+
+// fillSnapshot gives an outgoing MsgSnap its data: the applied state as it
+// stands now, named by its own index, term and configuration. Raft picked
+// the newest local snapshot, which carries no data; the current state is
+// at or past it (local snapshots are taken of synced state), so the
+// follower ends up further ahead, and raft accepts that (etcd's server
+// sends its backend the same way). The message gets a new Snapshot: the
+// one raft handed over belongs to the log storage.
+func (n *Node) fillSnapshot(m *raftpb.Message) error {
+	s, err := n.st.snapshot()
+	if err != nil {
+		return fmt.Errorf("raftstore: build snapshot for node %x: %w", m.GetTo(), err)
+	}
+	if s.GetMetadata().GetIndex() < m.GetSnapshot().GetMetadata().GetIndex() {
+		return fmt.Errorf("raftstore: build snapshot for node %x: state at %d is behind snapshot %d", m.GetTo(), s.GetMetadata().GetIndex(), m.GetSnapshot().GetMetadata().GetIndex())
+	}
+	m.Snapshot = s
 	return nil
 }
 

@@ -78,6 +78,8 @@ type raftHandler interface {
 	step(ctx context.Context, m *raftpb.Message) error
 	reportUnreachable(id uint64)
 	reportSnapshot(id uint64, status raft.SnapshotStatus)
+	// fillSnapshot gives an outgoing MsgSnap the state it carries.
+	fillSnapshot(m *raftpb.Message) error
 }
 
 type transport struct {
@@ -443,6 +445,9 @@ func (p *peer) pump(stream grpc.ClientStream, pending *[]*raftpb.Message) error 
 			return nil
 		case first = <-p.q:
 		}
+		if !p.ready(first) {
+			continue
+		}
 		batch := append((*pending)[:0], first)
 		sizes = append(sizes[:0], proto.Size(first))
 		size := sizes[0]
@@ -450,6 +455,9 @@ func (p *peer) pump(stream grpc.ClientStream, pending *[]*raftpb.Message) error 
 		for size < p.t.maxBatch && len(batch) < 512 {
 			select {
 			case m := <-p.q:
+				if !p.ready(m) {
+					continue
+				}
 				batch = append(batch, m)
 				sizes = append(sizes, proto.Size(m))
 				size += sizes[len(sizes)-1]
@@ -484,4 +492,19 @@ func (p *peer) pump(stream grpc.ClientStream, pending *[]*raftpb.Message) error 
 			p.t.h.reportSnapshot(p.id, raft.SnapshotFinish)
 		}
 	}
+}
+
+// ready prepares a dequeued message for the wire: a snapshot gets its data
+// here, off the Ready loop. A snapshot that cannot be built is reported
+// failed (raft tries again later) and reports false.
+func (p *peer) ready(m *raftpb.Message) bool {
+	if m.GetType() != raftpb.MsgSnap {
+		return true
+	}
+	if err := p.t.h.fillSnapshot(m); err != nil {
+		p.t.log.Warn("raftstore: transport: not sending snapshot", "peer", p.id, "err", err)
+		p.t.h.reportSnapshot(p.id, raft.SnapshotFailure)
+		return false
+	}
+	return true
 }

@@ -40,6 +40,10 @@ func (r *recorder) reportSnapshot(_ uint64, s raft.SnapshotStatus) {
 	r.snapStatus = append(r.snapStatus, s)
 	r.mu.Unlock()
 }
+
+// fillSnapshot leaves a test snapshot as it was queued.
+func (r *recorder) fillSnapshot(*raftpb.Message) error { return nil }
+
 func (r *recorder) count() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.got) }
 
 func msg(to uint64, i uint64) *raftpb.Message {
