@@ -359,8 +359,8 @@ func (n *Node) confChange(ctx context.Context, cc *raftpb.ConfChange) error {
 		return fmt.Errorf("raftstore: conf change: %w", ErrNotLeader)
 	}
 	// raft refuses a conf change (it turns it into an empty entry) while it
-	// has not itself marked the previous one applied. Entries can be applied
-	// here before raft's Advance records them, so wait for raft to catch up
+	// has not itself marked the previous one applied. Entries are applied
+	// here before the applier reports them to raft, so wait for raft to catch up
 	// with what this node applied, which includes the previous change.
 	for applied := n.applied.Load(); n.raftApplied() < applied; {
 		select {
@@ -395,7 +395,7 @@ func (n *Node) confChange(ctx context.Context, cc *raftpb.ConfChange) error {
 	}
 }
 
-// raftApplied is the applied index raft has recorded (at Advance).
+// raftApplied is the applied index raft has recorded (the applier reports it).
 func (n *Node) raftApplied() uint64 {
 	var applied uint64
 	_ = n.withRaft(func(rn *raft.RawNode) error { applied = rn.BasicStatus().Applied; return nil })

@@ -7,53 +7,70 @@
 //
 // # The Ready loop
 //
-// One goroutine, the Ready loop, drives raft, a RawNode. Proposers and the
-// transport step it directly under a mutex (raft.Node's own goroutine and
-// its channel handoffs are not used); the Ready loop holds that mutex only
-// to take a Ready, to tick and to Advance, never while it writes to disk.
-// For every Ready it performs these duties, in this order; an error in any
-// of them stops the node (see "Failure"):
+// raft runs with AsyncStorageWrites: the canonical duties (snapshot → WAL
+// save with fsync → log storage append → send → apply → acknowledge) keep
+// their order, but they are split over three goroutines so that raft never
+// waits for the disk. raft is a RawNode; proposers and the transport step it
+// directly under a mutex (raft.Node's own goroutine and its channel
+// handoffs are not used), and every goroutine holds that mutex only to step,
+// tick or take a Ready, never while it writes to disk. An error in any duty
+// stops the node (see "Failure").
 //
-//  1. If the Ready carries a snapshot, save it: the snapshot file first,
-//     then its WAL record, so that a restart can always find the snapshot
-//     that the WAL refers to.
-//  2. If this node is the leader and the Ready (carrying no snapshot)
-//     changes neither its term nor its vote, send its appends (MsgApp) and
-//     heartbeats now, in parallel with its own fsync (raft thesis
-//     §10.2.1, as etcd's server does). They promise nothing about the
-//     leader's disk: followers persist before they answer, and raft counts
-//     the leader's own log toward commit only after Advance (step 8), i.e.
-//     once it is durable here. Every other message, above all vote and
-//     append responses, waits for step 6.
-//  3. Hand the snapshot and the committed entries, in order, to the
-//     applier goroutine. Committed entries are durable on a quorum
-//     already, so they are applied while this node's own fsync of newer
-//     entries runs (as etcd's server does); the applier snapshots only
-//     what the log storage holds (step 5).
-//  4. Append the hard state and the new entries to the WAL, with fsync.
-//  5. Apply the snapshot to, and append the entries to, raft's in-memory
-//     log storage.
-//  6. Send the remaining messages (only now: they may promise durability).
-//  7. Answer waiting linearizable reads from the ReadStates.
-//  8. Call Advance.
+// The Ready loop, for every Ready:
 //
-// Before steps 2 and 6 send, a peer's consecutive appends of one term with
+//  1. Hands the log append message (entries, hard state, a received
+//     snapshot, and the responses that must wait for them to be durable)
+//     to the appender, in order.
+//  2. Hands the committed entries to the applier, in order. raft releases
+//     an entry for apply only once it is committed and durable in this
+//     node's own log.
+//  3. Sends every other message now: appends and heartbeats to followers
+//     go out in parallel with the leader's own fsync (raft thesis
+//     §10.2.1); they promise nothing about the leader's disk, and raft
+//     counts the leader's log toward commit only once the appender reports
+//     it durable (duty 8).
+//  4. Answers waiting linearizable reads from the ReadStates.
+//
+// The appender, for every round (all append messages queued by then):
+//
+//  5. Saves, in message order, the entries and hard state to the WAL, and
+//     a received snapshot as its file and then its WAL record (a restart
+//     can always find the snapshot that the WAL refers to), with one fsync
+//     for the round.
+//  6. Applies the snapshot to, and appends the entries to, raft's
+//     in-memory log storage, and hands a received snapshot to the applier
+//     behind the entries handed to it before.
+//  7. Sends the responses to peers (append and vote responses: only now,
+//     because they promise durability).
+//  8. Steps the responses to itself into raft (the entries are stable).
+//
+// The applier, for every batch of handed-over work:
+//
+//  9. Applies the entries and restores snapshots, in order, tells the
+//     observer and the waiters (below), then steps raft's apply
+//     acknowledgement, which replaces Advance.
+//
+// Before duties 3 and 7 send, a peer's consecutive appends of one term with
 // contiguous entries are merged into one append, and its consecutive
 // successful acknowledgements into the highest one (raft emits one append
 // per proposal and one acknowledgement per append; the merged message
 // implies the dropped ones, as if they were lost).
 //
-// Proposals batch on their own: while step 4 waits for the disk, proposers
-// keep stepping raft, and the next Ready carries all of their entries, so
-// many entries share one fsync (the benchmark reports entries per fsync).
+// Proposals batch on their own: while the appender waits for the disk,
+// proposers keep stepping raft and the Ready loop keeps sending, so the
+// next round carries all of their entries and many entries share one fsync
+// (the benchmark reports entries per fsync). Because neither sending nor
+// committing waits for this node's fsync, a proposal no longer waits for
+// the fsync of the batch before its own, which halved the latency under
+// load compared with the synchronous Ready loop.
 //
 // The loop calls Tick every TickInterval, also while Readys keep coming.
 //
-// The applier applies what step 3 handed over into one long-lived bbolt
+// The applier applies what duty 2 handed over into one long-lived bbolt
 // write transaction, then (a) tells the kv.ApplyObserver about each applied
 // entry in log order, (b) releases the Proposal waiters of entries this node
-// proposed, (c) every SnapshotCount entries, once the log storage holds the
-// applied index, takes a snapshot (below), and (d) commits the transaction
+// proposed, (c) every SnapshotCount entries takes a snapshot (below), and
+// (d) commits the transaction
 // when it is due: every 10 ms or 4,096 entries, whichever comes first, and
 // before every snapshot, state hash, restore and Stop.
 //
@@ -174,12 +191,13 @@
 // # Failure
 //
 // A WAL write or fsync error, a snapshot save error or a state commit error
-// is never acknowledged: the loop returns before sending anything that
-// depends on the failed write and before raft learns of it (the entries
-// already handed to the applier are committed, i.e. durable on a quorum,
-// and a leader's are durable here too), the node stops, Err reports the cause, waiters get kv.ErrStopped, and a restart
-// recovers from what is on disk (W10). Config has unexported hooks that
-// tests use to inject a WAL failure and to drop messages between nodes.
+// is never acknowledged: the appender returns before it sends or steps any
+// response that depends on the failed write, so neither peers nor raft
+// learn of it (entries already handed to the applier are committed and
+// durable here), the node stops, Err reports the cause, waiters get
+// kv.ErrStopped, and a restart recovers from what is on disk (W10). Config
+// has unexported hooks that tests use to inject a WAL failure and to drop
+// messages between nodes.
 //
 // # Membership
 //
@@ -189,7 +207,7 @@
 // AddLearner, Promote, Remove and TransferLeadership run on the leader, one
 // conf change at a time, and return once the change is applied locally. A
 // conf change first waits until raft itself has recorded as applied what
-// this node applied (the applier can run ahead of Advance), because raft
+// this node applied (the applier reports back after it applied), because raft
 // turns a conf change proposed while the previous one is not yet applied
 // into an empty entry.
 // A node starts as a fresh single-node cluster (no Peers), as one of a

@@ -44,10 +44,10 @@ type Node struct {
 	cfg Config
 	id  uint64
 	log *slog.Logger
-	// rn is the raft state machine. Every call into it holds rnMu; the
-	// Ready loop holds it only to take a Ready, tick and Advance, never
-	// while it writes to disk, so proposals and messages stepped in the
-	// meantime join the next Ready (one fsync for all of them).
+	// rn is the raft state machine. Every call into it holds rnMu, never
+	// while writing to disk, so proposals and messages stepped while the
+	// appender waits for its fsync join its next round (one fsync for all
+	// of them).
 	rnMu      sync.Mutex
 	rn        *raft.RawNode
 	rnStopped bool          // guarded by rnMu: set once the node stops
@@ -58,6 +58,7 @@ type Node struct {
 	snapDir   string
 	st        *stateDB
 	tr        *transport
+	appendc   chan *raftpb.Message
 	applyc    chan applyTask
 
 	leader   atomic.Uint64
@@ -67,9 +68,6 @@ type Node struct {
 	applied  atomic.Uint64
 	fsyncs   atomic.Uint64 // WAL appends that synced entries (for benchmarks)
 	entries  atomic.Uint64 // entries appended to the WAL
-
-	// owned by the Ready loop (and open before it runs): what the WAL holds
-	savedTerm, savedVote uint64
 
 	mu        sync.Mutex
 	waiters   map[uint64]*proposal
@@ -98,6 +96,8 @@ type Node struct {
 type applyTask struct {
 	snap    *raftpb.Snapshot
 	entries []*raftpb.Entry
+	// resps go back to raft once the entries are applied.
+	resps []*raftpb.Message
 }
 
 // Start opens (or creates) the node's data directory, replays the snapshot
@@ -112,6 +112,7 @@ func Start(c Config) (*Node, error) {
 		id:        RaftID(cfg.NodeID),
 		log:       cfg.Logger.With("component", "raftstore", "node", cfg.NodeID),
 		storage:   newLogStorage(),
+		appendc:   make(chan *raftpb.Message, 256),
 		applyc:    make(chan applyTask, 256),
 		waiters:   map[uint64]*proposal{},
 		ccWaiters: map[uint64]chan struct{}{},
@@ -146,6 +147,7 @@ func Start(c Config) (*Node, error) {
 		MaxUncommittedEntriesSize: cfg.MaxUncommittedBytes,
 		CheckQuorum:               true,
 		PreVote:                   true,
+		AsyncStorageWrites:        true,
 		StepDownOnRemoval:         true,
 		Logger:                    raftLogger{n.log},
 	}
@@ -208,8 +210,9 @@ func Start(c Config) (*Node, error) {
 	if ro, ok := cfg.Observer.(kv.RestoreObserver); ok {
 		ro.Restored(n.applied.Load())
 	}
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.run()
+	go n.appender()
 	go n.applier()
 	// Delete WAL segments that snapshots released, keeping the newest few.
 	purgeErr := fileutil.PurgeFile(zap.NewNop(), filepath.Join(cfg.DataDir, "wal"), "wal", maxWALFiles, 30*time.Second, n.stopc)
@@ -310,7 +313,6 @@ func (n *Node) open() error {
 		n.snapIndex.Store(snapshot.GetMetadata().GetIndex())
 	}
 	if hs != nil {
-		n.savedTerm, n.savedVote = hs.GetTerm(), hs.GetVote()
 		if err := n.storage.SetHardState(hs); err != nil {
 			return fmt.Errorf("raftstore: set hard state: %w", err)
 		}
@@ -414,66 +416,29 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		n.term.Store(rd.HardState.GetTerm())
 		n.commit.Store(rd.HardState.GetCommit())
 	}
-	hasSnap := !raft.IsEmptySnap(rd.Snapshot)
-	// 1. Persist an incoming snapshot (snap file, then its WAL record).
-	if hasSnap {
-		if err := n.saveSnapshot(rd.Snapshot); err != nil {
-			return err
+	// 1. Route the messages: log appends to the appender, committed
+	// entries to the applier, the rest to the network at once. What must
+	// wait for this node's disk (append and vote responses) travels inside
+	// the append message and is sent by the appender after the fsync.
+	var peers []*raftpb.Message
+	for _, m := range rd.Messages {
+		switch m.GetTo() {
+		case raft.LocalAppendThread:
+			select {
+			case n.appendc <- m:
+			case <-n.stopc:
+				return errStopping
+			}
+		case raft.LocalApplyThread:
+			if err := n.handToApplier(applyTask{entries: m.GetEntries(), resps: m.GetResponses()}); err != nil {
+				return err
+			}
+		default:
+			peers = append(peers, m)
 		}
 	}
-	// 2. A leader whose term and vote are already durable sends its
-	// appends and heartbeats now, in parallel with its own fsync (raft
-	// thesis §10.2.1): they promise nothing about the leader's disk, and
-	// the leader's own log counts toward commit only after Advance. Every
-	// other message (vote and append responses above all) waits for step 6.
-	early := n.isLeader.Load() && !hasSnap && n.hardStateDurable(rd.HardState)
-	late := rd.Messages
-	if early && len(rd.Messages) > 0 {
-		late = n.sendEarly(rd.Messages)
-	}
-	// 3. Hand the snapshot and the committed entries to the applier, in
-	// order. Committed entries are durable on a quorum already, so applying
-	// them runs in parallel with this node's fsync of newer entries (as
-	// etcd's server does); the applier snapshots only what the log storage
-	// holds (step 5).
-	if hasSnap || len(rd.CommittedEntries) > 0 {
-		t := applyTask{entries: rd.CommittedEntries}
-		if hasSnap {
-			t.snap = rd.Snapshot
-		}
-		if err := n.handToApplier(t); err != nil {
-			return err
-		}
-	}
-	// 4. Append entries and hard state to the WAL, with fsync.
-	if h := n.cfg.hooks; h != nil && h.beforeWALSave != nil && (len(rd.Entries) > 0 || !raft.IsEmptyHardState(rd.HardState)) {
-		if err := h.beforeWALSave(); err != nil {
-			return fmt.Errorf("raftstore: WAL write/fsync failed; stopping without acknowledging: %w", err)
-		}
-	}
-	if err := n.wal.Save(rd.HardState, rd.Entries); err != nil {
-		return fmt.Errorf("raftstore: WAL write/fsync failed; stopping without acknowledging: %w", err)
-	}
-	if hs := rd.HardState; hs != nil && !raft.IsEmptyHardState(hs) {
-		n.savedTerm, n.savedVote = hs.GetTerm(), hs.GetVote()
-	}
-	if len(rd.Entries) > 0 {
-		n.fsyncs.Add(1)
-		n.entries.Add(uint64(len(rd.Entries)))
-	}
-	// 5. Make the snapshot and entries visible to raft's storage.
-	if hasSnap {
-		if err := n.storage.applySnapshot(rd.Snapshot); err != nil {
-			return fmt.Errorf("raftstore: apply snapshot to log storage: %w", err)
-		}
-	}
-	if err := n.storage.Append(rd.Entries); err != nil {
-		return fmt.Errorf("raftstore: append to log storage: %w", err)
-	}
-	// 6. Send the remaining messages, only now that what they promise is
-	// durable.
-	n.tr.send(coalesce(late, n.cfg.MaxBatchBytes))
-	// 7. Answer linearizable reads.
+	n.tr.send(coalesce(peers, n.cfg.MaxBatchBytes))
+	// 2. Answer linearizable reads.
 	if len(rd.ReadStates) > 0 {
 		n.mu.Lock()
 		for _, rs := range rd.ReadStates {
@@ -488,11 +453,134 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		}
 		n.mu.Unlock()
 	}
-	// 8. Tell raft this Ready is handled.
-	n.rnMu.Lock()
-	n.rn.Advance(rd)
-	n.rnMu.Unlock()
 	return nil
+}
+
+// appender persists log appends in order: each round takes every append
+// message queued by then and writes them with one WAL fsync, makes them
+// visible to raft's log storage, hands received snapshots to the applier
+// and only then delivers the responses the messages carry (to this node's
+// raft and to peers). An error stops the node with nothing acknowledged.
+func (n *Node) appender() {
+	defer n.wg.Done()
+	var batch []*raftpb.Message
+	for {
+		batch = batch[:0]
+		select {
+		case m := <-n.appendc:
+			batch = append(batch, m)
+		case <-n.stopc:
+			return
+		}
+	more:
+		for len(batch) < maxAppendBatch {
+			select {
+			case m := <-n.appendc:
+				batch = append(batch, m)
+			default:
+				break more
+			}
+		}
+		if err := n.persist(batch); err != nil {
+			if !errors.Is(err, errStopping) {
+				n.failAsync(err)
+			}
+			return
+		}
+	}
+}
+
+// maxAppendBatch bounds how many append messages share one WAL fsync.
+const maxAppendBatch = 256
+
+func (n *Node) persist(batch []*raftpb.Message) error {
+	// 1. WAL: entries and hard state, a received snapshot's file and
+	// record in its place in the order, one fsync for the batch.
+	var ents []*raftpb.Entry
+	var hs *raftpb.HardState
+	save := func() error {
+		if len(ents) == 0 && hs == nil {
+			return nil
+		}
+		if h := n.cfg.hooks; h != nil && h.beforeWALSave != nil {
+			if err := h.beforeWALSave(); err != nil {
+				return fmt.Errorf("raftstore: WAL write/fsync failed; stopping without acknowledging: %w", err)
+			}
+		}
+		if err := n.wal.Save(hs, ents); err != nil {
+			return fmt.Errorf("raftstore: WAL write/fsync failed; stopping without acknowledging: %w", err)
+		}
+		if len(ents) > 0 {
+			n.fsyncs.Add(1)
+			n.entries.Add(uint64(len(ents)))
+		}
+		ents, hs = ents[:0], nil
+		return nil
+	}
+	for _, m := range batch {
+		if s := m.GetSnapshot(); !raft.IsEmptySnap(s) {
+			if err := save(); err != nil {
+				return err
+			}
+			if err := n.saveSnapshot(s); err != nil {
+				return err
+			}
+		}
+		ents = append(ents, m.GetEntries()...)
+		if m.Term != nil {
+			hs = &raftpb.HardState{Term: m.Term, Vote: m.Vote, Commit: m.Commit}
+		}
+	}
+	if err := save(); err != nil {
+		return err
+	}
+	// 2. Raft's log storage, in order; a received snapshot also goes to
+	// the applier, behind the committed entries handed to it before.
+	for _, m := range batch {
+		if s := m.GetSnapshot(); !raft.IsEmptySnap(s) {
+			if err := n.storage.applySnapshot(s); err != nil {
+				return fmt.Errorf("raftstore: apply snapshot to log storage: %w", err)
+			}
+			if err := n.handToApplier(applyTask{snap: s}); err != nil {
+				return err
+			}
+		}
+		if err := n.storage.Append(m.GetEntries()); err != nil {
+			return fmt.Errorf("raftstore: append to log storage: %w", err)
+		}
+	}
+	// 3. The responses, now that what they promise is durable.
+	var local, remote []*raftpb.Message
+	for _, m := range batch {
+		for _, r := range m.GetResponses() {
+			if r.GetTo() == n.id {
+				local = append(local, r)
+			} else {
+				remote = append(remote, r)
+			}
+		}
+	}
+	n.tr.send(coalesce(remote, n.cfg.MaxBatchBytes))
+	return n.stepLocal(local)
+}
+
+// stepLocal steps messages from this node's own storage goroutines.
+func (n *Node) stepLocal(msgs []*raftpb.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	err := n.withRaft(func(rn *raft.RawNode) error {
+		for _, m := range msgs {
+			// A response from a member this node no longer knows (it was
+			// just removed) is refused; nothing else can fail here.
+			_ = rn.Step(m)
+		}
+		return nil
+	})
+	if errors.Is(err, raft.ErrStopped) {
+		return errStopping
+	}
+	return err
 }
 
 func (n *Node) handToApplier(t applyTask) error {
@@ -502,28 +590,6 @@ func (n *Node) handToApplier(t applyTask) error {
 	case <-n.stopc:
 		return errStopping
 	}
-}
-
-// hardStateDurable reports whether hs changes neither term nor vote from
-// what the WAL already holds.
-func (n *Node) hardStateDurable(hs *raftpb.HardState) bool {
-	return hs == nil || (hs.GetTerm() == n.savedTerm && hs.GetVote() == n.savedVote)
-}
-
-// sendEarly sends the leader's appends and heartbeats and returns the other
-// messages, in their order, for sending after the WAL save.
-func (n *Node) sendEarly(msgs []*raftpb.Message) []*raftpb.Message {
-	var now, late []*raftpb.Message
-	for _, m := range msgs {
-		switch m.GetType() {
-		case raftpb.MsgApp, raftpb.MsgHeartbeat:
-			now = append(now, m)
-		default:
-			late = append(late, m)
-		}
-	}
-	n.tr.send(coalesce(now, n.cfg.MaxBatchBytes))
-	return late
 }
 
 func (n *Node) saveSnapshot(s *raftpb.Snapshot) error {
@@ -569,6 +635,7 @@ func (n *Node) applier() {
 			}
 		}
 		var ents []*raftpb.Entry
+		var resps []*raftpb.Message
 		for _, t := range tasks {
 			if t.snap != nil {
 				if err := n.applyEntries(ents); err != nil {
@@ -582,9 +649,17 @@ func (n *Node) applier() {
 				}
 			}
 			ents = append(ents, t.entries...)
+			resps = append(resps, t.resps...)
 		}
 		if err := n.applyEntries(ents); err != nil {
 			n.failAsync(err)
+			return
+		}
+		// Tell raft what is applied (it gates conf changes on it).
+		if err := n.stepLocal(resps); err != nil {
+			if !errors.Is(err, errStopping) {
+				n.failAsync(err)
+			}
 			return
 		}
 		deferred, err := n.maybeSnapshot()
