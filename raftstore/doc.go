@@ -174,8 +174,10 @@
 // applied index are skipped. Deleting state.db while no local snapshot
 // exists makes the node re-apply the whole log, reaching the same state
 // (TestReplay*); after a local snapshot the log no longer reaches back, so
-// Start refuses (TestRestartRefusesStateBehindItsSnapshot) and the node is
-// rebuilt by removing its data directory and joining again.
+// Start refuses (TestRestartRefusesStateBehindItsSnapshot): the node is
+// rebuilt by removing it from the cluster, deleting its data directory and
+// adding it again as a new member (reusing the old log without its vote
+// would be unsafe), as with etcd when its backend is lost.
 //
 // # Waiting, reads, errors
 //

@@ -302,7 +302,7 @@ func (n *Node) open() error {
 				// A local snapshot is written only after the state it
 				// names was synced: the state database was lost or
 				// replaced by an older copy.
-				return fmt.Errorf("raftstore: %s is at applied index %d, behind the snapshot at %d that relies on it; the state database was replaced or lost: remove %s and let the node rejoin", filepath.Join(cfg.DataDir, "state.db"), applied, idx, cfg.DataDir)
+				return fmt.Errorf("raftstore: %s is at applied index %d, behind the snapshot at %d that relies on it (the state database was replaced or lost, and the log no longer reaches back): remove this node from the cluster, delete %s, and add it again as a new member", filepath.Join(cfg.DataDir, "state.db"), applied, idx, cfg.DataDir)
 			}
 			// The snapshot was received but not yet restored into the state.
 			if applied, members, err = st.restore(snapshot.GetData()); err != nil {
@@ -777,6 +777,11 @@ func (n *Node) applyEntries(ents []*raftpb.Entry) error {
 			if err := meta.Put(keyMembers, enc); err != nil {
 				return err
 			}
+		}
+		// The configuration, whenever it changed (or was never recorded,
+		// in state written by an older version): a snapshot built from
+		// this state names it.
+		if membersChanged || (last > cur && meta.Get(keyConfState) == nil) {
 			cs, err := proto.Marshal(n.confState)
 			if err != nil {
 				return fmt.Errorf("raftstore: encode configuration: %w", err)

@@ -665,8 +665,8 @@ func (s *stateDB) snapshot() (*raftpb.Snapshot, error) {
 			return fmt.Errorf("decode configuration: %w", err)
 		}
 		applied, term := u64(m.Get(keyApplied)), u64(m.Get(keyAppliedTerm))
-		if applied == 0 || term == 0 {
-			return errors.New("no applied state to send yet")
+		if applied == 0 || term == 0 || len(cs.GetVoters()) == 0 {
+			return errors.New("no applied state with its term and configuration recorded yet")
 		}
 		data, err := snapshotData(tx)
 		if err != nil {
