@@ -502,12 +502,14 @@ func (n *Node) persist(batch []*raftpb.Message) error {
 		if len(ents) == 0 && hs == nil {
 			return nil
 		}
+		var err error
 		if h := n.cfg.hooks; h != nil && h.beforeWALSave != nil {
-			if err := h.beforeWALSave(); err != nil {
-				return fmt.Errorf("raftstore: WAL write/fsync failed; stopping without acknowledging: %w", err)
-			}
+			err = h.beforeWALSave()
 		}
-		if err := n.wal.Save(hs, ents); err != nil {
+		if err == nil {
+			err = n.wal.Save(hs, ents)
+		}
+		if err != nil {
 			return fmt.Errorf("raftstore: WAL write/fsync failed; stopping without acknowledging: %w", err)
 		}
 		if len(ents) > 0 {
@@ -611,7 +613,6 @@ func (n *Node) saveSnapshot(s *raftpb.Snapshot) error {
 // per batch of Ready results, then releases waiters and observers.
 func (n *Node) applier() {
 	defer n.wg.Done()
-	var retry <-chan time.Time // set while a due snapshot waits for the log
 	commit := time.NewTimer(time.Hour)
 	commit.Stop()
 	defer commit.Stop()
@@ -620,7 +621,6 @@ func (n *Node) applier() {
 		select {
 		case t := <-n.applyc:
 			tasks = append(tasks, t)
-		case <-retry:
 		case <-commit.C:
 		case <-n.stopc:
 			return
@@ -662,14 +662,9 @@ func (n *Node) applier() {
 			}
 			return
 		}
-		deferred, err := n.maybeSnapshot()
-		if err != nil {
+		if err := n.maybeSnapshot(); err != nil {
 			n.failAsync(err)
 			return
-		}
-		retry = nil
-		if deferred {
-			retry = time.After(snapshotRetry)
 		}
 		// Commit the state transaction when due; otherwise come back when
 		// it will be, should no entries arrive before then.
@@ -683,10 +678,6 @@ func (n *Node) applier() {
 		}
 	}
 }
-
-// snapshotRetry is how soon a due snapshot that had to wait for the log
-// storage is tried again when no new entries arrive.
-const snapshotRetry = 10 * time.Millisecond
 
 type appliedEntry struct {
 	index   uint64
@@ -962,18 +953,19 @@ func (n *Node) settleFromOutcomes() error {
 // member added after the last snapshot must receive a snapshot whose
 // configuration includes it, or it refuses it), then compacts the
 // in-memory log and the WAL locks behind it.
-func (n *Node) maybeSnapshot() (deferred bool, err error) {
+func (n *Node) maybeSnapshot() error {
 	due := n.applied.Load()-n.snapIndex.Load() >= n.cfg.SnapshotCount
 	if first, err := n.storage.FirstIndex(); err == nil && first > 1 && n.confSinceSnap {
 		due = true
 	}
 	if !due {
-		return false, nil
+		return nil
 	}
 	if last, err := n.storage.LastIndex(); err != nil || last < n.applied.Load() {
-		// Entries are applied in parallel with the WAL save of this node's
-		// own copy (see handleReady): snapshot once the log holds them.
-		return true, nil
+		// The log does not hold the applied index yet (state.db from an
+		// older version may be ahead of its own WAL): try again after the
+		// next apply, which follows every append of committed entries.
+		return nil
 	}
 	n.confSinceSnap = false
 	// The snapshot is where older WAL entries stop being the only durable
@@ -981,31 +973,31 @@ func (n *Node) maybeSnapshot() (deferred bool, err error) {
 	// itself is the snapshot's data; the snapshot records only where it
 	// stands (a follower that needs it gets it built then: fillSnapshot).
 	if err := n.st.sync(); err != nil {
-		return false, fmt.Errorf("raftstore: sync state before snapshot: %w", err)
+		return fmt.Errorf("raftstore: sync state before snapshot: %w", err)
 	}
 	idx := n.applied.Load()
 	s, err := n.storage.CreateSnapshot(idx, n.confState, nil)
 	if errors.Is(err, raft.ErrSnapOutOfDate) {
-		return false, nil
+		return nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("raftstore: create snapshot %d: %w", idx, err)
+		return fmt.Errorf("raftstore: create snapshot %d: %w", idx, err)
 	}
 	if err := n.saveSnapshot(s); err != nil {
-		return false, err
+		return err
 	}
 	n.snapIndex.Store(idx)
 	if idx > n.cfg.SnapshotCatchUp {
 		if err := n.storage.Compact(idx - n.cfg.SnapshotCatchUp); err != nil && !errors.Is(err, raft.ErrCompacted) {
-			return false, fmt.Errorf("raftstore: compact log to %d: %w", idx-n.cfg.SnapshotCatchUp, err)
+			return fmt.Errorf("raftstore: compact log to %d: %w", idx-n.cfg.SnapshotCatchUp, err)
 		}
 	}
 	if err := n.wal.ReleaseLockTo(idx); err != nil {
-		return false, fmt.Errorf("raftstore: release WAL before %d: %w", idx, err)
+		return fmt.Errorf("raftstore: release WAL before %d: %w", idx, err)
 	}
 	n.purgeSnapFiles(2)
 	n.log.Debug("raftstore: snapshot", "index", idx)
-	return false, nil
+	return nil
 }
 
 // purgeSnapFiles keeps the newest keep snapshot files.

@@ -158,10 +158,7 @@ func (s *stateDB) commitLocked() error {
 	}
 	err := s.wtx.Commit()
 	s.wtx, s.pending = nil, 0
-	s.ovMu.Lock()
-	clear(s.ovKV)
-	clear(s.ovOut)
-	s.ovMu.Unlock()
+	s.clearOverlay()
 	if err != nil {
 		return fmt.Errorf("raftstore: commit state: %w", err)
 	}
@@ -175,6 +172,10 @@ func (s *stateDB) rollbackLocked() {
 		_ = s.wtx.Rollback()
 		s.wtx, s.pending = nil, 0
 	}
+	s.clearOverlay()
+}
+
+func (s *stateDB) clearOverlay() {
 	s.ovMu.Lock()
 	clear(s.ovKV)
 	clear(s.ovOut)
@@ -426,7 +427,7 @@ func (a *applyTx) applyCommands(index uint64, cmds []kv.Command, checker kv.Chec
 		// application; a non-applied outcome is replaced by a later attempt
 		// with the same ID (it changed nothing, so a retry is safe).
 		if c.ID != "" && res.Status != kv.StatusDuplicate {
-			if err := a.recordOutcome(idKey, res, prev, hasPrev); err != nil {
+			if err := a.recordOutcome(c.ID, idKey, res, prev, hasPrev); err != nil {
 				return nil, err
 			}
 		}
@@ -489,7 +490,9 @@ func (a *applyTx) orderKey(index uint64, id []byte) []byte {
 	return append(binary.BigEndian.AppendUint64(a.buf(8+len(id)), index), id...)
 }
 
-func (a *applyTx) recordOutcome(id []byte, res kv.Result, prev kv.Result, hasPrev bool) error {
+// recordOutcome records res for the command ID (id is the same ID as the
+// bbolt key, idStr as the overlay's).
+func (a *applyTx) recordOutcome(idStr string, id []byte, res kv.Result, prev kv.Result, hasPrev bool) error {
 	if hasPrev {
 		if err := a.ord.Delete(a.orderKey(prev.Index, id)); err != nil {
 			return err
@@ -500,7 +503,7 @@ func (a *applyTx) recordOutcome(id []byte, res kv.Result, prev kv.Result, hasPre
 	if err := a.outb.Put(id, enc); err != nil {
 		return err
 	}
-	a.outChanges = append(a.outChanges, change{string(id), enc})
+	a.outChanges = append(a.outChanges, change{idStr, enc})
 	if err := a.ord.Put(a.orderKey(res.Index, id), nil); err != nil {
 		return err
 	}
