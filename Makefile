@@ -4,6 +4,8 @@ BIN       := bin
 PKGS      := ./...
 RACE      ?= -race
 TESTFLAGS ?= -timeout 20m
+# LEASES is the second example domain (a lease/lock service).
+LEASES    := examples/leases
 export PATH := $(PATH):$(shell $(GO) env GOPATH)/bin
 
 .PHONY: all build demo test unit verify fmt vet staticcheck tidy-check gen gen-check bench soak clean
@@ -13,6 +15,7 @@ all: build
 build:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ ./cmd/... ./examples/jobs/cmd/writ-jobs
+	$(GO) build -o $(BIN)/writ-leases ./examples/leases/cmd/writ-leases
 
 demo: build
 	KEEP=$(KEEP) BIN=$(BIN) ./scripts/demo.sh
@@ -42,9 +45,11 @@ tidy-check:
 
 gen:
 	$(GO) run ./cmd/writ gen
+	$(GO) run ./cmd/writ gen --schema $(LEASES)/schema --out $(LEASES)/leasesgen
 
 gen-check:
 	$(GO) run ./cmd/writ gen --check
+	$(GO) run ./cmd/writ gen --check --schema $(LEASES)/schema --out $(LEASES)/leasesgen
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
