@@ -1,0 +1,141 @@
+package handler
+
+import (
+	"context"
+
+	"github.com/writ-dev/writ/examples/leases/leasesgen"
+	"github.com/writ-dev/writ/plugins/sdk"
+)
+
+// register creates a holder (ACTIVE) or brings a LOST one back; a LOST
+// holder's leases expired when it was lost, so it comes back holding none.
+// An ACTIVE holder's register never reaches the handler (the guard answers
+// it as a duplicate).
+func register(_ context.Context, c *sdk.Call) error {
+	p, err := sdk.As[*leasesgen.HolderRegister](c)
+	if err != nil {
+		return err
+	}
+	h, ok, err := loadHolder(c, p.HolderID)
+	if err != nil || !c.Known(holderKey(p.HolderID)) {
+		return err
+	}
+	if !ok {
+		h = &Holder{HolderID: p.HolderID}
+	} else if h.State != Lost {
+		return sdk.Rule("holder %q is %s; register a new holder_id", p.HolderID, h.State)
+	}
+	h.State, h.SessionTTLMs, h.MaxLeases, h.Labels = Active, p.SessionTTLMs, DefaultMaxLeases, p.Labels
+	if p.MaxLeases != nil {
+		h.MaxLeases = *p.MaxLeases
+	}
+	h.Address = ""
+	if p.Address != nil {
+		h.Address = *p.Address
+	}
+	if h.Held == nil {
+		h.Held = []string{}
+	}
+	if err := c.PutJSON(holderKey(p.HolderID), h); err != nil {
+		return err
+	}
+	return c.SetResult(Result{HolderID: p.HolderID, State: Active, Held: len(h.Held)})
+}
+
+// holderControl deregisters a holder that holds no lease.
+func holderControl(_ context.Context, c *sdk.Call) error {
+	p, err := sdk.As[*leasesgen.HolderControl](c)
+	if err != nil {
+		return err
+	}
+	h, ok, err := loadHolder(c, p.HolderID)
+	if err != nil || !c.Known(holderKey(p.HolderID)) {
+		return err
+	}
+	if !ok {
+		return sdk.Rule("holder %q does not exist", p.HolderID)
+	}
+	if p.Action != "deregister" {
+		return sdk.Invalid("action", "unknown action %q; use deregister", p.Action)
+	}
+	if n := len(h.Held); n > 0 {
+		return sdk.Rule("holder %q still holds %d lease(s) (%v); release them first", p.HolderID, n, h.Held)
+	}
+	h.State = Deregistered
+	if p.Reason != nil {
+		h.Reason = *p.Reason
+	}
+	if err := c.PutJSON(holderKey(p.HolderID), h); err != nil {
+		return err
+	}
+	return c.SetResult(Result{HolderID: p.HolderID, State: Deregistered})
+}
+
+// heartbeat records a holder's latest report; older or repeated sequences
+// change nothing. It moves no machine state.
+func heartbeat(_ context.Context, c *sdk.Call) error {
+	p, err := sdk.As[*leasesgen.HolderHeartbeat](c)
+	if err != nil {
+		return err
+	}
+	h, ok, err := loadHolder(c, p.HolderID)
+	if err != nil || !c.Known(holderKey(p.HolderID)) {
+		return err
+	}
+	if !ok {
+		return sdk.Rule("heartbeat %s names holder %q, which has not registered", p.ReportID, p.HolderID)
+	}
+	if p.Seq <= h.Seq && h.Seq > 0 {
+		return nil // older or repeated heartbeat: keep the newer one
+	}
+	if h.State == Deregistered {
+		return nil // a late heartbeat of a holder that is gone
+	}
+	h.Seq, h.Load, h.Reported = p.Seq, p.Load, p.Held
+	h.Status = ""
+	if p.Status != nil {
+		h.Status = *p.Status
+	}
+	return c.PutJSON(holderKey(p.HolderID), h)
+}
+
+// sessionLost marks a holder LOST and expires every lease it holds: each
+// lease document goes to EXPIRED and its machine instance is moved by a
+// guarded transition, exactly as a lease.expiry would.
+func sessionLost(_ context.Context, c *sdk.Call) error {
+	p, err := sdk.As[*leasesgen.HolderSessionLost](c)
+	if err != nil {
+		return err
+	}
+	h, ok, err := loadHolder(c, p.HolderID)
+	if err != nil || !c.Known(holderKey(p.HolderID)) {
+		return err
+	}
+	if !ok {
+		return sdk.Rule("session loss %s names holder %q, which has not registered", p.ReportID, p.HolderID)
+	}
+	// Read every lease first: one not in the given state makes the SDK ask
+	// for it, and the entry is evaluated again.
+	leases := make([]*Lease, 0, len(h.Held))
+	for _, id := range h.Held {
+		l, lok, err := loadLease(c, id)
+		if err != nil {
+			return err
+		}
+		if lok {
+			leases = append(leases, l)
+		}
+	}
+	for _, l := range leases {
+		if l.State != Held || l.Holder != p.HolderID {
+			continue // released, expired or granted again meanwhile
+		}
+		l.State, l.Renewals, l.Expiries = Expired, 0, l.Expiries+1
+		if err := c.PutJSON(leaseKey(l.LeaseID), l); err != nil {
+			return err
+		}
+		c.Transition("lease", l.LeaseID, Expired)
+	}
+	h.State, h.Held, h.Losses, h.LostBy = Lost, []string{}, h.Losses+1, p.DetectedBy
+	return c.PutJSON(holderKey(p.HolderID), h)
+}
