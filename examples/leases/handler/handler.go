@@ -32,6 +32,7 @@ func Plugin() *sdk.Plugin {
 			leasesgen.NameLeaseExpiry:       sdk.HandlerFunc(expiry),
 			leasesgen.NameHolderHeartbeat:   sdk.HandlerFunc(heartbeat),
 			leasesgen.NameHolderSessionLost: sdk.HandlerFunc(sessionLost),
+			leasesgen.NameHolderShutdown:    sdk.HandlerFunc(shutdown),
 		},
 	}
 }

@@ -303,3 +303,35 @@ func TestMaximumPayloads_FakeStore(t *testing.T) {
 		t.Fatalf("stored holder lost data: %+v", h)
 	}
 }
+
+// TestEvictAndShutdown_FakeStore: an operator's evict ends a session like a
+// loss (leases EXPIRED); a holder's clean shutdown releases its leases
+// (FREE) and is final, and a later loss report is quarantined.
+func TestEvictAndShutdown_FakeStore(t *testing.T) {
+	w := newWorld(t)
+	register(w, "h1", "")
+	w.ok(leasesgen.NameLeaseAcquire, acquireJSON("a", "h1", 1000))
+	w.ok(leasesgen.NameHolderControl, `{"holder_id":"h1","action":"evict","reason":"stuck"}`)
+	if w.state("holder", "h1") != handler.Lost || w.state("lease", "a") != handler.Expired || w.holder("h1").Reason != "stuck" {
+		t.Fatalf("evict: holder %s lease %s", w.state("holder", "h1"), w.state("lease", "a"))
+	}
+	w.guarded(leasesgen.NameHolderControl, `{"holder_id":"h1","action":"evict"}`, pipeline.VerdictDuplicate)
+	register(w, "h1", "")
+	w.ok(leasesgen.NameLeaseAcquire, acquireJSON("a", "h1", 1000))
+	w.ok(leasesgen.NameLeaseAcquire, acquireJSON("b", "h1", 1000))
+	r := w.ok(leasesgen.NameHolderShutdown, `{"report_id":"bye","holder_id":"h1","seq":5,"reason":"restart"}`)
+	if len(r.Transitions) != 2 {
+		t.Fatalf("shutdown transitions: %+v", r.Transitions)
+	}
+	for _, l := range []string{"a", "b"} {
+		if got := w.lease(l); w.state("lease", l) != handler.Free || got.State != handler.Free || got.Holder != "" {
+			t.Errorf("lease %s after shutdown: machine %s doc %+v", l, w.state("lease", l), got)
+		}
+	}
+	if h := w.holder("h1"); h.State != handler.Deregistered || len(h.Held) != 0 || h.Reason != "restart" {
+		t.Fatalf("after shutdown: %+v", h)
+	}
+	w.guarded(leasesgen.NameHolderSessionLost, `{"report_id":"late","holder_id":"h1","seq":6,"detected_by":"s"}`, pipeline.VerdictQuarantine)
+	w.guarded(leasesgen.NameHolderSessionLost, `{"report_id":"older","holder_id":"h1","seq":4,"detected_by":"s"}`, pipeline.VerdictStale)
+	w.guarded(leasesgen.NameHolderShutdown, `{"report_id":"bye2","holder_id":"h7","seq":1}`, pipeline.VerdictQuarantine)
+}

@@ -42,7 +42,9 @@ func register(_ context.Context, c *sdk.Call) error {
 	return c.SetResult(Result{HolderID: p.HolderID, State: Active, Held: len(h.Held)})
 }
 
-// holderControl deregisters a holder that holds no lease.
+// holderControl deregisters a holder that holds no lease, or evicts one:
+// its session ends as if it had been lost and every lease it holds
+// expires.
 func holderControl(_ context.Context, c *sdk.Call) error {
 	p, err := sdk.As[*leasesgen.HolderControl](c)
 	if err != nil {
@@ -55,20 +57,63 @@ func holderControl(_ context.Context, c *sdk.Call) error {
 	if !ok {
 		return sdk.Rule("holder %q does not exist", p.HolderID)
 	}
-	if p.Action != "deregister" {
-		return sdk.Invalid("action", "unknown action %q; use deregister", p.Action)
-	}
-	if n := len(h.Held); n > 0 {
-		return sdk.Rule("holder %q still holds %d lease(s) (%v); release them first", p.HolderID, n, h.Held)
-	}
-	h.State = Deregistered
 	if p.Reason != nil {
 		h.Reason = *p.Reason
+	}
+	switch p.Action {
+	case "deregister":
+		if n := len(h.Held); n > 0 {
+			return sdk.Rule("holder %q still holds %d lease(s) (%v); release them first, or evict it", p.HolderID, n, h.Held)
+		}
+		h.State = Deregistered
+	case "evict":
+		if err := endSession(c, h, Expired); err != nil {
+			return err
+		}
+		h.State, h.Losses = Lost, h.Losses+1
+	default:
+		return sdk.Invalid("action", "unknown action %q; use deregister or evict", p.Action)
 	}
 	if err := c.PutJSON(holderKey(p.HolderID), h); err != nil {
 		return err
 	}
-	return c.SetResult(Result{HolderID: p.HolderID, State: Deregistered})
+	return c.SetResult(Result{HolderID: p.HolderID, State: h.State})
+}
+
+// endSession moves every lease h holds to state to (EXPIRED when the
+// session was lost or evicted, FREE when the holder shut down cleanly):
+// each lease document changes and its machine instance is moved by a
+// guarded transition. h then holds nothing.
+func endSession(c *sdk.Call, h *Holder, to string) error {
+	// Read every lease first: one not in the given state makes the SDK ask
+	// for it, and the entry is evaluated again.
+	leases := make([]*Lease, 0, len(h.Held))
+	for _, id := range h.Held {
+		l, lok, err := loadLease(c, id)
+		if err != nil {
+			return err
+		}
+		if lok {
+			leases = append(leases, l)
+		}
+	}
+	for _, l := range leases {
+		if l.State != Held || l.Holder != h.HolderID {
+			continue // released, expired or granted again meanwhile
+		}
+		l.State, l.TTLMs, l.Renewals = to, 0, 0
+		if to == Expired {
+			l.Expiries++
+		} else {
+			l.Holder = ""
+		}
+		if err := c.PutJSON(leaseKey(l.LeaseID), l); err != nil {
+			return err
+		}
+		c.Transition("lease", l.LeaseID, to)
+	}
+	h.Held = []string{}
+	return nil
 }
 
 // heartbeat records a holder's latest report; older or repeated sequences
@@ -114,28 +159,33 @@ func sessionLost(_ context.Context, c *sdk.Call) error {
 	if !ok {
 		return sdk.Rule("session loss %s names holder %q, which has not registered", p.ReportID, p.HolderID)
 	}
-	// Read every lease first: one not in the given state makes the SDK ask
-	// for it, and the entry is evaluated again.
-	leases := make([]*Lease, 0, len(h.Held))
-	for _, id := range h.Held {
-		l, lok, err := loadLease(c, id)
-		if err != nil {
-			return err
-		}
-		if lok {
-			leases = append(leases, l)
-		}
+	if err := endSession(c, h, Expired); err != nil {
+		return err
 	}
-	for _, l := range leases {
-		if l.State != Held || l.Holder != p.HolderID {
-			continue // released, expired or granted again meanwhile
-		}
-		l.State, l.Renewals, l.Expiries = Expired, 0, l.Expiries+1
-		if err := c.PutJSON(leaseKey(l.LeaseID), l); err != nil {
-			return err
-		}
-		c.Transition("lease", l.LeaseID, Expired)
+	h.State, h.Losses, h.LostBy = Lost, h.Losses+1, p.DetectedBy
+	return c.PutJSON(holderKey(p.HolderID), h)
+}
+
+// shutdown: the holder reports a clean shutdown. Every lease it holds is
+// released (FREE, by guarded transitions) and the holder is DEREGISTERED.
+func shutdown(_ context.Context, c *sdk.Call) error {
+	p, err := sdk.As[*leasesgen.HolderShutdown](c)
+	if err != nil {
+		return err
 	}
-	h.State, h.Held, h.Losses, h.LostBy = Lost, []string{}, h.Losses+1, p.DetectedBy
+	h, ok, err := loadHolder(c, p.HolderID)
+	if err != nil || !c.Known(holderKey(p.HolderID)) {
+		return err
+	}
+	if !ok {
+		return sdk.Rule("shutdown report %s names holder %q, which has not registered", p.ReportID, p.HolderID)
+	}
+	if err := endSession(c, h, Free); err != nil {
+		return err
+	}
+	h.State, h.Reason = Deregistered, ""
+	if p.Reason != nil {
+		h.Reason = *p.Reason
+	}
 	return c.PutJSON(holderKey(p.HolderID), h)
 }

@@ -27,7 +27,7 @@ func drawOp(t *rapid.T, w *world, step int) (string, string) {
 		epoch = l.Epoch
 	}
 	epoch = uint64(max(0, int64(epoch)+int64(rapid.IntRange(-1, 1).Draw(t, "epochDelta"))))
-	switch rapid.IntRange(0, 9).Draw(t, "op") {
+	switch rapid.IntRange(0, 11).Draw(t, "op") {
 	case 0:
 		return leasesgen.NameHolderRegister, fmt.Sprintf(`{"holder_id":%q,"session_ttl_ms":5000,"max_leases":%d}`, holder, rapid.IntRange(1, 3).Draw(t, "max"))
 	case 1:
@@ -44,6 +44,10 @@ func drawOp(t *rapid.T, w *world, step int) (string, string) {
 		return leasesgen.NameLeaseExpiry, expiryJSON(fmt.Sprintf("x%d", step), lease, holder, epoch)
 	case 8:
 		return leasesgen.NameHolderHeartbeat, fmt.Sprintf(`{"report_id":"hb%d","holder_id":%q,"seq":%d}`, step, holder, rapid.Uint64Range(0, 40).Draw(t, "seq"))
+	case 10:
+		return leasesgen.NameHolderControl, fmt.Sprintf(`{"holder_id":%q,"action":"evict"}`, holder)
+	case 11:
+		return leasesgen.NameHolderShutdown, fmt.Sprintf(`{"report_id":"bye%d","holder_id":%q,"seq":%d}`, step, holder, step)
 	default:
 		return leasesgen.NameHolderSessionLost, fmt.Sprintf(`{"report_id":"lost%d","holder_id":%q,"seq":%d,"detected_by":"s"}`, step, holder, step)
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 // Fingerprint is the fingerprint of the schema this package was generated from.
-const Fingerprint = "sha256:7562a36f13e64d0c618dcb7f0ecb4d66fbaaee50d07b9e9f758226906e8d47a0"
+const Fingerprint = "sha256:c07924c23f433094f19c5efbbea00b60cf39ec4fdce22066938dde6f2c737ab9"
 
 // Stable type numbers: never changed, never reused.
 const (
@@ -25,6 +25,7 @@ const (
 	TypeHolderSessionLost uint32 = 9  // holder.session_lost
 	TypeLeaseGrantBatch   uint32 = 10 // lease.grant_batch
 	TypeLeasesConfig      uint32 = 11 // leases.config
+	TypeHolderShutdown    uint32 = 12 // holder.shutdown
 )
 
 // Entry type names.
@@ -40,6 +41,7 @@ const (
 	NameHolderSessionLost = "holder.session_lost"
 	NameLeaseGrantBatch   = "lease.grant_batch"
 	NameLeasesConfig      = "leases.config"
+	NameHolderShutdown    = "holder.shutdown"
 )
 
 // Classify returns the class of a declared entry type and ir.ClassUnknown
@@ -68,6 +70,8 @@ func Classify(name string) ir.Class {
 		return ir.ClassReceipt
 	case NameLeasesConfig:
 		return ir.ClassConfig
+	case NameHolderShutdown:
+		return ir.ClassFact
 	}
 	return ir.ClassUnknown
 }
@@ -97,6 +101,8 @@ func NewPayload(name string) (ir.Payload, bool) {
 		return new(LeaseGrantBatch), true
 	case NameLeasesConfig:
 		return new(LeasesConfig), true
+	case NameHolderShutdown:
+		return new(HolderShutdown), true
 	}
 	return nil, false
 }
@@ -123,11 +129,11 @@ var model = &ir.Schema{
 			Keys: []string{"lease/{lease_id}", "holder/{holder_id}"}, Item: "", ItemsField: "",
 			Doc: "Take a FREE or EXPIRED lease (creating it when it does not exist); the grant carries a new epoch.", Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 30, Col: 2},
 			Fields: []*ir.Field{
-				{Name: "lease_id", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 181, Col: 2}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
-				{Name: "holder_id", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 182, Col: 2}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
-				{Name: "ttl_ms", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 183, Col: 2}, Kind: ir.KindInt, Min: &ir.Bound{Value: "100", Exclusive: false}, Max: &ir.Bound{Value: "3600000", Exclusive: false}},
-				{Name: "tags", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 184, Col: 2}, Kind: ir.KindList, MinLen: nil, MaxLen: intp(16), Elem: &ir.Field{Name: "tags[]", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 184, Col: 2}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._=/-]{0,62}$"}}},
-				{Name: "note", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 185, Col: 2}, Kind: ir.KindString, MinLen: nil, MaxLen: intp(1024)},
+				{Name: "lease_id", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 197, Col: 2}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
+				{Name: "holder_id", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 198, Col: 2}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
+				{Name: "ttl_ms", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 199, Col: 2}, Kind: ir.KindInt, Min: &ir.Bound{Value: "100", Exclusive: false}, Max: &ir.Bound{Value: "3600000", Exclusive: false}},
+				{Name: "tags", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 200, Col: 2}, Kind: ir.KindList, MinLen: nil, MaxLen: intp(16), Elem: &ir.Field{Name: "tags[]", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 200, Col: 2}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._=/-]{0,62}$"}}},
+				{Name: "note", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 201, Col: 2}, Kind: ir.KindString, MinLen: nil, MaxLen: intp(1024)},
 			},
 		},
 		{
@@ -169,12 +175,12 @@ var model = &ir.Schema{
 		{
 			Name: "holder.control", Number: 6, Class: ir.ClassRequest,
 			Machine: "holder", To: "action", ToState: "", Order: "", ID: "",
-			ToMap: map[string]string{"deregister": "DEREGISTERED"},
+			ToMap: map[string]string{"deregister": "DEREGISTERED", "evict": "LOST"},
 			Keys:  []string{"holder/{holder_id}"}, Item: "", ItemsField: "",
-			Doc: "Deregister a holder that holds no lease; its ID is never used again.", Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 80, Col: 2},
+			Doc: "Deregister a holder that holds no lease (its ID is never used again), or evict it: its session ends as if lost.", Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 80, Col: 2},
 			Fields: []*ir.Field{
 				{Name: "holder_id", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 91, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
-				{Name: "action", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 92, Col: 4}, Kind: ir.KindString, Enum: []string{"deregister"}},
+				{Name: "action", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 92, Col: 4}, Kind: ir.KindString, Enum: []string{"deregister", "evict"}},
 				{Name: "reason", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 93, Col: 4}, Kind: ir.KindString, MinLen: nil, MaxLen: intp(1024)},
 			},
 		},
@@ -222,28 +228,40 @@ var model = &ir.Schema{
 			Name: "lease.grant_batch", Number: 10, Class: ir.ClassReceipt,
 			Machine: "", To: "", ToState: "", Order: "", ID: "batch_id",
 			Keys: []string{}, Item: "lease.acquire", ItemsField: "items",
-			Doc: "An arbiter's batch of grants: each item is a lease.acquire decided on its own.", Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 147, Col: 2},
+			Doc: "An arbiter's batch of grants: each item is a lease.acquire decided on its own.", Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 163, Col: 2},
 			Fields: []*ir.Field{
-				{Name: "batch_id", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 154, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
-				{Name: "arbiter", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 155, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
-				{Name: "items", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 156, Col: 4}, Kind: ir.KindList, MinLen: intp(1), MaxLen: intp(256), ItemType: "lease.acquire"},
+				{Name: "batch_id", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 170, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
+				{Name: "arbiter", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 171, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
+				{Name: "items", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 172, Col: 4}, Kind: ir.KindList, MinLen: intp(1), MaxLen: intp(256), ItemType: "lease.acquire"},
 			},
 		},
 		{
 			Name: "leases.config", Number: 11, Class: ir.ClassConfig,
 			Machine: "", To: "", ToState: "", Order: "", ID: "",
 			Keys: []string{"_config/leases"}, Item: "", ItemsField: "",
-			Doc: "The lease service's configuration (staged, then activated).", Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 159, Col: 2},
+			Doc: "The lease service's configuration (staged, then activated).", Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 175, Col: 2},
 			Fields: []*ir.Field{
-				{Name: "version", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 165, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[0-9]{1,9}(\\.[0-9]{1,9}){0,2}$"}},
-				{Name: "settings", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 166, Col: 4}, Kind: ir.KindStruct, Fields: []*ir.Field{
-					{Name: "default_ttl_ms", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 167, Col: 5}, Kind: ir.KindInt, Min: &ir.Bound{Value: "100", Exclusive: false}, Max: &ir.Bound{Value: "3600000", Exclusive: false}},
-					{Name: "max_ttl_ms", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 168, Col: 5}, Kind: ir.KindInt, Min: &ir.Bound{Value: "100", Exclusive: false}, Max: &ir.Bound{Value: "3600000", Exclusive: false}},
-					{Name: "max_leases_per_holder", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 169, Col: 5}, Kind: ir.KindInt, Min: &ir.Bound{Value: "1", Exclusive: false}, Max: &ir.Bound{Value: "1024", Exclusive: false}},
-					{Name: "expiry_sweep", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 170, Col: 5}, Kind: ir.KindString, Patterns: []string{"^[0-9]{1,6}(ms|s|m|h)$"}},
-					{Name: "reclaim_expired", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 171, Col: 5}, Kind: ir.KindBool},
-					{Name: "grace_ms", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 172, Col: 5}, Kind: ir.KindInt, Min: &ir.Bound{Value: "0", Exclusive: false}, Max: &ir.Bound{Value: "60000", Exclusive: false}},
+				{Name: "version", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 181, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[0-9]{1,9}(\\.[0-9]{1,9}){0,2}$"}},
+				{Name: "settings", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 182, Col: 4}, Kind: ir.KindStruct, Fields: []*ir.Field{
+					{Name: "default_ttl_ms", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 183, Col: 5}, Kind: ir.KindInt, Min: &ir.Bound{Value: "100", Exclusive: false}, Max: &ir.Bound{Value: "3600000", Exclusive: false}},
+					{Name: "max_ttl_ms", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 184, Col: 5}, Kind: ir.KindInt, Min: &ir.Bound{Value: "100", Exclusive: false}, Max: &ir.Bound{Value: "3600000", Exclusive: false}},
+					{Name: "max_leases_per_holder", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 185, Col: 5}, Kind: ir.KindInt, Min: &ir.Bound{Value: "1", Exclusive: false}, Max: &ir.Bound{Value: "1024", Exclusive: false}},
+					{Name: "expiry_sweep", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 186, Col: 5}, Kind: ir.KindString, Patterns: []string{"^[0-9]{1,6}(ms|s|m|h)$"}},
+					{Name: "reclaim_expired", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 187, Col: 5}, Kind: ir.KindBool},
+					{Name: "grace_ms", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 188, Col: 5}, Kind: ir.KindInt, Min: &ir.Bound{Value: "0", Exclusive: false}, Max: &ir.Bound{Value: "60000", Exclusive: false}},
 				}},
+			},
+		},
+		{
+			Name: "holder.shutdown", Number: 12, Class: ir.ClassFact,
+			Machine: "holder", To: "", ToState: "DEREGISTERED", Order: "seq", ID: "report_id",
+			Keys: []string{"holder/{holder_id}"}, Item: "", ItemsField: "",
+			Doc: "A holder reports that it shut down cleanly: every lease it held is released and it is gone for good.", Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 147, Col: 2},
+			Fields: []*ir.Field{
+				{Name: "report_id", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 157, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
+				{Name: "holder_id", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 158, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
+				{Name: "seq", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 159, Col: 4}, Kind: ir.KindUint},
+				{Name: "reason", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 160, Col: 4}, Kind: ir.KindString, MinLen: nil, MaxLen: intp(1024)},
 			},
 		},
 	},
@@ -274,7 +292,7 @@ var model = &ir.Schema{
 	},
 }
 
-var descs = [11]ir.TypeDesc{
+var descs = [12]ir.TypeDesc{
 	{Name: NameLeaseControl, Number: TypeLeaseControl, Class: ir.ClassRequest, Entry: model.Entries[0], ParseJSON: parseJSONLeaseControl, ParseBinary: parseBinaryLeaseControl},
 	{Name: NameLeaseAcquire, Number: TypeLeaseAcquire, Class: ir.ClassRequest, Entry: model.Entries[1], ParseJSON: parseJSONLeaseAcquire, ParseBinary: parseBinaryLeaseAcquire},
 	{Name: NameLeaseRelease, Number: TypeLeaseRelease, Class: ir.ClassRequest, Entry: model.Entries[2], ParseJSON: parseJSONLeaseRelease, ParseBinary: parseBinaryLeaseRelease},
@@ -286,6 +304,7 @@ var descs = [11]ir.TypeDesc{
 	{Name: NameHolderSessionLost, Number: TypeHolderSessionLost, Class: ir.ClassFact, Entry: model.Entries[8], ParseJSON: parseJSONHolderSessionLost, ParseBinary: parseBinaryHolderSessionLost},
 	{Name: NameLeaseGrantBatch, Number: TypeLeaseGrantBatch, Class: ir.ClassReceipt, Entry: model.Entries[9], ParseJSON: parseJSONLeaseGrantBatch, ParseBinary: parseBinaryLeaseGrantBatch},
 	{Name: NameLeasesConfig, Number: TypeLeasesConfig, Class: ir.ClassConfig, Entry: model.Entries[10], ParseJSON: parseJSONLeasesConfig, ParseBinary: parseBinaryLeasesConfig},
+	{Name: NameHolderShutdown, Number: TypeHolderShutdown, Class: ir.ClassFact, Entry: model.Entries[11], ParseJSON: parseJSONHolderShutdown, ParseBinary: parseBinaryHolderShutdown},
 }
 
 func init() {
@@ -298,6 +317,7 @@ func init() {
 	descs[6].Machine = model.Machines[1]
 	descs[7].Machine = model.Machines[0]
 	descs[8].Machine = model.Machines[0]
+	descs[11].Machine = model.Machines[0]
 }
 
 type catalog struct{}
@@ -343,6 +363,8 @@ func (catalog) Type(name string) (*ir.TypeDesc, bool) {
 		return &descs[9], true
 	case NameLeasesConfig:
 		return &descs[10], true
+	case NameHolderShutdown:
+		return &descs[11], true
 	}
 	return nil, false
 }
@@ -371,6 +393,8 @@ func (catalog) TypeByNumber(n uint32) (*ir.TypeDesc, bool) {
 		return &descs[9], true
 	case TypeLeasesConfig:
 		return &descs[10], true
+	case TypeHolderShutdown:
+		return &descs[11], true
 	}
 	return nil, false
 }

@@ -31,6 +31,7 @@ var samples = map[string]string{
 	NameLeaseExpiry:       `{"report_id":"db-primary.7","lease_id":"db-primary","holder_id":"node-1","epoch":7,"detected_by":"sweeper-1","overdue_ms":250}`,
 	NameHolderHeartbeat:   `{"report_id":"hb-42","holder_id":"node-1","seq":42,"held":["db-primary","cron"],"load":0.25,"status":"serving"}`,
 	NameHolderSessionLost: `{"report_id":"lost-3","holder_id":"node-1","seq":43,"detected_by":"sweeper-1"}`,
+	NameHolderShutdown:    `{"report_id":"bye-1","holder_id":"node-1","seq":44,"reason":"rolling restart"}`,
 	NameLeaseGrantBatch:   `{"batch_id":"b1","arbiter":"arbiter-1","items":[{"lease_id":"a","holder_id":"node-1","ttl_ms":1000},{"lease_id":"b","holder_id":"node-2","ttl_ms":2000,"tags":["x"]}]}`,
 	NameLeasesConfig:      `{"version":"1.2.3","settings":{"default_ttl_ms":15000,"max_ttl_ms":600000,"max_leases_per_holder":16,"expiry_sweep":"500ms","reclaim_expired":true,"grace_ms":1000}}`,
 }
@@ -123,6 +124,10 @@ func TestRoutingAccessors(t *testing.T) {
 	if !reflect.DeepEqual(p.Keys(), []string{"lease/db-primary", "holder/node-1"}) {
 		t.Fatalf("lease.expiry keys: %v", p.Keys())
 	}
+	p = parse(t, NameHolderControl, `{"holder_id":"h1","action":"evict"}`)
+	if p.TargetState() != "LOST" {
+		t.Fatalf("holder.control evict: to %q", p.TargetState())
+	}
 	p = parse(t, NameLeaseControl, `{"lease_id":"l1","action":"retire"}`)
 	if p.TargetState() != "RETIRED" || p.InstanceKey() != "l1" {
 		t.Fatalf("lease.control retire: to %q inst %q", p.TargetState(), p.InstanceKey())
@@ -147,7 +152,7 @@ func TestClassificationIsExhaustive(t *testing.T) {
 	want := map[string]ir.Class{
 		NameLeaseControl: ir.ClassRequest, NameLeaseAcquire: ir.ClassRequest, NameLeaseRelease: ir.ClassRequest,
 		NameLeaseRenew: ir.ClassRequest, NameHolderRegister: ir.ClassRequest, NameHolderControl: ir.ClassRequest,
-		NameLeaseExpiry: ir.ClassFact, NameHolderHeartbeat: ir.ClassFact, NameHolderSessionLost: ir.ClassFact,
+		NameLeaseExpiry: ir.ClassFact, NameHolderHeartbeat: ir.ClassFact, NameHolderSessionLost: ir.ClassFact, NameHolderShutdown: ir.ClassFact,
 		NameLeaseGrantBatch: ir.ClassReceipt, NameLeasesConfig: ir.ClassConfig,
 	}
 	if len(cat.Types()) != len(want) {

@@ -1652,11 +1652,11 @@ func (p *HolderRegister) Items() []ir.Payload {
 }
 
 // HolderControl is the payload of entry type "holder.control" (class request, type number 6).
-// Deregister a holder that holds no lease; its ID is never used again.
+// Deregister a holder that holds no lease (its ID is never used again), or evict it: its session ends as if lost.
 type HolderControl struct {
 	// required, string, =~"^[a-z0-9][a-z0-9._-]{0,62}$"
 	HolderID string `json:"holder_id"`
-	// required, string, one of "deregister"
+	// required, string, one of "deregister" | "evict"
 	Action string `json:"action"`
 	// optional, string, max length 1024
 	Reason *string `json:"reason,omitempty"`
@@ -1725,8 +1725,8 @@ func (p *HolderControl) Validate() error {
 	if !matchPattern0(p.HolderID) {
 		return fieldErr(NameHolderControl, "holder_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.HolderID)+" (fix: change the value to match)")
 	}
-	if p.Action != "deregister" {
-		return fieldErr(NameHolderControl, "action", "\"deregister\"", "must be one of \"deregister\", got "+quoteTrunc(p.Action)+" (fix: use one of the listed values)")
+	if p.Action != "deregister" && p.Action != "evict" {
+		return fieldErr(NameHolderControl, "action", "\"deregister\" | \"evict\"", "must be one of \"deregister\" | \"evict\", got "+quoteTrunc(p.Action)+" (fix: use one of the listed values)")
 	}
 	if p.Reason != nil {
 		v0 := *p.Reason
@@ -1800,6 +1800,8 @@ func (p *HolderControl) TargetState() string {
 	switch p.Action {
 	case "deregister":
 		return "DEREGISTERED"
+	case "evict":
+		return "LOST"
 	}
 	return ""
 }
@@ -2942,5 +2944,184 @@ func (p *LeasesConfig) IdempotencyKey() string { return "" }
 
 // Items returns the carried items (nil unless the type is a receipt).
 func (p *LeasesConfig) Items() []ir.Payload {
+	return nil
+}
+
+// HolderShutdown is the payload of entry type "holder.shutdown" (class fact, type number 12).
+// A holder reports that it shut down cleanly: every lease it held is released and it is gone for good.
+type HolderShutdown struct {
+	// required, string, =~"^[a-z0-9][a-z0-9._-]{0,62}$"
+	ReportID string `json:"report_id"`
+	// required, string, =~"^[a-z0-9][a-z0-9._-]{0,62}$"
+	HolderID string `json:"holder_id"`
+	// required, uint
+	Seq uint64 `json:"seq"`
+	// optional, string, max length 1024
+	Reason *string `json:"reason,omitempty"`
+}
+
+var knownHolderShutdown = []string{"report_id", "holder_id", "seq", "reason"}
+
+func (p *HolderShutdown) decodeJSON(typ, prefix string, data []byte) error {
+	var seen [4]bool
+	err := eachField(typ, prefix, data, func(key, val []byte) error {
+		switch string(key) {
+		case "report_id":
+			if seen[0] {
+				return duplicateField(typ, prefix, string(key))
+			}
+			seen[0] = true
+			v0, err := jsonString(typ, prefix, "report_id", val)
+			if err != nil {
+				return err
+			}
+			p.ReportID = v0
+		case "holder_id":
+			if seen[1] {
+				return duplicateField(typ, prefix, string(key))
+			}
+			seen[1] = true
+			v0, err := jsonString(typ, prefix, "holder_id", val)
+			if err != nil {
+				return err
+			}
+			p.HolderID = v0
+		case "seq":
+			if seen[2] {
+				return duplicateField(typ, prefix, string(key))
+			}
+			seen[2] = true
+			v0, err := jsonUint(typ, prefix, "seq", val)
+			if err != nil {
+				return err
+			}
+			p.Seq = v0
+		case "reason":
+			if seen[3] {
+				return duplicateField(typ, prefix, string(key))
+			}
+			seen[3] = true
+			v0, err := jsonString(typ, prefix, "reason", val)
+			if err != nil {
+				return err
+			}
+			p.Reason = &v0
+		default:
+			return unknownField(typ, prefix, string(key), knownHolderShutdown)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if !seen[0] {
+		return missingField(typ, prefix, "report_id")
+	}
+	if !seen[1] {
+		return missingField(typ, prefix, "holder_id")
+	}
+	if !seen[2] {
+		return missingField(typ, prefix, "seq")
+	}
+	return nil
+}
+
+var _ ir.Payload = (*HolderShutdown)(nil)
+
+// EntryType returns "holder.shutdown".
+func (p *HolderShutdown) EntryType() string { return NameHolderShutdown }
+
+// Validate checks every constraint the schema declares for holder.shutdown.
+func (p *HolderShutdown) Validate() error {
+	if !matchPattern0(p.ReportID) {
+		return fieldErr(NameHolderShutdown, "report_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.ReportID)+" (fix: change the value to match)")
+	}
+	if !matchPattern0(p.HolderID) {
+		return fieldErr(NameHolderShutdown, "holder_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.HolderID)+" (fix: change the value to match)")
+	}
+	if p.Reason != nil {
+		v0 := *p.Reason
+		if n := utf8.RuneCountInString(v0); n > 1024 {
+			return fieldErr(NameHolderShutdown, "reason", "strings.MaxRunes(1024)", fmt.Sprintf("must have at most 1024 characters, has %d (fix: shorten or lengthen the value)", n))
+		}
+	}
+	return nil
+}
+
+// AppendBinary appends the stable binary encoding of the payload.
+func (p *HolderShutdown) AppendBinary(b []byte) ([]byte, error) {
+	return p.appendTo(b), nil
+}
+
+func (p *HolderShutdown) appendTo(b []byte) []byte {
+	b = appendString(b, p.ReportID)
+	b = appendString(b, p.HolderID)
+	b = binary.AppendUvarint(b, p.Seq)
+	if p.Reason != nil {
+		b = append(b, 1)
+		b = appendString(b, *p.Reason)
+	} else {
+		b = append(b, 0)
+	}
+	return b
+}
+
+func (p *HolderShutdown) decodeBinary(d *decoder) {
+	p.ReportID = d.str("report_id")
+	p.HolderID = d.str("holder_id")
+	p.Seq = d.uvarint("seq")
+	if d.flag("reason") {
+		v0 := d.str("reason")
+		p.Reason = &v0
+	}
+}
+
+func parseBinaryHolderShutdown(data []byte) (ir.Payload, error) {
+	p := new(HolderShutdown)
+	d := decoder{b: data, typ: NameHolderShutdown}
+	p.decodeBinary(&d)
+	if err := d.finish(); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func parseJSONHolderShutdown(data []byte) (ir.Payload, error) {
+	p := new(HolderShutdown)
+	if err := p.decodeJSON(NameHolderShutdown, "", data); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Keys renders the key templates [holder/{holder_id}].
+func (p *HolderShutdown) Keys() []string {
+	return []string{"holder/" + p.HolderID}
+}
+
+// InstanceKey is the machine key of the payload.
+func (p *HolderShutdown) InstanceKey() string { return p.HolderID }
+
+// TargetState is the state the entry moves its instance to ("" for none).
+func (p *HolderShutdown) TargetState() string {
+	return "DEREGISTERED"
+}
+
+// Order is the per-instance order of the payload (ok=false for none).
+func (p *HolderShutdown) Order() (uint64, bool) {
+	return p.Seq, true
+}
+
+// IdempotencyKey is the value of the payload's id field ("" for none).
+func (p *HolderShutdown) IdempotencyKey() string { return p.ReportID }
+
+// Items returns the carried items (nil unless the type is a receipt).
+func (p *HolderShutdown) Items() []ir.Payload {
 	return nil
 }
