@@ -99,9 +99,9 @@ func (n *Node) proposeErr(err error) error {
 	switch {
 	case errors.Is(err, raft.ErrProposalDropped):
 		if n.leader.Load() == raft.None {
-			return fmt.Errorf("raftstore: propose: %w", kv.ErrNoLeader)
+			return n.mdropped(fmt.Errorf("raftstore: propose: %w", kv.ErrNoLeader))
 		}
-		return fmt.Errorf("raftstore: propose: %w", kv.ErrDropped)
+		return n.mdropped(fmt.Errorf("raftstore: propose: %w", kv.ErrDropped))
 	case errors.Is(err, raft.ErrStopped):
 		return n.stopErr()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
