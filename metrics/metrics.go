@@ -88,6 +88,21 @@ func New() *Metrics {
 	return m
 }
 
+// Outcomes lists the outcome label values of writ_entries_total.
+var Outcomes = []string{"COMMITTED", "REJECTED", "UNAVAILABLE", "UNCERTAIN", "RECEIVED", "duplicate", "stale", "quarantined"}
+
+// DeclareTypes creates the writ_entries_total series of every declared
+// type (name → class) at zero, so that dashboards and rate() see a series
+// before its first entry; it also creates the "validation" refusal series.
+func (m *Metrics) DeclareTypes(types map[string]string) {
+	for typ, class := range types {
+		for _, o := range Outcomes {
+			m.outcomes.WithLabelValues(typ, class, o)
+		}
+	}
+	m.admission.WithLabelValues("validation")
+}
+
 // Registry is where the families live (for extra collectors).
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 

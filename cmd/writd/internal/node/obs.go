@@ -38,6 +38,11 @@ func (n *Node) initObs(cfg *config.Node) {
 	n.obs.stop = make(chan struct{})
 	if cfg.MetricsAddr != "" || cfg.Dev {
 		n.obs.m = metrics.New()
+		types := map[string]string{}
+		for _, d := range n.cat.Types() {
+			types[d.Name] = d.Class.String()
+		}
+		n.obs.m.DeclareTypes(types)
 	}
 }
 
