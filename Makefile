@@ -5,6 +5,12 @@ PKGS      := ./...
 RACE      ?= -race
 TESTFLAGS ?= -timeout 20m
 export PATH := $(PATH):$(shell $(GO) env GOPATH)/bin
+# Version stamping (see package version); override VERSION for a release.
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+DATE      ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+VPKG      := github.com/writ-dev/writ/version
+LDFLAGS   := -X $(VPKG).version=$(VERSION) -X $(VPKG).commit=$(COMMIT) -X $(VPKG).date=$(DATE)
 
 .PHONY: all build demo test unit verify fmt vet staticcheck tidy-check gen gen-check bench soak clean
 
@@ -12,7 +18,7 @@ all: build
 
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/... ./examples/jobs/cmd/writ-jobs
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/... ./examples/jobs/cmd/writ-jobs
 
 demo: build
 	KEEP=$(KEEP) BIN=$(BIN) ./scripts/demo.sh

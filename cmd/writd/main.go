@@ -72,6 +72,7 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 		},
 	}
 	config.AddFlags(root.Flags())
+	addVersion(root, jobsgen.Catalog().Fingerprint())
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

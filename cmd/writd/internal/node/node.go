@@ -27,10 +27,11 @@ import (
 	"github.com/writ-dev/writ/plugins/host"
 	"github.com/writ-dev/writ/raftstore"
 	"github.com/writ-dev/writ/schema/ir"
+	"github.com/writ-dev/writ/version"
 )
 
-// Version is reported in Status and gossip tags.
-var Version = "dev"
+// Version is reported in Status and gossip tags (see package version).
+var Version = version.Get().Version
 
 // Options are what the caller supplies besides the configuration.
 type Options struct {
