@@ -1702,7 +1702,7 @@ func (p *Pipeline) finishLocked(e *entry, out Outcome) {
 	if e.receiptItem && out.Status != StatusCommitted && out.Index == 0 {
 		// Nobody waits for a receipt item and nothing was recorded in the
 		// log: say so loudly (the scheduler sees no outcome on the watch).
-		p.lg.Warn("pipeline: receipt item not appended", "id", e.userID, "type", e.typ, "status", out.Status.String(), "reason", out.Reason)
+		p.lg.Warn("pipeline: receipt item not appended", "request_id", e.userID, "type", e.typ, "status", out.Status.String(), "reason", out.Reason)
 	}
 	if out.Verdict == VerdictNone && out.Status == StatusCommitted {
 		out.Verdict = e.verdict

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -149,7 +151,7 @@ func bench(t *testing.T, bin, addr string, args ...string) string {
 // the ones load moves are non-zero, then checks the health endpoints and
 // the gRPC health service, and that /readyz flips when quorum is lost.
 func TestCluster_MetricsAndHealth(t *testing.T) {
-	c := newMetricsCluster(t, []string{"--raft-snapshot-entries", "500"}, "127.0.17.1", "127.0.17.2", "127.0.17.3")
+	c := newMetricsCluster(t, []string{"--raft-snapshot-entries", "500", "--log-format", "json"}, "127.0.17.1", "127.0.17.2", "127.0.17.3")
 	for _, p := range c.nodes {
 		for _, path := range []string{"/livez", "/readyz", "/healthz"} {
 			if code, body := httpGet(t, "http://"+p.host+":7079"+path); code != http.StatusOK || strings.TrimSpace(body) != "ok" {
@@ -287,4 +289,46 @@ func TestCluster_MetricsAndHealth(t *testing.T) {
 	if v := total(scrape(t, survivor)["writ_ready"], nil); v != 0 {
 		t.Fatalf("writ_ready %v after quorum loss, want 0", v)
 	}
+	checkJSONLogs(t, c)
+}
+
+// checkJSONLogs: every JSON log line the nodes wrote carries each key once.
+func checkJSONLogs(t *testing.T, c *cluster) {
+	t.Helper()
+	lines := 0
+	for _, p := range c.nodes {
+		b, err := os.ReadFile(p.dir + ".log")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if !strings.HasPrefix(line, "{") {
+				continue // the start-up banner on stdout
+			}
+			lines++
+			dec := json.NewDecoder(strings.NewReader(line))
+			if _, err := dec.Token(); err != nil {
+				t.Fatalf("%s: %q: %v", p.name, line, err)
+			}
+			seen := map[string]bool{}
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					t.Fatalf("%s: %q: %v", p.name, line, err)
+				}
+				var v json.RawMessage
+				if err := dec.Decode(&v); err != nil {
+					t.Fatalf("%s: %q: %v", p.name, line, err)
+				}
+				if seen[k.(string)] {
+					t.Errorf("%s: key %q twice on %s", p.name, k, line)
+				}
+				seen[k.(string)] = true
+			}
+		}
+	}
+	if lines < 10 {
+		t.Fatalf("only %d JSON log lines: is --log-format json applied?", lines)
+	}
+	t.Logf("%d JSON log lines, each key once", lines)
 }
