@@ -75,7 +75,7 @@ func (n *Node) Propose(ctx context.Context, batch []kv.Command) (kv.Proposal, er
 		}
 	}
 	if n.leader.Load() == raft.None {
-		return nil, fmt.Errorf("raftstore: propose: %w", kv.ErrNoLeader)
+		return nil, n.mdropped(fmt.Errorf("raftstore: propose: %w", kv.ErrNoLeader))
 	}
 	req := n.reqSeq.Add(1)
 	p := &proposal{n: n, req: req, done: make(chan struct{}), ids: make([]string, len(batch))}
