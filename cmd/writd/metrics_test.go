@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -257,11 +259,36 @@ func TestCluster_MetricsAndHealth(t *testing.T) {
 		return
 	}
 
+	// A plugin crash: the host restarts it; the restart is counted and the
+	// plugin is healthy again.
+	victim := c.nodes[2]
+	if r := total(scrape(t, victim)["writ_plugin_restarts_total"], nil); r != 0 {
+		t.Fatalf("plugin restarts %v before any crash", r)
+	}
+	pid := childPID(t, victim.cmd.Process.Pid, "writ-jobs")
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		f := scrape(t, victim)
+		r := total(f["writ_plugin_restarts_total"], map[string]string{"plugin": "writ-jobs"})
+		h := total(f["writ_plugin_healthy"], map[string]string{"plugin": "writ-jobs"})
+		if r >= 1 && h == 1 {
+			t.Logf("plugin killed: restarts %v, healthy %v", r, h)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after killing the plugin: restarts %v healthy %v (want >= 1 and 1 within 20s)", r, h)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
 	// Quorum loss: kill two of three; the survivor's /readyz says why.
 	survivor := c.nodes[0]
 	c.kill(c.nodes[1])
 	c.kill(c.nodes[2])
-	deadline := time.Now().Add(20 * time.Second)
+	deadline = time.Now().Add(20 * time.Second)
 	for {
 		code, body := httpGet(t, "http://"+survivor.host+":7079/readyz")
 		if code == http.StatusServiceUnavailable && strings.Contains(body, "no raft leader") {
@@ -290,6 +317,37 @@ func TestCluster_MetricsAndHealth(t *testing.T) {
 		t.Fatalf("writ_ready %v after quorum loss, want 0", v)
 	}
 	checkJSONLogs(t, c)
+}
+
+// childPID finds the child process of parent named name (/proc scan).
+func childPID(t *testing.T, parent int, name string) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		s := string(b)
+		open, closeP := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || closeP < 0 {
+			continue
+		}
+		f := strings.Fields(s[closeP+1:])
+		if len(f) > 1 && s[open+1:closeP] == name && f[1] == strconv.Itoa(parent) {
+			return pid
+		}
+	}
+	t.Fatalf("no %s child of pid %d", name, parent)
+	return 0
 }
 
 // checkJSONLogs: every JSON log line the nodes wrote carries each key once.

@@ -131,6 +131,7 @@ func (n *Node) startObs(cfg *config.Node) error {
 	}
 	srv, err := metrics.Serve(metrics.ServerConfig{Addr: addr, Metrics: n.obs.m, Ready: n.ready, Health: n.healthz, Pprof: cfg.Pprof})
 	if err != nil {
+		n.stopObs()
 		return startErr("metrics.addr %s: %v: stop whatever uses it or set metrics.addr (flag --metrics-addr)", addr, unwrapNet(err))
 	}
 	n.obs.srv = srv
