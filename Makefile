@@ -7,6 +7,12 @@ TESTFLAGS ?= -timeout 20m
 # LEASES is the second example domain (a lease/lock service).
 LEASES    := examples/leases
 export PATH := $(PATH):$(shell $(GO) env GOPATH)/bin
+# Version stamping (see package version); override VERSION for a release.
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+DATE      ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+VPKG      := github.com/writ-dev/writ/version
+LDFLAGS   := -X $(VPKG).version=$(VERSION) -X $(VPKG).commit=$(COMMIT) -X $(VPKG).date=$(DATE)
 
 .PHONY: all build demo test unit verify fmt vet staticcheck tidy-check gen gen-check bench soak clean
 
@@ -14,8 +20,8 @@ all: build
 
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/... ./examples/jobs/cmd/writ-jobs
-	$(GO) build -o $(BIN)/writ-leases ./examples/leases/cmd/writ-leases
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/... ./examples/jobs/cmd/writ-jobs
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/writ-leases ./examples/leases/cmd/writ-leases
 
 demo: build
 	KEEP=$(KEEP) BIN=$(BIN) ./scripts/demo.sh

@@ -231,7 +231,7 @@ func (s *Server) Submit(ctx context.Context, r *writv1.SubmitRequest) (*writv1.S
 		if reachedLeader(ferr) {
 			return resp, ferr
 		}
-		s.log.Info("api: leader unreachable, processing locally", "leader_api", addr, "err", ferr)
+		s.log.Info("api: leader unreachable, processing locally", "request_id", e.ID, "type", e.Type, "leader_api", addr, "err", ferr)
 	}
 	res := s.cfg.Writer.Submit(ctx, e, time.Duration(r.GetTimeoutMs())*time.Millisecond)
 	if res.ID == "" {
@@ -278,7 +278,7 @@ func (s *Server) Deliver(ctx context.Context, r *writv1.DeliverRequest) (*writv1
 		if reachedLeader(ferr) {
 			return resp, ferr
 		}
-		s.log.Info("api: leader unreachable, processing locally", "leader_api", addr, "err", ferr)
+		s.log.Info("api: leader unreachable, processing locally", "request_id", e.ID, "type", e.Type, "leader_api", addr, "err", ferr)
 	}
 	res, err := s.cfg.Writer.Deliver(ctx, e)
 	if err != nil {

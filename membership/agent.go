@@ -570,6 +570,13 @@ func (w *logWriter) Write(p []byte) (int, error) {
 		case strings.Contains(s, "[WARN]"):
 			level = slog.LevelWarn
 		}
+		// the level is the record's; the tag is not repeated in the message
+		for _, tag := range []string{"[INFO] ", "[WARN] ", "[ERR] ", "[ERROR] "} {
+			if i := strings.Index(s, tag); i >= 0 {
+				s = s[:i] + s[i+len(tag):]
+				break
+			}
+		}
 		w.a.log.Log(context.Background(), level, "membership: gossip: "+s)
 	}
 	return len(p), nil

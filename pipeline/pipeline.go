@@ -84,6 +84,8 @@ type Config struct {
 	// order, only after a configuration activation is applied (W5). It runs
 	// on the apply path and must not block.
 	OnConfigActivated func(ConfigActivation)
+	// Metrics, if set, receives stage timings and outcome counts.
+	Metrics Metrics
 }
 
 // TraceEvent is one stage transition, for instrumentation and scenario
@@ -134,6 +136,9 @@ type entry struct {
 	mkey    string
 	keys    []string
 	keyBuf  [3]string // backs keys when they fit
+
+	tm     *reqTiming // stage times of a request (only when measured)
+	waited bool       // has waited for a key latch (counted once)
 
 	deadline  time.Duration // since Pipeline.epoch (see deadlineAt); 0: none (facts)
 	attempt   uint64
@@ -537,6 +542,7 @@ func reject(typ, field, rule, msg string) Outcome {
 
 // parse is the validate stage.
 func (p *Pipeline) parse(en Entry) (parsed, *Outcome) {
+	defer p.mstage(stageValidate, p.mstart())
 	var ps parsed
 	if len(en.Payload) > p.cfg.MaxPayload {
 		o := reject(en.Type, "payload", "size <= "+strconv.Itoa(p.cfg.MaxPayload),
@@ -825,6 +831,7 @@ func verbFor(c ir.Class) string {
 }
 
 func (p *Pipeline) traceReject(en Entry, o *Outcome) {
+	p.mrefused(en.Type, "validation")
 	if p.cfg.Trace == nil {
 		return
 	}
@@ -843,6 +850,7 @@ func (p *Pipeline) startRequest(ctx context.Context, ps parsed, receiptItem, wai
 	// flight.
 	e := p.newEntry(kindRequest, ps, "req:", ps.id)
 	e.deadline = p.deadlineAt(deadline)
+	e.tm = p.mtiming(now)
 	e.receiptItem = receiptItem
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -897,6 +905,7 @@ func (p *Pipeline) acceptFacts(facts []parsed) error {
 	if err := p.outbox.AddBatch(items); err != nil {
 		return fmt.Errorf("pipeline: %d fact(s) not accepted: %w", len(items), err)
 	}
+	p.mreceived(es)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, e := range es {
@@ -1057,6 +1066,7 @@ func (p *Pipeline) latchLocked(e *entry) bool {
 	blocked := len(p.blocked) > 0
 	for _, k := range e.keys {
 		if h := p.latches[k]; (h != nil && h != e) || (blocked && p.blocked[k]) {
+			p.mlatch(e)
 			return false
 		}
 	}
@@ -1142,7 +1152,9 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 		for _, i := range evalIdx {
 			p.traceLocked("evaluate", batch[i], 0, "")
 		}
+		t0 := p.mstart()
 		results, err := p.eval.Evaluate(ctx, items)
+		p.mbatch(stageEvaluate, t0, batch)
 		if err == nil && len(results) != len(items) {
 			err = fmt.Errorf("evaluator returned %d results for %d items", len(results), len(items))
 		}
@@ -1188,7 +1200,9 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 	var prop kv.Proposal
 	var perr error
 	if len(cmds) > 0 {
+		t0 := p.mstart()
 		prop, perr = log.Propose(ctx, cmds)
+		p.mbatch(stageAppend, t0, batch)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -1306,7 +1320,9 @@ func (p *Pipeline) await(ctx context.Context, prop kv.Proposal, entries []*entry
 	defer p.awaitWG.Done()
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.CommitTimeout+p.cfg.ConfigTimeout)
 	defer cancel()
+	t0 := p.mstart()
 	res, err := prop.Wait(ctx)
+	p.mstage(stageCommitWait, t0)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err != nil {
@@ -1686,13 +1702,14 @@ func (p *Pipeline) finishLocked(e *entry, out Outcome) {
 	if e.receiptItem && out.Status != StatusCommitted && out.Index == 0 {
 		// Nobody waits for a receipt item and nothing was recorded in the
 		// log: say so loudly (the scheduler sees no outcome on the watch).
-		p.lg.Warn("pipeline: receipt item not appended", "id", e.userID, "type", e.typ, "status", out.Status.String(), "reason", out.Reason)
+		p.lg.Warn("pipeline: receipt item not appended", "request_id", e.userID, "type", e.typ, "status", out.Status.String(), "reason", out.Reason)
 	}
 	if out.Verdict == VerdictNone && out.Status == StatusCommitted {
 		out.Verdict = e.verdict
 	}
 	e.replied = true
 	e.out = out
+	p.mfinished(e, out)
 	if e.kind != kindConfig || out.Status != StatusUncertain {
 		e.finished = true
 		p.unlatchLocked(e)
@@ -2148,6 +2165,7 @@ func (p *Pipeline) resolveLocked(e *entry, cmd *kv.Command, res kv.Result) {
 
 // factDoneLocked retires a committed fact from the outbox.
 func (p *Pipeline) factDoneLocked(e *entry, index uint64, why string) {
+	p.mfactDone(e, strings.HasPrefix(why, "vetoed"))
 	e.finished = true
 	p.unlatchLocked(e)
 	p.dropLiveLocked(e)

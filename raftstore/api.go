@@ -75,7 +75,7 @@ func (n *Node) Propose(ctx context.Context, batch []kv.Command) (kv.Proposal, er
 		}
 	}
 	if n.leader.Load() == raft.None {
-		return nil, fmt.Errorf("raftstore: propose: %w", kv.ErrNoLeader)
+		return nil, n.mdropped(fmt.Errorf("raftstore: propose: %w", kv.ErrNoLeader))
 	}
 	req := n.reqSeq.Add(1)
 	p := &proposal{n: n, req: req, done: make(chan struct{}), ids: make([]string, len(batch))}
@@ -99,9 +99,9 @@ func (n *Node) proposeErr(err error) error {
 	switch {
 	case errors.Is(err, raft.ErrProposalDropped):
 		if n.leader.Load() == raft.None {
-			return fmt.Errorf("raftstore: propose: %w", kv.ErrNoLeader)
+			return n.mdropped(fmt.Errorf("raftstore: propose: %w", kv.ErrNoLeader))
 		}
-		return fmt.Errorf("raftstore: propose: %w", kv.ErrDropped)
+		return n.mdropped(fmt.Errorf("raftstore: propose: %w", kv.ErrDropped))
 	case errors.Is(err, raft.ErrStopped):
 		return n.stopErr()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -73,6 +73,8 @@ type Config struct {
 	// and an empty batch: the entries a snapshot covers are not applied,
 	// nor reported, one by one.
 	Observer kv.ApplyObserver
+	// Metrics, if set, receives the node's measurements.
+	Metrics Metrics
 	// Logger receives structured logs (default slog.Default()).
 	Logger *slog.Logger
 

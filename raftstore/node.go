@@ -190,6 +190,7 @@ func Start(c Config) (*Node, error) {
 	}
 	// The transport starts after raft: it steps incoming messages into it.
 	n.tr = newTransport(n.id, lis, cfg.SendQueue, cfg.MaxBatchBytes, n, n.log)
+	n.tr.metrics = cfg.Metrics
 	if cfg.hooks != nil {
 		n.tr.drop = cfg.hooks.dropMessage
 	}
@@ -244,6 +245,7 @@ func (n *Node) open() error {
 		return err
 	}
 	n.st = st
+	st.onCommit = n.stateCommitHook()
 	applied, members, err := st.load()
 	if err != nil {
 		return err
@@ -409,7 +411,7 @@ var errStopping = errors.New("raftstore: stopping")
 
 func (n *Node) handleReady(rd raft.Ready) error {
 	if rd.SoftState != nil {
-		n.leader.Store(rd.SoftState.Lead)
+		n.mleader(n.leader.Swap(rd.SoftState.Lead), rd.SoftState.Lead)
 		n.isLeader.Store(rd.SoftState.RaftState == raft.StateLeader)
 	}
 	if rd.HardState != nil {
@@ -691,6 +693,7 @@ func (n *Node) applyEntries(ents []*raftpb.Entry) error {
 	if len(ents) == 0 {
 		return nil
 	}
+	defer n.mapply(time.Now())
 	cur := n.applied.Load()
 	last := ents[len(ents)-1].GetIndex()
 	var done []appliedEntry
@@ -968,6 +971,7 @@ func (n *Node) maybeSnapshot() error {
 		return nil
 	}
 	n.confSinceSnap = false
+	defer n.msnapshot(time.Now())
 	// The snapshot is where older WAL entries stop being the only durable
 	// copy of the state: make the state durable first. The state database
 	// itself is the snapshot's data; the snapshot records only where it

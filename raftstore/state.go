@@ -60,6 +60,8 @@ type stateDB struct {
 	wtx     *bolt.Tx
 	pending int       // entries applied into wtx
 	opened  time.Time // when wtx began
+	// onCommit, if set, is told how long each commit took (metrics).
+	onCommit func(time.Duration)
 
 	// The overlay: every key and outcome wtx changed, as its encoded bbolt
 	// value (nil: deleted). Readers hold ovMu.RLock across the overlay
@@ -156,7 +158,11 @@ func (s *stateDB) commitLocked() error {
 	if s.wtx == nil {
 		return nil
 	}
+	t0 := time.Now()
 	err := s.wtx.Commit()
+	if s.onCommit != nil {
+		s.onCommit(time.Since(t0))
+	}
 	s.wtx, s.pending = nil, 0
 	s.clearOverlay()
 	if err != nil {

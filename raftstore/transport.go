@@ -90,6 +90,7 @@ type transport struct {
 	maxBatch int
 	h        raftHandler
 	log      *slog.Logger
+	metrics  Metrics // nil: not measured
 	// drop, if set (tests only, before the first send), drops outgoing
 	// messages it returns true for, like a lost packet.
 	drop func(m *raftpb.Message) bool
@@ -165,6 +166,9 @@ func (t *transport) serve(ss grpc.ServerStream) error {
 		if err != nil {
 			t.log.Warn("raftstore: transport: dropping malformed frame", "err", err)
 			return err
+		}
+		if len(msgs) > 0 {
+			t.mreceived(msgs[0].GetFrom(), len(msgs), len(frame))
 		}
 		for _, m := range msgs {
 			if m.GetType() == raftpb.MsgProp {
@@ -487,6 +491,7 @@ func (p *peer) pump(stream grpc.ClientStream, pending *[]*raftpb.Message) error 
 		if err := stream.SendMsg(&buf); err != nil {
 			return err
 		}
+		p.t.msent(p.id, len(batch), len(buf))
 		*pending = nil
 		if hasSnap {
 			p.t.h.reportSnapshot(p.id, raft.SnapshotFinish)

@@ -20,6 +20,9 @@ commands:
   conformance [flags]
          run the conformance suite (see docs/conformance.md)
   table  print the classification table of the embedded jobs schema
+  version
+         print the build (module version, commit, date) and the embedded
+         schema's fingerprint (also --version)
 `
 
 func main() {
@@ -46,6 +49,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "writ schema: want `writ schema diff OLD NEW`\n%s", usage)
 		return 2
+	case "version", "--version":
+		return cmdVersion(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -110,6 +110,7 @@ func (a *app) root() *cobra.Command {
 	pf.StringVar(&a.addr, "addr", DefaultAddr, "writd API address host:port (env WRITCTL_ADDR)")
 	pf.StringVarP(&a.output, "output", "o", "text", "output format: text or json")
 	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "deadline for each call")
+	addVersion(root)
 	root.AddCommand(a.statusCmd(), a.membersCmd(), a.submitCmd(), a.reportCmd(), a.deliverCmd(), a.watchCmd(),
 		a.getCmd(), a.listCmd(), a.outcomeCmd(), a.factsCmd(), a.conflictsCmd(), a.pluginsCmd(), a.configCmd(), a.benchCmd(), a.keyringCmd())
 	return root
@@ -282,6 +283,7 @@ func (a *app) statusCmd() *cobra.Command {
 			fmt.Fprintf(w, "outbox\t%d facts\n", s.OutboxDepth)
 			fmt.Fprintf(w, "conflicts\t%d open\n", s.OpenConflicts)
 			fmt.Fprintf(w, "schema\t%s\n", s.SchemaFingerprint)
+			fmt.Fprintf(w, "version\t%s\n", s.Version)
 			return w.Flush()
 		},
 	}

@@ -45,6 +45,9 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 			}
 			fmt.Fprintf(stdout, "writd %s %s (%s)\n  api     %s\n  raft    %s\n  gossip  %s\n  data    %s\n  try     writctl --addr %s status\n",
 				cfg.NodeID, node.Version, mode, n.APIAddr(), n.RaftAddr(), n.GossipAddr(), data, n.APIAddr())
+			if a := n.MetricsAddr(); a != "" {
+				fmt.Fprintf(stdout, "  metrics http://%s/metrics (health: /livez /readyz /healthz)\n", a)
+			}
 			sig := make(chan os.Signal, 2)
 			signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 			defer signal.Stop(sig)
@@ -69,6 +72,7 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 		},
 	}
 	config.AddFlags(root.Flags())
+	addVersion(root, jobsgen.Catalog().Fingerprint())
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

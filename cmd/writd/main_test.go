@@ -41,6 +41,8 @@ func TestBadInputOneLine(t *testing.T) {
 		{"unknown env", nil, []string{"WRIT_NODE_NAME=x"}, []string{"WRIT_NODE_NAME", "unknown variable"}},
 		{"bad duration", []string{"--pipeline-commit-timeout", "soon"}, nil, []string{"pipeline.commit_timeout", "not a duration"}},
 		{"bad port", []string{"--api-addr", "127.0.0.1:70000"}, nil, []string{"api.addr", "65535"}},
+		{"bad metrics port", []string{"--metrics-addr", "127.0.0.1:70000"}, nil, []string{"metrics.addr", "65535"}},
+		{"bad pprof switch", []string{"--metrics-addr", "127.0.0.1:0"}, []string{"WRIT_DEBUG_PPROF=maybe"}, []string{"debug.pprof"}},
 		{"port in use", append([]string{"--api-addr", busy.Addr().String(), "--plugins-jobs", "/bin/true"}, base...), nil, []string{"api.addr", "address already in use", "set api.addr"}},
 		{"raft port in use", []string{"--data-dir", data, "--api-addr", "127.0.3.30:0", "--raft-addr", busy.Addr().String(), "--gossip-addr", "127.0.3.30:7072", "--plugins-jobs", "/bin/true"}, nil, []string{"raft.addr", "address already in use"}},
 		{"missing plugin", []string{"--plugins-jobs", filepath.Join(dir, "nope")}, nil, []string{"plugins.jobs", "no such file"}},

@@ -70,6 +70,8 @@ var Keys = []Key{
 	{Name: "plugins.paths_sha256", Kind: List, Default: []string{}, Help: "expected SHA-256 (hex) of each plugins.paths binary, in the same order (empty: pinned at start)"},
 	{Name: "log.level", Kind: String, Default: "info", Help: "debug, info, warn or error"},
 	{Name: "log.format", Kind: String, Default: "text", Help: "text or json"},
+	{Name: "metrics.addr", Kind: String, Default: "", Help: "HTTP listen address for /metrics, /livez, /readyz and /healthz (host:port; empty: off, or a kernel-chosen loopback port in dev mode)"},
+	{Name: "debug.pprof", Kind: Bool, Default: false, Help: "serve net/http/pprof under /debug/pprof/ on the metrics listener"},
 }
 
 func keyByName(name string) (Key, bool) {
@@ -112,6 +114,10 @@ type Node struct {
 	PluginsSHA256    []string
 	LogLevel         string
 	LogFormat        string
+	// MetricsAddr is the metrics and health listener ("": off); Pprof
+	// mounts pprof on it.
+	MetricsAddr string
+	Pprof       bool
 	// File is the configuration file used, if any.
 	File string
 	// Dev is set when no file, variable or flag configured anything.
@@ -631,6 +637,17 @@ func (s source) tuning(n *Node) error {
 	}
 	if n.LogFormat != "text" && n.LogFormat != "json" {
 		return s.fail("log.format", fmt.Sprintf("%q is not a format", n.LogFormat), "use text or json")
+	}
+	if n.MetricsAddr, err = s.str("metrics.addr"); err != nil {
+		return err
+	}
+	if n.MetricsAddr != "" {
+		if n.MetricsAddr, err = s.addr("metrics.addr", true); err != nil {
+			return err
+		}
+	}
+	if n.Pprof, err = s.boolean("debug.pprof"); err != nil {
+		return err
 	}
 	return nil
 }

@@ -27,10 +27,11 @@ import (
 	"github.com/writ-dev/writ/plugins/host"
 	"github.com/writ-dev/writ/raftstore"
 	"github.com/writ-dev/writ/schema/ir"
+	"github.com/writ-dev/writ/version"
 )
 
-// Version is reported in Status and gossip tags.
-var Version = "dev"
+// Version is reported in Status and gossip tags (see package version).
+var Version = version.Get().Version
 
 // Options are what the caller supplies besides the configuration.
 type Options struct {
@@ -58,6 +59,7 @@ type Node struct {
 	gs   *grpc.Server
 	apis *api.Server
 	lis  net.Listener
+	obs  obsState
 
 	mu      sync.Mutex
 	current *config.Node
@@ -94,7 +96,8 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	if cfg.LogFormat == "json" {
 		h = slog.NewJSONHandler(o.LogOutput, hopts)
 	}
-	n.log = slog.New(h).With("node", cfg.NodeID)
+	n.log = slog.New(uniqueKeys(h)).With("node", cfg.NodeID)
+	n.initObs(cfg)
 
 	var cleanup []func()
 	defer func() {
@@ -155,7 +158,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 
 	// 3. pipeline
 	n.pl, err = pipeline.New(pipeline.Config{
-		NodeID: cfg.NodeID, Catalog: n.cat, Evaluator: n.host, DataDir: filepath.Join(n.dataDir, "outbox"),
+		NodeID: cfg.NodeID, Catalog: n.cat, Evaluator: n.evaluator(n.host), Metrics: n.pipelineMetrics(), DataDir: filepath.Join(n.dataDir, "outbox"),
 		CommitTimeout: cfg.CommitTimeout, ConfigTimeout: cfg.ConfigTimeout, MaxBatch: cfg.MaxBatch, RetryMin: cfg.FactRetry, Logger: n.log.With("component", "pipeline"),
 		OnConfigActivated: n.onConfigActivated,
 	})
@@ -169,7 +172,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	n.rs, err = raftstore.Start(raftstore.Config{
 		NodeID: cfg.NodeID, DataDir: filepath.Join(n.dataDir, "raft"), RaftAddr: cfg.RaftAddr, Join: !cfg.Bootstrap,
 		TickInterval: cfg.RaftTick, ElectionTicks: cfg.ElectionTicks, HeartbeatTicks: cfg.HeartbeatTicks,
-		SnapshotCount: cfg.SnapshotEntries, Checker: n.pl.Checker(), Observer: n.pl, Logger: n.log.With("component", "raft"),
+		SnapshotCount: cfg.SnapshotEntries, Checker: n.pl.Checker(), Observer: n.pl, Metrics: n.raftMetrics(), Logger: n.log.With("component", "raft"),
 	})
 	if err != nil {
 		return nil, startErr("raft: %v", err)
@@ -209,6 +212,10 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	}
 	n.gs = grpc.NewServer()
 	n.apis.Register(n.gs)
+	if err := n.startObs(cfg); err != nil {
+		return nil, err
+	}
+	cleanup = append(cleanup, n.stopObs)
 	go func() {
 		if err := n.gs.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			n.fatal <- fmt.Errorf("api: %w", err)
@@ -255,6 +262,7 @@ func (n *Node) Leave() { n.stop(true) }
 func (n *Node) stop(leave bool) {
 	n.stopOnce.Do(func() {
 		close(n.done)
+		n.stopObs()
 		// stop taking new calls, give in-flight ones a moment
 		stopped := make(chan struct{})
 		go func() { n.gs.GracefulStop(); close(stopped) }()
@@ -554,42 +562,6 @@ func dedup(l []string) []string {
 		}
 	}
 	return out
-}
-
-// slogWriter forwards plugin output lines into the node's log.
-type slogWriter struct{ l *slog.Logger }
-
-func (w *slogWriter) Write(p []byte) (int, error) {
-	for _, line := range strings.Split(string(p), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
-		}
-		var hl map[string]any
-		if json.Unmarshal([]byte(line), &hl) != nil {
-			w.l.Info(line)
-			continue
-		}
-		msg, _ := hl["@message"].(string)
-		lvl, _ := hl["@level"].(string)
-		var attrs []any
-		for k, v := range hl {
-			if !strings.HasPrefix(k, "@") {
-				attrs = append(attrs, k, v)
-			}
-		}
-		switch lvl {
-		case "error":
-			w.l.Error(msg, attrs...)
-		case "warn":
-			w.l.Warn(msg, attrs...)
-		case "info":
-			w.l.Info(msg, attrs...)
-		default:
-			w.l.Debug(msg, attrs...)
-		}
-	}
-	return len(p), nil
 }
 
 // The raft node reads an entry's keys in one read transaction.
