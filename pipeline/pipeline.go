@@ -186,6 +186,9 @@ type entryExtra struct {
 	// the entry was in a flush, handled when the flush ends.
 	late       *lateResult
 	timeoutWhy string
+	// hookWait is an activation's apply result parked until the reload
+	// hook for its index has run here (reload.go).
+	hookWait *lateResult
 }
 
 // entryTiming holds an entry's backoff and re-proposal bookkeeping: facts
@@ -287,6 +290,7 @@ type Pipeline struct {
 	outcomes *outcomeCache
 	ring     watchRing
 	applied  uint64
+	rl       reloadState
 	attempts atomic.Uint64
 	flushing bool
 	batchBuf []*entry
@@ -407,6 +411,14 @@ func (p *Pipeline) Checker() *Checker { return p.checker }
 // Start launches the background loop (unless Config.Manual): evaluation
 // batches, proposals, timeouts and the outbox drainer.
 func (p *Pipeline) Start(ctx context.Context) error {
+	if err := p.start(ctx); err != nil {
+		return err
+	}
+	p.reloadAtStart()
+	return nil
+}
+
+func (p *Pipeline) start(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.log == nil {
@@ -1948,10 +1960,11 @@ func (p *Pipeline) Applied(index uint64, batch []kv.Command, results []kv.Result
 		// COMMITTED configuration change has been reloaded on this node.
 		p.mu.Unlock()
 		for _, h := range hooks {
-			p.cfg.OnConfigActivated(h)
+			p.reload(h)
 		}
 		p.mu.Lock()
 	}
+	p.reloadedThroughLocked(index)
 	for i := 0; i < n; i++ {
 		cmd, res := &batch[i], results[i]
 		if res.Index == 0 {
@@ -2004,6 +2017,7 @@ func (p *Pipeline) Restored(index uint64) {
 	if started {
 		p.lg.Info("pipeline: state restored from a snapshot; watchers before it must re-read state", "index", index)
 	}
+	p.reloadRestored(index, started)
 	if started && len(check) > 0 {
 		p.confirmFacts(check)
 	}
