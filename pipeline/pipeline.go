@@ -1509,15 +1509,9 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 				p.rejectPlan(e, "handler internal error: "+r.Err.Msg)
 			}
 		default:
-			if e.kind == kindFact {
-				// A fact happened; the log retains it even when the domain
-				// refuses it.
-				*e.cmd = p.baseCmd(e, VerdictReject, guardInfo{Reason: r.Err.Msg})
-				e.plan = planPropose
-				p.traceLocked("evaluate", e, 0, "handler refused fact: "+r.Err.Msg)
-				return
-			}
-			p.rejectConfirmed(ctx, log, e, r.Err.Msg)
+			// One decision (decision.go): a refused entry moves no
+			// machine; a refused fact is quarantined, and retained.
+			p.declinedPlan(ctx, log, e, own, r.Err.Msg)
 		}
 		return
 	}
@@ -1533,6 +1527,10 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 			}
 		}
 		e.plan = planRequeue
+		return
+	}
+	if own != nil && own.Verdict == VerdictApply && handlerIgnored(r) {
+		p.declinedPlan(ctx, log, e, own, ignoredReason(own))
 		return
 	}
 	need := len(r.Effect.Writes) + 1 + len(r.Transitions)
