@@ -81,7 +81,8 @@ type Config struct {
 	// pipeline's lock held; it must not call back into the pipeline.
 	Trace func(TraceEvent)
 	// OnConfigActivated is the reload hook: called on every node, in log
-	// order, only after a configuration activation is applied (W5). It runs
+	// order, only after a configuration activation is applied (W5), also
+	// when a restored snapshot carried the activation (reload.go). It runs
 	// on the apply path and must not block.
 	OnConfigActivated func(ConfigActivation)
 }
