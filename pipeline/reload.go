@@ -17,22 +17,21 @@ import (
 //   - covered by a snapshot the log installed (a lagging node catching up):
 //     Restored reads the committed tag and runs it when the tag is newer
 //     than the configuration the hook last ran for;
-//   - installed between the log opening and Start: Start does the same.
+//   - in the state the node starts with: Start runs it for the committed
+//     tag, so a node that stopped after applying an activation but before
+//     its hook ran (or installed a snapshot before Start) reloads it too;
+//     for a node that had reloaded it already, this reloads the same
+//     document again.
 //
 // The hook sees generations in increasing order and never the same one
 // twice. A reply to an activation waits until the hook for its index has
 // run here, even when the log wakes the proposal's waiter before it tells
 // the observer.
 type reloadState struct {
-	// mu serialises hook calls and guards gen, opened and openIndex.
+	// mu serialises hook calls and guards gen.
 	mu sync.Mutex
-	// gen is the generation of the newest configuration the hook ran for,
-	// or that the node already had when it started.
+	// gen is the generation of the newest configuration the hook ran for.
 	gen uint64
-	// opened is set when the log reported (Restored before Start) the
-	// state it loaded from disk; openIndex is that state's index.
-	opened    bool
-	openIndex uint64
 
 	// Guarded by Pipeline.mu: through is the log index up to which every
 	// activation's hook has run here; waiting holds activations whose
@@ -75,40 +74,29 @@ func (p *Pipeline) committedActivation(ctx context.Context) (ConfigActivation, b
 }
 
 // reloadRestored runs the hook for an activation that a restored state
-// covers. Before Start it only notes where the loaded state stands.
+// covers. Before Start there is nothing to do: Start reloads the committed
+// configuration.
 func (p *Pipeline) reloadRestored(index uint64, started bool) {
-	if !started {
-		p.rl.mu.Lock()
-		p.rl.opened, p.rl.openIndex = true, index
-		p.rl.mu.Unlock()
-	} else if a, ok := p.committedActivation(context.Background()); ok && !canarySnapshotSkipsReload {
-		if a.Generation > p.reloadedGen() {
-			p.lg.Info("pipeline: the restored state carries a configuration activated while this node lagged; reloading it",
-				"id", a.ID, "generation", a.Generation, "index", a.Index)
+	if started && !canarySnapshotSkipsReload {
+		if a, ok := p.committedActivation(context.Background()); ok {
+			if a.Generation > p.reloadedGen() {
+				p.lg.Info("pipeline: the restored state carries a configuration activated while this node lagged; reloading it",
+					"id", a.ID, "generation", a.Generation, "index", a.Index)
+			}
+			p.reload(a)
 		}
-		p.reload(a)
 	}
 	p.mu.Lock()
 	p.reloadedThroughLocked(index)
 	p.mu.Unlock()
 }
 
-// reloadAtStart settles the configuration the node starts with. One the
-// state loaded from disk already carried is the node's own (it reloaded
-// it before it stopped); one that arrived after the log opened, by a
-// snapshot nobody observed, is reloaded now.
+// reloadAtStart runs the hook for the configuration committed in the state
+// the node starts with: the log cannot say whether the hook ran for it
+// before the node stopped (the state is applied before the observer hears
+// of it), nor whether it came with a snapshot installed before Start.
 func (p *Pipeline) reloadAtStart() {
-	a, ok := p.committedActivation(context.Background())
-	if !ok {
-		return
-	}
-	p.rl.mu.Lock()
-	fromDisk := !p.rl.opened || a.Index <= p.rl.openIndex
-	if fromDisk && a.Generation > p.rl.gen {
-		p.rl.gen = a.Generation
-	}
-	p.rl.mu.Unlock()
-	if !fromDisk && !canarySnapshotSkipsReload {
+	if a, ok := p.committedActivation(context.Background()); ok && !canarySnapshotSkipsReload {
 		p.reload(a)
 	}
 }

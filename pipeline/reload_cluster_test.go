@@ -3,12 +3,16 @@ package pipeline_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/writ-dev/writ/examples/jobs/jobsgen"
 	"github.com/writ-dev/writ/kv"
 	"github.com/writ-dev/writ/pipeline"
+	"github.com/writ-dev/writ/pipeline/pipelinetest"
 	"github.com/writ-dev/writ/raftstore"
 )
 
@@ -106,4 +110,65 @@ func TestLaggingFollowerReloadsAfterSnapshot_RaftCluster(t *testing.T) {
 		t.Fatalf("%s did not catch up by snapshot (restores %v, activation at %d): the test did not exercise the restore", ln.cfg.NodeID, rs, activatedAt)
 	}
 	t.Logf("%s: activation at %d, restores %v, reloads %v", ln.cfg.NodeID, activatedAt, rs, ln.reloads)
+}
+
+// startSingleNode runs a pipeline over a one-voter raftstore in dir
+// (127.0.12.1, kernel-chosen port) until the test ends or stop is called.
+func startSingleNode(t *testing.T, dir string, hook func(pipeline.ConfigActivation)) (p *pipeline.Pipeline, stop func()) {
+	t.Helper()
+	p, err := pipeline.New(pipeline.Config{NodeID: "n1", Catalog: jobsgen.Catalog(), Evaluator: pipelinetest.NewFakeEvaluator(),
+		DataDir: filepath.Join(dir, "pipeline"), CommitTimeout: 10 * time.Second, ConfigTimeout: 10 * time.Second,
+		TickInterval: 5 * time.Millisecond, Logger: quiet(), OnConfigActivated: hook})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.12.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := raftstore.Start(raftstore.Config{NodeID: "n1", DataDir: filepath.Join(dir, "raft"), RaftAddr: l.Addr().String(), Listener: l,
+		Peers: []raftstore.Peer{{ID: "n1", Addr: l.Addr().String()}}, Checker: p.Checker(), Observer: p, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetLog(node)
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	stop = func() { once.Do(func() { p.Stop(); node.Stop(); <-node.Done() }) }
+	t.Cleanup(stop)
+	for deadline := time.Now().Add(10 * time.Second); !node.IsLeader(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no leader")
+		}
+	}
+	return p, stop
+}
+
+// TestReloadAtStartWhenHookNeverRan_Raftstore: the log applies an
+// activation to its state before the observer hears of it, so a node can
+// stop with the activation applied and its hook not run. When it starts
+// again it reloads the committed configuration. Over a real raftstore
+// (bbolt state, WAL) restarted on the same data directory.
+func TestReloadAtStartWhenHookNeverRan_Raftstore(t *testing.T) {
+	dir := t.TempDir()
+	p, stop := startSingleNode(t, dir, nil) // no hook: as if the node stopped before it ran
+	doc := `{"version":"3","settings":{"commit_timeout":"5s","max_batch":64,"log_level":"debug"}}`
+	if o := p.ConfigUpgrade(context.Background(), pipeline.Entry{Type: "cluster.config", ID: "v3", Payload: []byte(doc)}); o.Status != pipeline.StatusCommitted {
+		t.Fatalf("config upgrade: %s", o)
+	}
+	stop()
+	var mu sync.Mutex
+	var reloads []string
+	startSingleNode(t, dir, func(a pipeline.ConfigActivation) {
+		mu.Lock()
+		reloads = append(reloads, fmt.Sprintf("%s@%d", a.ID, a.Generation))
+		mu.Unlock()
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(reloads) != "[v3@1]" {
+		t.Fatalf("after restart the reload hook ran for %v, want [v3@1]: the node never reloaded its committed configuration", reloads)
+	}
 }
