@@ -29,6 +29,8 @@ var canaries = []struct {
 	{"canary_ackbeforefsync", "property.fact-ack-durable", CodeFactAckBeforeDurable, 300, true},
 	// pipeline.Decide lets an instance leave a terminal state.
 	{"canary_guardterminalexit", "property.guard-sequences", CodeTerminalLeft, 2000, false},
+	// A node restored from a snapshot does not reload the activation it covers.
+	{"canary_snapshotskipsreload", "property.reload-after-snapshot", CodeReloadSkipped, 20, false},
 	// The classification table the suite sees lacks the first fact type.
 	{"canary_tablemissingtype", "static.table-complete", CodeTableMissingType, 0, false},
 }

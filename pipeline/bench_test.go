@@ -22,12 +22,19 @@ type nopEvaluator struct{ res []pipeline.EvalResult }
 
 func (n *nopEvaluator) Evaluate(ctx context.Context, items []pipeline.EvalItem) ([]pipeline.EvalResult, error) {
 	if cap(n.res) < len(items) {
+		// an empty effect with a result: the handler accepts the entry
+		// (an answer with nothing at all would decline it)
 		n.res = make([]pipeline.EvalResult, len(items))
+		for i := range n.res {
+			n.res[i].Result = nopResult
+		}
 	}
 	return n.res[:len(items)], nil
 }
 
 var _ pipeline.Evaluator = (*nopEvaluator)(nil)
+
+var nopResult = []byte(`{}`)
 
 func benchPipeline(b *testing.B) (*pipeline.Pipeline, *pipelinetest.FakeLog) {
 	log := pipelinetest.NewFakeLog()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/writ-dev/writ/examples/jobs/jobsgen"
+	"github.com/writ-dev/writ/kv"
 	"github.com/writ-dev/writ/pipeline"
 	"github.com/writ-dev/writ/pipeline/pipelinetest"
 	"github.com/writ-dev/writ/raftstore"
@@ -32,6 +33,8 @@ type rcluster struct {
 	t     testing.TB
 	nodes []*rnode
 	eval  *pipelinetest.FakeEvaluator
+	// observe, if set, wraps the pipeline as the log's observer.
+	observe func(n *rnode, p *pipeline.Pipeline) kv.ApplyObserver
 }
 
 func newRaftCluster(t testing.TB) *rcluster { return newRaftClusterOn(t, "127.0.4.%d") }
@@ -39,8 +42,15 @@ func newRaftCluster(t testing.TB) *rcluster { return newRaftClusterOn(t, "127.0.
 // newRaftClusterOn starts three nodes on the loopback addresses hostFmt
 // names for 1..3.
 func newRaftClusterOn(t testing.TB, hostFmt string) *rcluster {
+	return newRaftClusterWith(t, hostFmt, nil, nil)
+}
+
+// newRaftClusterWith is newRaftClusterOn with each node's raftstore
+// configuration adjusted by tweak and its observer wrapped by observe
+// (either may be nil).
+func newRaftClusterWith(t testing.TB, hostFmt string, tweak func(*raftstore.Config), observe func(*rnode, *pipeline.Pipeline) kv.ApplyObserver) *rcluster {
 	root := t.TempDir()
-	c := &rcluster{t: t, eval: pipelinetest.NewFakeEvaluator()}
+	c := &rcluster{t: t, eval: pipelinetest.NewFakeEvaluator(), observe: observe}
 	var peers []raftstore.Peer
 	var lis []net.Listener
 	for i := 0; i < 3; i++ {
@@ -55,6 +65,9 @@ func newRaftClusterOn(t testing.TB, hostFmt string) *rcluster {
 		n := &rnode{outbox: filepath.Join(root, peers[i].ID, "pipeline")}
 		n.cfg = raftstore.Config{NodeID: peers[i].ID, DataDir: filepath.Join(root, peers[i].ID, "raft"), RaftAddr: peers[i].Addr,
 			Listener: lis[i], Peers: peers, Logger: quiet()}
+		if tweak != nil {
+			tweak(&n.cfg)
+		}
 		c.nodes = append(c.nodes, n)
 		c.start(i)
 	}
@@ -78,6 +91,9 @@ func (c *rcluster) start(i int) {
 	}
 	cfg := n.cfg
 	cfg.Checker, cfg.Observer = p.Checker(), p
+	if c.observe != nil {
+		cfg.Observer = c.observe(n, p)
+	}
 	var node *raftstore.Node
 	for try := 0; try < 50; try++ {
 		node, err = raftstore.Start(cfg)

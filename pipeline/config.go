@@ -115,6 +115,9 @@ func (p *Pipeline) planConfig(ctx context.Context, log Log, e *entry) {
 	}
 	switch st.State {
 	case "activated":
+		if p.parkActivated(e, srec.Rev) {
+			return // answered once the reload hook for the activation ran here
+		}
 		e.plan, e.planOut = planFinish, &Outcome{Status: StatusCommitted, Index: srec.Rev}
 		return
 	case "aborted":
@@ -174,6 +177,11 @@ func (p *Pipeline) resolveConfigLocked(e *entry, cmd *kv.Command, res kv.Result)
 	switch {
 	case applied && cmd.Type == typeConfigActivate:
 		e.everApplied = true
+		if p.awaitReloadLocked(e, cmd, res) {
+			// The proposal's waiter heard first: answer once the reload
+			// hook for this index has run here.
+			return
+		}
 		p.finishConfigLocked(e, Outcome{Status: StatusCommitted, Index: res.Index})
 		return
 	case applied && cmd.Type == typeConfigAbort:

@@ -61,6 +61,13 @@ func nextConflict(prev *ConflictCase, c ConflictCase) (*ConflictCase, error) {
 // quarantinePlan builds the command of a fact whose transition is illegal:
 // no domain effect, state preserved, the conflict case written.
 func (p *Pipeline) quarantinePlan(ctx context.Context, log Log, e *entry, t guardTransition, reason string) {
+	p.quarantineWith(ctx, log, e, t, reason, []guardTransition{t})
+}
+
+// quarantineWith is quarantinePlan with the transitions the command carries
+// for the apply-time guard (none when the handler declined the fact: the
+// guard itself found the transition legal).
+func (p *Pipeline) quarantineWith(ctx context.Context, log Log, e *entry, t guardTransition, reason string, carry []guardTransition) {
 	key := ConflictKey(t.Machine, t.Instance)
 	rec, ok := e.stateOf(key)
 	if !ok {
@@ -88,7 +95,7 @@ func (p *Pipeline) quarantinePlan(ctx context.Context, log Log, e *entry, t guar
 		c.Current = "(absent)"
 	}
 	next, err := nextConflict(prev, c)
-	*e.cmd = p.baseCmd(e, VerdictQuarantine, guardInfo{Reason: reason, Transitions: []guardTransition{t}})
+	*e.cmd = p.baseCmd(e, VerdictQuarantine, guardInfo{Reason: reason, Transitions: carry})
 	e.verdict = VerdictQuarantine
 	if err != nil {
 		p.lg.Error("pipeline: conflict case not updated", "err", err)

@@ -81,7 +81,8 @@ type Config struct {
 	// pipeline's lock held; it must not call back into the pipeline.
 	Trace func(TraceEvent)
 	// OnConfigActivated is the reload hook: called on every node, in log
-	// order, only after a configuration activation is applied (W5). It runs
+	// order, only after a configuration activation is applied (W5), also
+	// when a restored snapshot carried the activation (reload.go). It runs
 	// on the apply path and must not block.
 	OnConfigActivated func(ConfigActivation)
 	// Metrics, if set, receives stage timings and outcome counts.
@@ -191,6 +192,9 @@ type entryExtra struct {
 	// the entry was in a flush, handled when the flush ends.
 	late       *lateResult
 	timeoutWhy string
+	// hookWait is an activation's apply result parked until the reload
+	// hook for its index has run here (reload.go).
+	hookWait *lateResult
 }
 
 // entryTiming holds an entry's backoff and re-proposal bookkeeping: facts
@@ -292,6 +296,7 @@ type Pipeline struct {
 	outcomes *outcomeCache
 	ring     watchRing
 	applied  uint64
+	rl       reloadState
 	attempts atomic.Uint64
 	flushing bool
 	batchBuf []*entry
@@ -412,6 +417,14 @@ func (p *Pipeline) Checker() *Checker { return p.checker }
 // Start launches the background loop (unless Config.Manual): evaluation
 // batches, proposals, timeouts and the outbox drainer.
 func (p *Pipeline) Start(ctx context.Context) error {
+	if err := p.start(ctx); err != nil {
+		return err
+	}
+	p.reloadAtStart()
+	return nil
+}
+
+func (p *Pipeline) start(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.log == nil {
@@ -1513,15 +1526,9 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 				p.rejectPlan(e, "handler internal error: "+r.Err.Msg)
 			}
 		default:
-			if e.kind == kindFact {
-				// A fact happened; the log retains it even when the domain
-				// refuses it.
-				*e.cmd = p.baseCmd(e, VerdictReject, guardInfo{Reason: r.Err.Msg})
-				e.plan = planPropose
-				p.traceLocked("evaluate", e, 0, "handler refused fact: "+r.Err.Msg)
-				return
-			}
-			p.rejectConfirmed(ctx, log, e, r.Err.Msg)
+			// One decision (decision.go): a refused entry moves no
+			// machine; a refused fact is quarantined, and retained.
+			p.declinedPlan(ctx, log, e, own, r.Err.Msg)
 		}
 		return
 	}
@@ -1537,6 +1544,10 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 			}
 		}
 		e.plan = planRequeue
+		return
+	}
+	if own != nil && own.Verdict == VerdictApply && handlerIgnored(r) {
+		p.declinedPlan(ctx, log, e, own, ignoredReason(own))
 		return
 	}
 	need := len(r.Effect.Writes) + 1 + len(r.Transitions)
@@ -1965,10 +1976,11 @@ func (p *Pipeline) Applied(index uint64, batch []kv.Command, results []kv.Result
 		// COMMITTED configuration change has been reloaded on this node.
 		p.mu.Unlock()
 		for _, h := range hooks {
-			p.cfg.OnConfigActivated(h)
+			p.reload(h)
 		}
 		p.mu.Lock()
 	}
+	p.reloadedThroughLocked(index)
 	for i := 0; i < n; i++ {
 		cmd, res := &batch[i], results[i]
 		if res.Index == 0 {
@@ -2021,6 +2033,7 @@ func (p *Pipeline) Restored(index uint64) {
 	if started {
 		p.lg.Info("pipeline: state restored from a snapshot; watchers before it must re-read state", "index", index)
 	}
+	p.reloadRestored(index, started)
 	if started && len(check) > 0 {
 		p.confirmFacts(check)
 	}

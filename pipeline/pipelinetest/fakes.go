@@ -28,6 +28,10 @@ type FakeLog struct {
 
 	Checker  kv.Checker
 	Observer kv.ApplyObserver
+	// WakeWaiterFirst makes CommitNext wake the batch's waiter before it
+	// tells the Observer (the reverse of raftstore's order), so a test can
+	// show the pipeline is correct on either order.
+	WakeWaiterFirst bool
 }
 
 var (
@@ -225,6 +229,8 @@ func (l *FakeLog) Pending() int {
 }
 
 // CommitNext commits and applies the oldest pending batch; false if none.
+// The Observer is told before the batch's Wait returns, in raftstore's
+// order (WakeWaiterFirst reverses it).
 func (l *FakeLog) CommitNext() bool {
 	l.mu.Lock()
 	if len(l.pending) == 0 {
@@ -237,12 +243,24 @@ func (l *FakeLog) CommitNext() bool {
 	idx := l.index
 	l.committed.append(p.batch)
 	res := l.applyLocked(idx, p.batch, p.oneRes[:0])
-	p.decideLocked(res, false)
 	obs := l.Observer
+	if l.WakeWaiterFirst {
+		p.decideLocked(res, false)
+		l.mu.Unlock()
+		if obs != nil {
+			obs.Applied(idx, p.batch, res)
+		}
+		return true
+	}
 	l.mu.Unlock()
+	// As raftstore does: the observer hears of the batch first, then its
+	// waiter is woken.
 	if obs != nil {
 		obs.Applied(idx, p.batch, res)
 	}
+	l.mu.Lock()
+	p.decideLocked(res, false)
+	l.mu.Unlock()
 	return true
 }
 

@@ -39,11 +39,13 @@
 //     PENDING, its queue not PAUSED, the worker READY with fewer running
 //     jobs than its capacity. The job becomes DISPATCHED on that worker.
 //   - job.state_report (fact): RUNNING / COMPLETED / FAILED with a sequence,
-//     from the worker the job is dispatched to; an older or equal sequence,
-//     a report about a finished job, or one from another worker changes
-//     nothing (the pipeline's guard records it as stale or opens a conflict
-//     case). RUNNING adds the job to the worker's running set, COMPLETED and
-//     FAILED remove it.
+//     from the worker the job is dispatched to; an older or equal sequence
+//     or a report about a finished job changes nothing (the pipeline's guard
+//     records it as stale or opens a conflict case). A report from a worker
+//     that does not hold the job is refused, naming the holder: the pipeline
+//     then moves neither the document nor the machine record and
+//     quarantines the report. RUNNING adds the job to the worker's running
+//     set, COMPLETED and FAILED remove it.
 //   - worker.usage and job.pending_reason (facts): recorded when newer than
 //     the last one; a pending reason is kept only while the job waits.
 //   - worker.death (fact): the worker becomes DEAD with an empty running

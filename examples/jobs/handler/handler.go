@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/writ-dev/writ/examples/jobs/jobsgen"
 	"github.com/writ-dev/writ/plugins/sdk"
@@ -357,10 +358,17 @@ func stateReport(_ context.Context, c *sdk.Call) error {
 		return nil // the guard quarantines a regression; the document keeps the final state
 	}
 	if (j.State != Dispatched && j.State != Running) || j.Worker != p.WorkerID {
-		// Only the worker the job is dispatched to reports on it; a late
-		// report from a worker the job was taken from (it died, the job
-		// was requeued) changes nothing, and the guard records it.
-		return nil
+		// Only the worker the job is dispatched to reports on it. A report
+		// from any other worker (one the job was taken from when it died,
+		// or one that never held it) is refused: the pipeline then moves
+		// neither the job document nor the job's machine record, and
+		// quarantines the report (a conflict case the operator sees).
+		holder := "no worker"
+		if j.Worker != "" {
+			holder = fmt.Sprintf("worker %q", j.Worker)
+		}
+		return sdk.Rule("state report %s on job %q comes from worker %q, but the job is %s and held by %s; only the worker holding a job reports on it",
+			p.ReportID, p.JobID, p.WorkerID, j.State, holder)
 	}
 	j.State, j.Seq = p.State, p.Seq
 	if p.ExitCode != nil {

@@ -331,16 +331,16 @@ func TestWorkerDeathRequeuesItsJobs_FakeStore(t *testing.T) {
 		t.Fatalf("dead worker %+v", x)
 	}
 	w.noop("worker.death", `{"report_id":"d2","worker_id":"w1","detected_by":"ctl-2"}`)
-	// A late report from the dead worker changes nothing.
-	w.noop("job.state_report", `{"report_id":"late","job_id":"j1","state":"COMPLETED","seq":7,"worker_id":"w1"}`)
+	// A late report from the dead worker is refused: the job was taken from it.
+	w.refused("job.state_report", `{"report_id":"late","job_id":"j1","state":"COMPLETED","seq":7,"worker_id":"w1"}`, sdk.KindRule, `held by no worker`)
 	w.refused("job.assign", `{"job_id":"j1","worker_id":"w1"}`, sdk.KindRule, "DEAD")
 	w.refused("worker.update", `{"worker_id":"w1","capacity":2}`, sdk.KindRule, "must join again")
 	// A dead worker may come back.
 	w.ok("worker.join", `{"worker_id":"w1","capacity":2}`)
 	w.ok("worker.join", `{"worker_id":"w2","capacity":2}`)
 	w.ok("job.assign", `{"job_id":"j1","worker_id":"w2"}`)
-	// The new worker numbers its reports from 1 again; the old one is ignored.
-	w.noop("job.state_report", `{"report_id":"old","job_id":"j1","state":"RUNNING","seq":9,"worker_id":"w1"}`)
+	// The new worker numbers its reports from 1 again; the old one is refused.
+	w.refused("job.state_report", `{"report_id":"old","job_id":"j1","state":"RUNNING","seq":9,"worker_id":"w1"}`, sdk.KindRule, `held by worker "w2"`)
 	w.ok("job.state_report", `{"report_id":"new","job_id":"j1","state":"RUNNING","seq":1,"worker_id":"w2"}`)
 	if j := w.job("j1"); j.State != handler.Running || j.Worker != "w2" || j.Seq != 1 {
 		t.Fatalf("re-dispatched job %+v", j)

@@ -61,6 +61,8 @@ func TestRulesTable(t *testing.T) {
 		{"assign: ok", "job.assign", assign, []kv.Record{job("PENDING", "", 5), worker("READY", 2, []string{"a"}, 6), queue("ACTIVE", 3)}, "", map[string]uint64{"job/j": 5, "worker/w": 6}},
 		{"report: unknown job", "job.state_report", `{"report_id":"r","job_id":"j","state":"RUNNING","seq":1,"worker_id":"w"}`, []kv.Record{sdktest.Absent("job/j"), worker("READY", 2, nil, 6)}, "does not exist", nil},
 		{"report: running", "job.state_report", `{"report_id":"r","job_id":"j","state":"RUNNING","seq":1,"worker_id":"w"}`, []kv.Record{job("DISPATCHED", "w", 5), worker("READY", 2, []string{"j"}, 6)}, "", map[string]uint64{"job/j": 5}},
+		{"report: from a worker that does not hold the job", "job.state_report", `{"report_id":"r","job_id":"j","state":"COMPLETED","seq":2,"worker_id":"w"}`, []kv.Record{job("RUNNING", "w2", 5), worker("READY", 2, nil, 6)}, `held by worker "w2"`, nil},
+		{"report: on a requeued job", "job.state_report", `{"report_id":"r","job_id":"j","state":"RUNNING","seq":2,"worker_id":"w"}`, []kv.Record{job("PENDING", "", 5), worker("DEAD", 2, nil, 6)}, "held by no worker", nil},
 		{"usage: unknown worker", "worker.usage", `{"report_id":"u","worker_id":"w","seq":1,"cpu_millis":1,"mem_bytes":1}`, []kv.Record{sdktest.Absent("worker/w")}, "has not joined", nil},
 		{"death: unknown worker", "worker.death", `{"report_id":"d","worker_id":"w","detected_by":"c"}`, []kv.Record{sdktest.Absent("worker/w")}, "has not joined", nil},
 		{"death: idle worker", "worker.death", `{"report_id":"d","worker_id":"w","detected_by":"c"}`, []kv.Record{worker("READY", 2, []string{}, 6)}, "", map[string]uint64{"worker/w": 6}},
