@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/writ-dev/writ/cmd/internal/config"
-	"github.com/writ-dev/writ/cmd/writd/internal/node"
 	"github.com/writ-dev/writ/examples/jobs/jobsgen"
+	"github.com/writ-dev/writ/node"
+	"github.com/writ-dev/writ/node/config"
 )
 
 func main() {

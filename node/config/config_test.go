@@ -188,7 +188,7 @@ func TestClusterDocument(t *testing.T) {
 // TestOperatorDocListsEveryKey keeps docs/operator.md in step with Keys and
 // Settings.
 func TestOperatorDocListsEveryKey(t *testing.T) {
-	b, err := os.ReadFile("../../../docs/operator.md")
+	b, err := os.ReadFile("../../docs/operator.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,8 +21,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/writ-dev/writ/api"
-	"github.com/writ-dev/writ/cmd/internal/config"
 	"github.com/writ-dev/writ/membership"
+	"github.com/writ-dev/writ/node/config"
 	"github.com/writ-dev/writ/pipeline"
 	"github.com/writ-dev/writ/plugins/host"
 	"github.com/writ-dev/writ/raftstore"
