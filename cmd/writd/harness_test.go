@@ -116,8 +116,10 @@ func (c *cluster) start(p *proc) {
 		c.t.Fatal(err)
 	}
 	args := []string{"--node-id", p.name, "--data-dir", p.dir, "--api-addr", p.api(), "--raft-addr", p.host + ":7071",
-		"--gossip-addr", p.gossip(), "--plugins-jobs", filepath.Join(c.bin, "writ-jobs"), "--log-level", logLevel(),
-		"--pipeline-config-timeout", "2s"}
+		"--gossip-addr", p.gossip(), "--log-level", logLevel(), "--pipeline-config-timeout", "2s"}
+	if !hasArg(c.args, "--plugin") {
+		args = append(args, "--plugin", filepath.Join(c.bin, "writ-jobs"))
+	}
 	if p.join != "" {
 		args = append(args, "--join", p.join)
 	}
@@ -322,4 +324,13 @@ func (c *cluster) converge(d time.Duration) string {
 	}
 	c.t.Fatalf("state did not converge within %s: %v", d, last)
 	return ""
+}
+
+func hasArg(args []string, name string) bool {
+	for _, a := range args {
+		if a == name {
+			return true
+		}
+	}
+	return false
 }

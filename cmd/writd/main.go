@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/writ-dev/writ/examples/jobs/jobsgen"
 	"github.com/writ-dev/writ/node"
 	"github.com/writ-dev/writ/node/config"
 )
@@ -31,7 +30,11 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 			if err != nil {
 				return err
 			}
-			n, err := node.Start(cfg, node.Options{Catalog: jobsgen.Catalog(), LogOutput: stderr})
+			cat, search, err := catalogFor(cfg, stderr)
+			if err != nil {
+				return err
+			}
+			n, err := node.Start(cfg, node.Options{Catalog: cat, LogOutput: stderr, PluginName: search})
 			if err != nil {
 				return err
 			}
