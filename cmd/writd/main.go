@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -76,7 +77,10 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.Execute(); err != nil {
-		fmt.Fprintf(stderr, "writd: %v\n", err)
+		// a schema that does not vet is one line per finding
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(stderr, "writd: %s\n", line)
+		}
 		return 2
 	}
 	return code
