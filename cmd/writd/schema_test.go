@@ -18,7 +18,10 @@ import (
 const leaseSchema = "testdata/lease/schema"
 
 // writctl's exit code for a REJECTED request.
-const exitRejected = 3
+const (
+	exitUsage    = 2
+	exitRejected = 3
+)
 
 // writctl runs the real writctl binary and returns its combined output and
 // exit code.
