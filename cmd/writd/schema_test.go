@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -212,5 +213,46 @@ func TestLeaseGenUpToDate(t *testing.T) {
 	diff, err := gen.Check("testdata/lease/leasegen", files)
 	if err != nil || diff != "" {
 		t.Fatalf("testdata/lease/leasegen is stale (%v):\n%s", err, diff)
+	}
+}
+
+// TestNoPluginsFindsJobsPlugin: with the embedded jobs schema and no
+// plugins configured (as in the zero-config dev node, here with addresses
+// in the test's range), writd runs writ-jobs from next to its own binary.
+func TestNoPluginsFindsJobsPlugin(t *testing.T) {
+	bin := buildBinaries(t)
+	cmd := exec.Command(filepath.Join(bin, "writd"), "--api-addr", "127.0.16.33:7070", "--raft-addr", "127.0.16.33:7071", "--gossip-addr", "127.0.16.33:7072")
+	cmd.Env = cleanEnv()
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, code := writctl(t, bin, "--addr", "127.0.16.33:7070", "plugins")
+		if code == 0 && strings.Contains(out, "writ-jobs") && strings.Contains(out, filepath.Join(bin, "writ-jobs")) && strings.Contains(out, "healthy") {
+			break
+		}
+		select {
+		case <-done:
+			t.Fatalf("writd exited: %s", se.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no healthy writ-jobs from next to writd: %s\n%s", out, se.String())
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
