@@ -65,6 +65,14 @@ func TestCluster_UserSchema(t *testing.T) {
 	if !strings.Contains(out, "ttl_ms") || !strings.Contains(out, ">= 100") {
 		t.Fatalf("out-of-range ttl_ms: %s", out)
 	}
+	// a string at the schema's maximum (512 runes, 3 bytes each) passes,
+	// one rune more is refused naming the field
+	note := strings.Repeat("€", 512)
+	ctl(n1, 0, "submit", "lease.acquire", `{"lease_id":"big","holder":"alice","ttl_ms":3600000,"note":"`+note+`"}`)
+	out = ctl(n1, exitRejected, "submit", "lease.acquire", `{"lease_id":"big2","holder":"alice","ttl_ms":3600000,"note":"`+note+`€"}`)
+	if !strings.Contains(out, `field "note"`) {
+		t.Fatalf("note over 512 runes: %s", out)
+	}
 	// the embedded schema's types do not exist on this cluster
 	out = ctl(n1, exitRejected, "submit", "job.submit", `{"job_id":"j","queue":"q","priority":1,"command":"x"}`)
 	if !strings.Contains(out, "unknown entry type") {
