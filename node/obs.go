@@ -10,8 +10,8 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/writ-dev/writ/node/config"
 	"github.com/writ-dev/writ/metrics"
+	"github.com/writ-dev/writ/node/config"
 	"github.com/writ-dev/writ/pipeline"
 	"github.com/writ-dev/writ/raftstore"
 )
