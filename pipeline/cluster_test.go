@@ -200,20 +200,21 @@ func TestRaftCluster3_FakeEvaluator(t *testing.T) {
 	if !a.Received || len(a.ItemIDs) != 2 {
 		t.Fatalf("deliver: %+v", a)
 	}
-	c.eventually("_m/job/j1", `{"state":"DISPATCHED"}`)
-	c.eventually("_m/job/j2", `{"state":"DISPATCHED"}`)
+	c.eventually("_m/job/j1", `{"state":"DISPATCHED","scope":"w1"}`)
+	c.eventually("_m/job/j2", `{"state":"DISPATCHED","scope":"w2"}`)
 
 	// W8 on every replica: completion, then a terminal regression.
 	report := func(i int, id, job, state string, seq int) {
 		t.Helper()
+		// the job's own worker reports (j1 runs on w1, j2 on w2)
 		a := c.nodes[i].p.Report(context.Background(), pipeline.Entry{Type: "job.state_report",
-			Payload: []byte(fmt.Sprintf(`{"report_id":"%s","job_id":"%s","state":"%s","seq":%d,"worker_id":"w1"}`, id, job, state, seq))})
+			Payload: []byte(fmt.Sprintf(`{"report_id":"%s","job_id":"%s","state":"%s","seq":%d,"worker_id":"w%s"}`, id, job, state, seq, strings.TrimPrefix(job, "j")))})
 		if !a.Received {
 			t.Fatalf("report %s: %+v", id, a)
 		}
 	}
 	report(fol, "f1", "j1", "COMPLETED", 2)
-	c.eventually("_m/job/j1", `{"state":"COMPLETED","order":2}`)
+	c.eventually("_m/job/j1", `{"state":"COMPLETED","scope":"w1","order":2}`)
 	report(lead, "f2", "j1", "RUNNING", 3)
 	deadline := time.Now().Add(10 * time.Second)
 	for _, n := range c.nodes {
@@ -228,7 +229,7 @@ func TestRaftCluster3_FakeEvaluator(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	c.eventually("_m/job/j1", `{"state":"COMPLETED","order":2}`)
+	c.eventually("_m/job/j1", `{"state":"COMPLETED","scope":"w1","order":2}`)
 
 	// W5: a configuration change activates and every node reloads.
 	doc := `{"version":"2","settings":{"commit_timeout":"5s","max_batch":64,"log_level":"info"}}`
@@ -276,7 +277,7 @@ func TestRaftCluster3_FakeEvaluator(t *testing.T) {
 		}
 	}
 	c.leader(10 * time.Second)
-	c.eventually("_m/job/j2", `{"state":"RUNNING","order":1}`)
+	c.eventually("_m/job/j2", `{"state":"RUNNING","scope":"w2","order":1}`)
 	drainBy := time.Now().Add(10 * time.Second)
 	for c.nodes[keep].p.Outbox().Depth != 0 {
 		if time.Now().After(drainBy) {
