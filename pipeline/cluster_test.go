@@ -32,6 +32,8 @@ type rcluster struct {
 	t     testing.TB
 	nodes []*rnode
 	eval  *pipelinetest.FakeEvaluator
+	// evaluator, when set, is used instead of eval (a real handler).
+	evaluator pipeline.Evaluator
 }
 
 func newRaftCluster(t testing.TB) *rcluster { return newRaftClusterOn(t, "127.0.4.%d") }
@@ -39,8 +41,14 @@ func newRaftCluster(t testing.TB) *rcluster { return newRaftClusterOn(t, "127.0.
 // newRaftClusterOn starts three nodes on the loopback addresses hostFmt
 // names for 1..3.
 func newRaftClusterOn(t testing.TB, hostFmt string) *rcluster {
+	return newRaftClusterWith(t, hostFmt, nil)
+}
+
+// newRaftClusterWith is newRaftClusterOn with the nodes evaluating through
+// ev (nil: the fake evaluator).
+func newRaftClusterWith(t testing.TB, hostFmt string, ev pipeline.Evaluator) *rcluster {
 	root := t.TempDir()
-	c := &rcluster{t: t, eval: pipelinetest.NewFakeEvaluator()}
+	c := &rcluster{t: t, eval: pipelinetest.NewFakeEvaluator(), evaluator: ev}
 	var peers []raftstore.Peer
 	var lis []net.Listener
 	for i := 0; i < 3; i++ {
@@ -69,7 +77,11 @@ func newRaftClusterOn(t testing.TB, hostFmt string) *rcluster {
 func (c *rcluster) start(i int) {
 	c.t.Helper()
 	n := c.nodes[i]
-	p, err := pipeline.New(pipeline.Config{NodeID: n.cfg.NodeID, Catalog: jobsgen.Catalog(), Evaluator: c.eval, DataDir: n.outbox,
+	var ev pipeline.Evaluator = c.eval
+	if c.evaluator != nil {
+		ev = c.evaluator
+	}
+	p, err := pipeline.New(pipeline.Config{NodeID: n.cfg.NodeID, Catalog: jobsgen.Catalog(), Evaluator: ev, DataDir: n.outbox,
 		CommitTimeout: 10 * time.Second, ConfigTimeout: 10 * time.Second, RetryMin: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond,
 		TickInterval: 5 * time.Millisecond, Logger: quiet(),
 		OnConfigActivated: func(a pipeline.ConfigActivation) { n.mu.Lock(); n.reloads = append(n.reloads, a.ID); n.mu.Unlock() }})
