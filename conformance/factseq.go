@@ -116,7 +116,7 @@ func (e *Env) chainOn(ctx context.Context, a, b *rig, ft factTargets, inst strin
 		if got != want {
 			w.seq.add(Finding{Code: CodeSequenceDiverges, Status: ir.StatusBlocked, Subject: subj,
 				Message: fmt.Sprintf("ended in %s, the deduplicated ordered sequence ended in %s; %s", got.AppendJSON(nil), want.AppendJSON(nil), trace),
-				Fix:     sequenceFix(ft)})
+				Fix:     sequenceFix(ft, nil)})
 			return ran
 		}
 	}

@@ -399,15 +399,45 @@ func perturb(rng *rand.Rand, base []seqFact) []seqFact {
 	return out
 }
 
-// sequenceFix is the fix a diverging sequence names: with ordered facts
-// the guard itself is wrong (a newer report of the current state must
-// advance the recorded order, and reports count only in their epoch);
-// without an order the schema must give one.
-func sequenceFix(ft factTargets) string {
-	if ft.ordered {
-		return "the guard must record the newest order even when a report repeats the current state (a duplicate that advances the order), so that a later, older report is stale, and order reports within their epoch; this is a defect in writ's guard (pipeline.DecideIncoming / NextRecord), not in the schema: upgrade writ, or report it"
+// Fixes a diverging sequence names.
+const (
+	fixGuardOrder   = "the guard must record the newest order even when a report repeats the current state (a duplicate that advances the order), so that a later, older report is stale, and order reports within their epoch; this is a defect in writ's guard (pipeline.DecideIncoming / NextRecord), not in the schema: upgrade writ, or report it"
+	fixReorderSteps = "a report that arrived ahead of the one it follows was quarantined because its transition is not declared from the earlier state: declare the transitions a reordered delivery needs"
+	fixNoOrder      = "give the fact types an order field (and order_scope where an attempt numbers its reports afresh), or declare the transitions a reordered delivery needs"
+)
+
+// sequenceFix is the fix a diverging sequence names: without an order the
+// schema must give one; with one, either a reordered report needed an
+// undeclared step (reorderQuarantined, when known) or the guard itself is
+// wrong. Unknown (fact-sequences): both.
+func sequenceFix(ft factTargets, reorderQuarantined *bool) string {
+	switch {
+	case !ft.ordered:
+		return fixNoOrder
+	case reorderQuarantined == nil:
+		return "either " + fixReorderSteps + ", or " + fixGuardOrder
+	case *reorderQuarantined:
+		return fixReorderSteps
 	}
-	return "give the fact types an order field (and order_scope where an attempt numbers its reports afresh), or declare the transitions a reordered delivery needs"
+	return fixGuardOrder
+}
+
+// reorderQuarantined reports whether a delivered fact of the epoch then
+// current (not a late report of an earlier one) was quarantined.
+func reorderQuarantined(start pipeline.MachineRecord, delivered []seqFact, verdicts []pipeline.Verdict) bool {
+	scope := start.Scope
+	for i, f := range delivered {
+		if f.opens {
+			if verdicts[i] == pipeline.VerdictApply {
+				scope = f.scope
+			}
+			continue
+		}
+		if verdicts[i] == pipeline.VerdictQuarantine && (!f.hasScope || f.scope == scope) {
+			return true
+		}
+	}
+	return false
 }
 
 func checkGuardSequences(_ context.Context, e *Env) Outcome {
@@ -457,9 +487,10 @@ func checkGuardSequences(_ context.Context, e *Env) Outcome {
 				Fix:     "terminal states must quarantine every later fact; this is a defect in writ's guard (pipeline.DecideIncoming), not in the schema: upgrade writ, or report it"})
 		}
 		if got.State != want.State {
+			rq := reorderQuarantined(start, delivered, verdicts[:len(delivered)])
 			c.add(Finding{Code: CodeSequenceDiverges, Status: ir.StatusBlocked, Subject: subj,
 				Message: fmt.Sprintf("ended in %s, the deduplicated ordered sequence ends in %s; %s", got.State, want.State, trace),
-				Fix:     sequenceFix(ft)})
+				Fix:     sequenceFix(ft, &rq)})
 		}
 		if len(regressions) > 0 {
 			if v := verdicts[len(verdicts)-2]; v != pipeline.VerdictQuarantine {
