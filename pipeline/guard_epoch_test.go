@@ -251,3 +251,20 @@ func TestCheckerDuplicateAdvances(t *testing.T) {
 		t.Fatalf("quarantine vetoed: %v", err)
 	}
 }
+
+// plainPayload hides a payload's OrderScope method, as a payload from a
+// catalog that does not implement ir.OrderScoper.
+type plainPayload struct{ ir.Payload }
+
+func TestOrderScopeFromJSONWhenThePayloadHasNoAccessor(t *testing.T) {
+	data := []byte(`{"report_id":"r1","job_id":"j1","state":"RUNNING","seq":3,"worker_id":"w\u00e91","n": 12 }`)
+	if s, ok := orderScopeOf(plainPayload{}, data, "worker_id"); !ok || s != "wé1" {
+		t.Fatalf("string field: %q %v", s, ok)
+	}
+	if s, ok := orderScopeOf(plainPayload{}, data, "n"); !ok || s != "12" {
+		t.Fatalf("integer field: %q %v", s, ok)
+	}
+	if _, ok := orderScopeOf(plainPayload{}, data, "absent"); ok {
+		t.Fatal("absent field has a scope")
+	}
+}
