@@ -41,8 +41,8 @@ func watch(_ context.Context, c *sdk.Call) error {
 	if err != nil {
 		return err
 	}
-	if !c.Known(key(p.Target)) {
-		return nil // the SDK asks for the key; evaluated again
+	if _, _ = c.Get(key(p.Target)); !c.Known(key(p.Target)) {
+		return nil // Get asked for the key: evaluated again with it
 	}
 	return c.PutJSON(key(p.Target), Target{Target: p.Target, Prober: p.Prober})
 }
