@@ -52,10 +52,12 @@ tidy-check:
 gen:
 	$(GO) run ./cmd/writ gen
 	$(GO) run ./cmd/writ gen --schema $(LEASES)/schema --out $(LEASES)/leasesgen
+	$(GO) run ./cmd/writ gen --schema internal/cyclic/schema --out internal/cyclic/cyclicgen
 
 gen-check:
 	$(GO) run ./cmd/writ gen --check
 	$(GO) run ./cmd/writ gen --check --schema $(LEASES)/schema --out $(LEASES)/leasesgen
+	$(GO) run ./cmd/writ gen --check --schema internal/cyclic/schema --out internal/cyclic/cyclicgen
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

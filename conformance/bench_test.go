@@ -25,8 +25,8 @@ func BenchmarkGuardSequence(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		start := pipeline.MachineRecord{State: m.m.States[i%len(m.m.States)]}
 		base := legalPath(rng, m, start.State, 5)
-		foldGuard(pipeline.Decide, m.m, start, base)
-		foldGuard(pipeline.Decide, m.m, start, perturb(rng, base))
+		foldGuard(pipeline.DecideIncoming, m.m, start, base)
+		foldGuard(pipeline.DecideIncoming, m.m, start, perturb(rng, base))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/writ-dev/writ/examples/jobs/jobsgen"
+	"github.com/writ-dev/writ/internal/cyclic/cyclicgen"
 	"github.com/writ-dev/writ/schema/ir"
 )
 
@@ -22,26 +23,38 @@ var canaries = []struct {
 	tag, check, code string
 	cases            int
 	plugin           bool
+	// domain is the schema the check runs over: "" for jobs, "cyclic"
+	// for the cyclic test domain (internal/cyclic).
+	domain string
 }{
 	// The pipeline answers COMMITTED when it proposes, before commit/apply.
-	{"canary_replybeforecommit", "property.reply-after-commit", CodeReplyBeforeCommit, 300, true},
+	{"canary_replybeforecommit", "property.reply-after-commit", CodeReplyBeforeCommit, 300, true, ""},
 	// The outbox acknowledges a batch of facts before writing and fsyncing it.
-	{"canary_ackbeforefsync", "property.fact-ack-durable", CodeFactAckBeforeDurable, 300, true},
+	{"canary_ackbeforefsync", "property.fact-ack-durable", CodeFactAckBeforeDurable, 300, true, ""},
 	// pipeline.Decide lets an instance leave a terminal state.
-	{"canary_guardterminalexit", "property.guard-sequences", CodeTerminalLeft, 2000, false},
+	{"canary_guardterminalexit", "property.guard-sequences", CodeTerminalLeft, 2000, false, ""},
 	// A node restored from a snapshot does not reload the activation it covers.
-	{"canary_snapshotskipsreload", "property.reload-after-snapshot", CodeReloadSkipped, 20, false},
+	{"canary_snapshotskipsreload", "property.reload-after-snapshot", CodeReloadSkipped, 20, false, ""},
 	// The classification table the suite sees lacks the first fact type.
-	{"canary_tablemissingtype", "static.table-complete", CodeTableMissingType, 0, false},
+	{"canary_tablemissingtype", "static.table-complete", CodeTableMissingType, 0, false, ""},
+	// A newer report of the current state is a duplicate that does not
+	// advance the recorded order (issue 13 defect 2); only a machine that
+	// goes back and forth shows it.
+	{"canary_dupnoadvance", "property.fact-sequences", CodeSequenceDiverges, 2000, true, "cyclic"},
 }
 
-// canaryOptions runs exactly one check over the jobs domain.
-func canaryOptions(check string, cases int, plugin string) Options {
+// canaryOptions runs exactly one check over the jobs domain (or, with
+// domain "cyclic", the cyclic test domain).
+func canaryOptions(check string, cases int, plugin, domain string) Options {
 	tier := TierStatic
 	if strings.HasPrefix(check, "property.") {
 		tier = TierProperty
 	}
-	return Options{SchemaDir: jobsSchema, PluginPath: plugin, Catalogs: []ir.Catalog{jobsgen.Catalog()},
+	schema, cat := jobsSchema, jobsgen.Catalog()
+	if domain == "cyclic" {
+		schema, cat = cyclicSchema, cyclicgen.Catalog()
+	}
+	return Options{SchemaDir: schema, PluginPath: plugin, Catalogs: []ir.Catalog{cat},
 		Only: []Tier{tier}, Cases: cases, checks: []string{check}}
 }
 
@@ -58,7 +71,7 @@ func TestCanaryTarget(t *testing.T) {
 	if err := json.Unmarshal([]byte(os.Getenv("WRIT_CANARY_CASES")), &cases); err != nil {
 		t.Fatalf("WRIT_CANARY_CASES: %v", err)
 	}
-	rep := mustRun(t, canaryOptions(check, cases, os.Getenv("WRIT_CANARY_PLUGIN")))
+	rep := mustRun(t, canaryOptions(check, cases, os.Getenv("WRIT_CANARY_PLUGIN"), os.Getenv("WRIT_CANARY_DOMAIN")))
 	c, ok := rep.Check(check)
 	if !ok {
 		t.Fatalf("no check %s in the report", check)
@@ -81,11 +94,14 @@ func TestCanaryBuildsFailTheirCheck(t *testing.T) {
 	for _, cn := range canaries {
 		t.Run(cn.tag, func(t *testing.T) {
 			pl := ""
-			if cn.plugin {
+			switch {
+			case cn.plugin && cn.domain == "cyclic":
+				pl = cyclicPlugin(t)
+			case cn.plugin:
 				pl = plugin
 			}
 			// Without the tag (this binary) the check passes.
-			rep := mustRun(t, canaryOptions(cn.check, cn.cases, pl))
+			rep := mustRun(t, canaryOptions(cn.check, cn.cases, pl, cn.domain))
 			if c, _ := rep.Check(cn.check); c.Result != Pass || c.Cases == 0 {
 				t.Fatalf("%s without -tags %s: %s (%d cases) %s %v, want PASS", cn.check, cn.tag, c.Result, c.Cases, c.Reason, c.Findings)
 			}
@@ -96,7 +112,7 @@ func TestCanaryBuildsFailTheirCheck(t *testing.T) {
 			}
 			out := filepath.Join(dir, cn.tag+".json")
 			cmd := exec.Command(bin, "-test.run", "^TestCanaryTarget$", "-test.count", "1")
-			cmd.Env = append(os.Environ(), "WRIT_CANARY_CHECK="+cn.check, "WRIT_CANARY_PLUGIN="+pl,
+			cmd.Env = append(os.Environ(), "WRIT_CANARY_CHECK="+cn.check, "WRIT_CANARY_PLUGIN="+pl, "WRIT_CANARY_DOMAIN="+cn.domain,
 				"WRIT_CANARY_CASES="+strconv.Itoa(cn.cases), "WRIT_CANARY_REPORT="+out)
 			if b, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("canary build %s: %v\n%s", cn.tag, err, b)

@@ -18,7 +18,7 @@ var minCases = map[string]int{
 	"property.guard-sequences":    DefaultCases,
 	"property.eval-pure":          100,
 	"property.apply-idempotent":   100,
-	"property.fact-sequences":     5,
+	"property.fact-sequences":     1000,
 	"property.conflict-cases":     1,
 	"property.reply-after-commit": 100,
 	"property.fact-ack-durable":   20,

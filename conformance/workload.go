@@ -280,10 +280,11 @@ func (e *Env) workloadCase(ctx context.Context, ev pipeline.Evaluator, dir strin
 		if start.HasOrder && base[i].hasOrder {
 			base[i].order += start.Order
 		}
+		base[i].scope, base[i].hasScope = start.Scope, start.HasScope && ft.scoped
 	}
 	payloads := map[string]drawnEntry{}
 	mk := func(f seqFact) (drawnEntry, bool) {
-		key := f.id + "/" + f.to + "/" + strconv.FormatUint(f.order, 10)
+		key := f.id + "/" + f.to + "/" + strconv.FormatUint(f.order, 10) + "/" + f.scope
 		if de, ok := payloads[key]; ok {
 			return de, true
 		}
@@ -322,7 +323,8 @@ func (e *Env) workloadCase(ctx context.Context, ev pipeline.Evaluator, dir strin
 		}
 	}
 	if len(illegal) > 0 {
-		r := seqFact{id: fmt.Sprintf("c%d-regress", k), to: illegal[rng.IntN(len(illegal))], order: base[len(base)-1].order + 1, hasOrder: ft.ordered}
+		r := seqFact{id: fmt.Sprintf("c%d-regress", k), to: illegal[rng.IntN(len(illegal))], order: base[len(base)-1].order + 1, hasOrder: ft.ordered,
+			scope: start.Scope, hasScope: start.HasScope && ft.scoped}
 		regression = &r
 	}
 	subj := "machines." + ft.m.Name
@@ -368,6 +370,8 @@ func (e *Env) workloadCase(ctx context.Context, ev pipeline.Evaluator, dir strin
 			}
 		}
 	}
+	// More sequences on the same instance, from where both runs ended.
+	e.chainFactSequences(ctx, a, b, ft, inst, d, rng, k)
 	// Apply twice == apply once: replay every committed entry.
 	snap := b.snapshot(ctx)
 	last := b.log.Index()
@@ -492,6 +496,9 @@ func (e *Env) factPayload(d *drawer, ft factTargets, inst string, f seqFact) (dr
 		}
 		if en.Order != "" && f.hasOrder {
 			obj[en.Order] = jsonNumber(strconv.FormatUint(f.order, 10))
+		}
+		if en.OrderScope != "" && f.hasScope {
+			obj[en.OrderScope] = scopeValue(en, f.scope)
 		}
 		if en.ID != "" {
 			obj[en.ID] = f.id

@@ -35,6 +35,8 @@ type rcluster struct {
 	eval  *pipelinetest.FakeEvaluator
 	// observe, if set, wraps the pipeline as the log's observer.
 	observe func(n *rnode, p *pipeline.Pipeline) kv.ApplyObserver
+	// evaluator, when set, is used instead of eval (a real handler).
+	evaluator pipeline.Evaluator
 }
 
 func newRaftCluster(t testing.TB) *rcluster { return newRaftClusterOn(t, "127.0.4.%d") }
@@ -45,12 +47,24 @@ func newRaftClusterOn(t testing.TB, hostFmt string) *rcluster {
 	return newRaftClusterWith(t, hostFmt, nil, nil)
 }
 
+// newRaftClusterEval is newRaftClusterOn with the nodes evaluating through
+// ev (nil: the fake evaluator).
+func newRaftClusterEval(t testing.TB, hostFmt string, ev pipeline.Evaluator) *rcluster {
+	return newRaftClusterOpts(t, hostFmt, nil, nil, ev)
+}
+
 // newRaftClusterWith is newRaftClusterOn with each node's raftstore
 // configuration adjusted by tweak and its observer wrapped by observe
 // (either may be nil).
 func newRaftClusterWith(t testing.TB, hostFmt string, tweak func(*raftstore.Config), observe func(*rnode, *pipeline.Pipeline) kv.ApplyObserver) *rcluster {
+	return newRaftClusterOpts(t, hostFmt, tweak, observe, nil)
+}
+
+// newRaftClusterOpts starts the cluster with every option: tweak and observe
+// as in newRaftClusterWith, ev as in newRaftClusterEval (each may be nil).
+func newRaftClusterOpts(t testing.TB, hostFmt string, tweak func(*raftstore.Config), observe func(*rnode, *pipeline.Pipeline) kv.ApplyObserver, ev pipeline.Evaluator) *rcluster {
 	root := t.TempDir()
-	c := &rcluster{t: t, eval: pipelinetest.NewFakeEvaluator(), observe: observe}
+	c := &rcluster{t: t, eval: pipelinetest.NewFakeEvaluator(), observe: observe, evaluator: ev}
 	var peers []raftstore.Peer
 	var lis []net.Listener
 	for i := 0; i < 3; i++ {
@@ -82,7 +96,11 @@ func newRaftClusterWith(t testing.TB, hostFmt string, tweak func(*raftstore.Conf
 func (c *rcluster) start(i int) {
 	c.t.Helper()
 	n := c.nodes[i]
-	p, err := pipeline.New(pipeline.Config{NodeID: n.cfg.NodeID, Catalog: jobsgen.Catalog(), Evaluator: c.eval, DataDir: n.outbox,
+	var ev pipeline.Evaluator = c.eval
+	if c.evaluator != nil {
+		ev = c.evaluator
+	}
+	p, err := pipeline.New(pipeline.Config{NodeID: n.cfg.NodeID, Catalog: jobsgen.Catalog(), Evaluator: ev, DataDir: n.outbox,
 		CommitTimeout: 10 * time.Second, ConfigTimeout: 10 * time.Second, RetryMin: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond,
 		TickInterval: 5 * time.Millisecond, Logger: quiet(),
 		OnConfigActivated: func(a pipeline.ConfigActivation) { n.mu.Lock(); n.reloads = append(n.reloads, a.ID); n.mu.Unlock() }})
@@ -216,20 +234,21 @@ func TestRaftCluster3_FakeEvaluator(t *testing.T) {
 	if !a.Received || len(a.ItemIDs) != 2 {
 		t.Fatalf("deliver: %+v", a)
 	}
-	c.eventually("_m/job/j1", `{"state":"DISPATCHED"}`)
-	c.eventually("_m/job/j2", `{"state":"DISPATCHED"}`)
+	c.eventually("_m/job/j1", `{"state":"DISPATCHED","scope":"w1"}`)
+	c.eventually("_m/job/j2", `{"state":"DISPATCHED","scope":"w2"}`)
 
 	// W8 on every replica: completion, then a terminal regression.
 	report := func(i int, id, job, state string, seq int) {
 		t.Helper()
+		// the job's own worker reports (j1 runs on w1, j2 on w2)
 		a := c.nodes[i].p.Report(context.Background(), pipeline.Entry{Type: "job.state_report",
-			Payload: []byte(fmt.Sprintf(`{"report_id":"%s","job_id":"%s","state":"%s","seq":%d,"worker_id":"w1"}`, id, job, state, seq))})
+			Payload: []byte(fmt.Sprintf(`{"report_id":"%s","job_id":"%s","state":"%s","seq":%d,"worker_id":"w%s"}`, id, job, state, seq, strings.TrimPrefix(job, "j")))})
 		if !a.Received {
 			t.Fatalf("report %s: %+v", id, a)
 		}
 	}
 	report(fol, "f1", "j1", "COMPLETED", 2)
-	c.eventually("_m/job/j1", `{"state":"COMPLETED","order":2}`)
+	c.eventually("_m/job/j1", `{"state":"COMPLETED","scope":"w1","order":2}`)
 	report(lead, "f2", "j1", "RUNNING", 3)
 	deadline := time.Now().Add(10 * time.Second)
 	for _, n := range c.nodes {
@@ -244,7 +263,7 @@ func TestRaftCluster3_FakeEvaluator(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	c.eventually("_m/job/j1", `{"state":"COMPLETED","order":2}`)
+	c.eventually("_m/job/j1", `{"state":"COMPLETED","scope":"w1","order":2}`)
 
 	// W5: a configuration change activates and every node reloads.
 	doc := `{"version":"2","settings":{"commit_timeout":"5s","max_batch":64,"log_level":"info"}}`
@@ -292,7 +311,7 @@ func TestRaftCluster3_FakeEvaluator(t *testing.T) {
 		}
 	}
 	c.leader(10 * time.Second)
-	c.eventually("_m/job/j2", `{"state":"RUNNING","order":1}`)
+	c.eventually("_m/job/j2", `{"state":"RUNNING","scope":"w2","order":1}`)
 	drainBy := time.Now().Add(10 * time.Second)
 	for c.nodes[keep].p.Outbox().Depth != 0 {
 		if time.Now().After(drainBy) {

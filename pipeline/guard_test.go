@@ -94,6 +94,8 @@ func TestGuardEncodingRoundTrip(t *testing.T) {
 func FuzzDecodeGuard(f *testing.F) {
 	f.Add((&guardInfo{Attempt: 1, Transitions: []guardTransition{{Machine: "job", Instance: "a", To: "PENDING", Verdict: 1}}}).appendTo(nil))
 	f.Add([]byte{1, 0, 0, 0})
+	f.Add((&guardInfo{Attempt: 2, Transitions: []guardTransition{{Machine: "job", Instance: "a", From: "PENDING", FromScope: "w1", FromScopeHas: true,
+		To: "DISPATCHED", Scope: "w2", HasScope: true, Opens: true, Verdict: 1}}}).appendTo(nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		g, err := decodeGuard(b)
 		if err != nil {

@@ -94,11 +94,11 @@ func TestJobsDomain_InProcessHandler_FakeLog(t *testing.T) {
 		t.Fatalf("dispatch: %+v", a)
 	}
 	drain()
-	if got := machine("_m/job/j1"); got != `{"state":"DISPATCHED"}` {
+	if got := machine("_m/job/j1"); got != `{"state":"DISPATCHED","scope":"w1"}` {
 		t.Fatalf("after dispatch: %s", got)
 	}
 	fact("job.state_report", `{"report_id":"r1","job_id":"j1","state":"RUNNING","seq":1,"worker_id":"w1"}`)
-	if got := machine("_m/job/j1"); got != `{"state":"RUNNING","order":1}` {
+	if got := machine("_m/job/j1"); got != `{"state":"RUNNING","scope":"w1","order":1}` {
 		t.Fatalf("after RUNNING: %s", got)
 	}
 	// the worker dies: the handler requests transitions for its running
@@ -108,7 +108,7 @@ func TestJobsDomain_InProcessHandler_FakeLog(t *testing.T) {
 		t.Fatalf("worker after death: %s", got)
 	}
 	jobAfterDeath := machine("_m/job/j1")
-	if jobAfterDeath == `{"state":"RUNNING","order":1}` {
+	if jobAfterDeath == `{"state":"RUNNING","scope":"w1","order":1}` {
 		t.Fatalf("death left the running job untouched: %s", jobAfterDeath)
 	}
 	t.Logf("job after worker death: %s", jobAfterDeath)
@@ -116,7 +116,7 @@ func TestJobsDomain_InProcessHandler_FakeLog(t *testing.T) {
 		t.Fatalf("cancel: %s", o)
 	}
 	fact("job.state_report", `{"report_id":"r9","job_id":"j1","state":"RUNNING","seq":9,"worker_id":"w1"}`)
-	if got := machine("_m/job/j1"); got == `{"state":"RUNNING","order":9}` {
+	if got := machine("_m/job/j1"); got == `{"state":"RUNNING","scope":"w1","order":9}` {
 		t.Fatalf("terminal state left: %s", got)
 	}
 	if h, open, _ := p.Health(ctx); h != pipeline.HealthDegraded || open != 1 {

@@ -1143,6 +1143,9 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 					p.traceLocked("guard", e, 0, own.Verdict.String())
 				}
 				*e.cmd = p.baseCmd(e, own.Verdict, guardInfo{Transitions: []guardTransition{own}})
+				if w, ok := recordWrite(&own); ok { // a newer order for the current state advances it
+					e.cmd.Effect.Writes = []kv.Write{w}
+				}
 				e.plan = planPropose
 				continue
 			case VerdictReject:
@@ -1436,17 +1439,12 @@ func (p *Pipeline) ownTransition(e *entry) (guardTransition, bool) {
 		return guardTransition{}, false
 	}
 	cur, exists, rev, err := p.machineState(e)
-	order, has := e.payload.Order()
+	in := incomingOf(e)
 	v := illegalVerdict(e.class) // as decideOwn: an unreadable record is illegal
 	if err == nil {
-		v, _ = decide(e.machine, cur, exists, to, order, has, v, false)
+		v, _ = decide(e.machine, cur, exists, in, v, false)
 	}
-	t := guardTransition{Machine: e.machine.Name, Instance: e.inst, ExpectRev: rev, To: to,
-		Order: order, HasOrder: has, Verdict: v}
-	if exists {
-		t.From, t.FromOrder, t.FromHas = cur.State, cur.Order, cur.HasOrder
-	}
-	return t, true
+	return newGuardTransition(e.machine.Name, e.inst, rev, cur, exists, in, v), true
 }
 
 func (p *Pipeline) decideOwn(e *entry) (Verdict, string) {
@@ -1454,8 +1452,7 @@ func (p *Pipeline) decideOwn(e *entry) (Verdict, string) {
 	if err != nil {
 		return illegalVerdict(e.class), err.Error()
 	}
-	order, has := e.payload.Order()
-	return Decide(e.machine, cur, exists, e.payload.TargetState(), order, has, illegalVerdict(e.class))
+	return DecideIncoming(e.machine, cur, exists, incomingOf(e), illegalVerdict(e.class))
 }
 
 func (p *Pipeline) baseCmd(e *entry, v Verdict, g guardInfo) kv.Command {
@@ -1623,10 +1620,7 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 			}
 		}
 		v, reason := Decide(m, cur, exists, tr.To, 0, false, illegalVerdict(e.class))
-		t := guardTransition{Machine: tr.Machine, Instance: tr.Key, ExpectRev: rec.Rev, To: tr.To, Verdict: v}
-		if exists {
-			t.From, t.FromOrder, t.FromHas = cur.State, cur.Order, cur.HasOrder
-		}
+		t := newGuardTransition(tr.Machine, tr.Key, rec.Rev, cur, exists, Incoming{To: tr.To}, v)
 		switch v {
 		case VerdictApply:
 			g.Transitions = append(g.Transitions, t)

@@ -136,7 +136,7 @@ func TestPipelinePropertyFacts_FakeLog(t *testing.T) {
 		h.Drain()
 		rec, ok, _ := h.Log.Get(ctx, "_m/job/"+job, false)
 		want := path[len(path)-1]
-		if got := fmt.Sprintf(`{"state":"%s","order":%d}`, want.state, want.seq); !ok || string(rec.Value) != got {
+		if got := fmt.Sprintf(`{"state":"%s","scope":"w-%s","order":%d}`, want.state, job, want.seq); !ok || string(rec.Value) != got {
 			t.Fatalf("path %v: record %s, want %s", path, rec.Value, got)
 		}
 		if h.P.Outbox().Depth != 0 {

@@ -205,7 +205,7 @@ func TestJobsCatalogGuards_FakeLog(t *testing.T) {
 	}
 	h.Drain()
 	rec, ok, _ := h.Log.Get(ctx, "_m/job/j1", false)
-	if !ok || string(rec.Value) != `{"state":"COMPLETED","order":2}` {
+	if !ok || string(rec.Value) != `{"state":"COMPLETED","scope":"w1","order":2}` {
 		t.Fatalf("machine record %s", rec.Value)
 	}
 	hl, open, err := h.P.Health(ctx)

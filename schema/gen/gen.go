@@ -346,6 +346,9 @@ func posLit(p ir.Pos) string {
 func (g *generator) entryLit(b *bytes.Buffer, e *ir.Entry) {
 	fmt.Fprintf(b, "\t\t{\n\t\t\tName: %q, Number: %d, Class: ir.%s,\n", e.Name, e.Number, classConst(e.Class))
 	fmt.Fprintf(b, "\t\t\tMachine: %q, To: %q, ToState: %q, Order: %q, ID: %q,\n", e.Machine, e.To, e.ToState, e.Order, e.ID)
+	if e.OrderScope != "" {
+		fmt.Fprintf(b, "\t\t\tOrderScope: %q,\n", e.OrderScope)
+	}
 	if e.ToMap != nil {
 		keys := make([]string, 0, len(e.ToMap))
 		for k := range e.ToMap {

@@ -290,6 +290,19 @@ func parseJSON%[1]s(data []byte) (ir.Payload, error) {
 		b.WriteString("\treturn 0, false\n")
 	}
 	b.WriteString("}\n\n")
+	if e.OrderScope != "" {
+		f, _ := e.Field(e.OrderScope)
+		v := "p." + fieldName(e.OrderScope)
+		if f != nil {
+			switch f.Kind {
+			case ir.KindInt:
+				v = "strconv.FormatInt(" + v + ", 10)"
+			case ir.KindUint:
+				v = "strconv.FormatUint(" + v + ", 10)"
+			}
+		}
+		fmt.Fprintf(b, "// OrderScope is the value of the payload's order_scope field (ir.OrderScoper).\nfunc (p *%s) OrderScope() string { return %s }\n\n", t, v)
+	}
 	id := `""`
 	if e.ID != "" {
 		id = "p." + fieldName(e.ID)
@@ -465,7 +478,7 @@ func hasChecks(f *ir.Field) bool {
 
 // reserved are the ir.Payload method names a field may not take.
 var reserved = map[string]bool{"EntryType": true, "Validate": true, "AppendBinary": true, "Keys": true,
-	"InstanceKey": true, "TargetState": true, "Order": true, "IdempotencyKey": true, "Items": true}
+	"InstanceKey": true, "TargetState": true, "Order": true, "OrderScope": true, "IdempotencyKey": true, "Items": true}
 
 // fieldName is the Go name of a payload field: goName, with "Field"
 // appended when it would collide with an ir.Payload method.

@@ -37,6 +37,7 @@ func (s *Schema) Check() []Finding {
 		out = append(out, s.checkEntry(e)...)
 	}
 	out = append(out, s.checkTargets()...)
+	out = append(out, s.checkOrderScopes()...)
 	SortFindings(out)
 	return out
 }

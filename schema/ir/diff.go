@@ -136,6 +136,7 @@ func routingDiff(a, b *Entry) string {
 	cmp("to", a.To, b.To)
 	cmp("to.state", a.ToState, b.ToState)
 	cmp("order", a.Order, b.Order)
+	cmp("order_scope", a.OrderScope, b.OrderScope)
 	cmp("id", a.ID, b.ID)
 	cmp("items.type", a.Item, b.Item)
 	cmp("items.field", a.ItemsField, b.ItemsField)

@@ -37,6 +37,9 @@ const (
 	CodeNoTransition          = "WRIT_NO_TRANSITION"
 	CodeNoCreator             = "WRIT_NO_CREATOR"
 	CodeStateNotTargeted      = "WRIT_STATE_NOT_TARGETED"
+	CodeOrderScopeUnused      = "WRIT_ORDER_SCOPE_UNUSED"
+	CodeOrderScopeMixed       = "WRIT_ORDER_SCOPE_MIXED"
+	CodeNoEpochOpener         = "WRIT_NO_EPOCH_OPENER"
 )
 
 // Finding is one deterministic static finding about a schema.

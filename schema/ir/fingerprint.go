@@ -39,6 +39,7 @@ type normEntry struct {
 	ToState    string            `json:"to_state"`
 	ToMap      map[string]string `json:"to_map"`
 	Order      string            `json:"order"`
+	OrderScope string            `json:"order_scope,omitempty"`
 	ID         string            `json:"id"`
 	Item       string            `json:"item"`
 	ItemsField string            `json:"items_field"`
@@ -80,7 +81,7 @@ func normalize(s *Schema) normSchema {
 	for _, e := range s.Entries {
 		n.Entries = append(n.Entries, normEntry{
 			Name: e.Name, Number: e.Number, Class: e.Class.String(), Machine: e.Machine,
-			To: e.To, ToState: e.ToState, ToMap: e.ToMap, Order: e.Order, ID: e.ID,
+			To: e.To, ToState: e.ToState, ToMap: e.ToMap, Order: e.Order, OrderScope: e.OrderScope, ID: e.ID,
 			Item: e.Item, ItemsField: e.ItemsField, Keys: e.Keys, Fields: normFields(e.Fields),
 		})
 	}

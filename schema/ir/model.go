@@ -32,6 +32,13 @@ type Entry struct {
 	ToMap map[string]string
 	// Order names the payload field giving per-key order ("" if none).
 	Order string
+	// OrderScope names the payload field whose value scopes the order of
+	// the instance ("" if none): an entry that declares it without Order
+	// opens a new order epoch for the instance (the recorded order resets
+	// and the epoch takes the field's value); an entry that declares it
+	// with Order is ordered within the epoch its value names. See
+	// docs/schema.md, "Order and order epochs".
+	OrderScope string
 	// ID names the payload field that is the idempotency key ("" if none).
 	ID string
 	// Keys are key templates such as "job/{job_id}".
@@ -169,6 +176,10 @@ func (e *Entry) Field(name string) (*Field, bool) {
 	}
 	return nil, false
 }
+
+// OpensEpoch reports whether the entry opens a new order epoch for its
+// instance: it declares order_scope and no order.
+func (e *Entry) OpensEpoch() bool { return e.OrderScope != "" && e.Order == "" }
 
 // Target returns the target state of a payload whose To field (if any) has
 // the value v; ok=false when the entry makes no transition or v maps to none.

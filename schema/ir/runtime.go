@@ -93,6 +93,14 @@ type Payload interface {
 	Items() []Payload
 }
 
+// OrderScoper is implemented by the payloads of entry types that declare
+// order_scope (generated payloads do): OrderScope is the value of that
+// field, integers in decimal. The pipeline reads the field from the JSON
+// payload when a payload does not implement it.
+type OrderScoper interface {
+	OrderScope() string
+}
+
 // TypeDesc is the generated runtime descriptor of one entry type.
 type TypeDesc struct {
 	Name    string

@@ -89,7 +89,7 @@ func (b *builder) machine(name string, v cue.Value) *ir.Machine {
 
 func (b *builder) entry(name string, v cue.Value) *ir.Entry {
 	e := &ir.Entry{Name: name, Pos: b.userPos(v, "entries", name),
-		Machine: str(v, "machine"), Order: str(v, "order"), ID: str(v, "id")}
+		Machine: str(v, "machine"), Order: str(v, "order"), OrderScope: str(v, "order_scope"), ID: str(v, "id")}
 	e.Doc = str(v, "doc")
 	if n, err := v.LookupPath(cue.ParsePath("type_number")).Int64(); err == nil {
 		e.Number = uint32(n)

@@ -1606,6 +1606,9 @@ func (p *JobStateReport) Order() (uint64, bool) {
 	return p.Seq, true
 }
 
+// OrderScope is the value of the payload's order_scope field (ir.OrderScoper).
+func (p *JobStateReport) OrderScope() string { return p.WorkerID }
+
 // IdempotencyKey is the value of the payload's id field ("" for none).
 func (p *JobStateReport) IdempotencyKey() string { return p.ReportID }
 
@@ -2464,6 +2467,9 @@ func (p *JobAssign) TargetState() string {
 func (p *JobAssign) Order() (uint64, bool) {
 	return 0, false
 }
+
+// OrderScope is the value of the payload's order_scope field (ir.OrderScoper).
+func (p *JobAssign) OrderScope() string { return p.WorkerID }
 
 // IdempotencyKey is the value of the payload's id field ("" for none).
 func (p *JobAssign) IdempotencyKey() string { return "" }
