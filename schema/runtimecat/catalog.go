@@ -271,6 +271,13 @@ func (en *entry) newPayload() *payload {
 		}{}
 		x.payload = payload{e: en, vals: x.arr[:n:n]}
 		return &x.payload
+	case n <= 6:
+		x := &struct {
+			payload
+			arr [6]value
+		}{}
+		x.payload = payload{e: en, vals: x.arr[:n:n]}
+		return &x.payload
 	case n <= 8:
 		x := &struct {
 			payload
