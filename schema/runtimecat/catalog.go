@@ -2,7 +2,6 @@ package runtimecat
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/writ-dev/writ/schema/ir"
@@ -45,15 +44,25 @@ type catalog struct {
 var _ ir.Catalog = (*catalog)(nil)
 
 // New compiles the schema's payload codecs and validators into a catalog.
-// It fails, naming the type and field, on a model that the loader would
-// not have produced (an unknown item type, a key template naming an
+// It refuses a schema whose own check (ir.Schema.Check) has failing
+// findings, and fails, naming the type and field, on a model that the
+// loader would not have produced (an unknown item type, a key template naming an
 // undeclared field, a pattern that is not RE2, a bound out of its kind's
 // range).
 func New(s *ir.Schema) (ir.Catalog, error) {
 	if s == nil {
 		return nil, fmt.Errorf("runtimecat: no schema (fix: load one with schema/load)")
 	}
-	c := &compiler{s: s, entries: map[string]*entry{}, regexps: map[string]*regexp.Regexp{}}
+	if fs := s.Check(); ir.AnyFails(fs) {
+		var msgs []string
+		for _, f := range fs {
+			if f.Fails() {
+				msgs = append(msgs, f.String())
+			}
+		}
+		return nil, fmt.Errorf("runtimecat: the schema has BLOCKED/INCOMPLETE findings (fix: correct them; writ vet lists them):\n%s", strings.Join(msgs, "\n"))
+	}
+	c := &compiler{s: s, entries: map[string]*entry{}, matchers: map[string]func(string) bool{}}
 	// Entries first, so that a receipt's items can point at their type
 	// before its fields are compiled.
 	for _, e := range s.Entries {
@@ -227,7 +236,7 @@ func (en *entry) parseJSON(data []byte) (ir.Payload, error) {
 	if !validJSON(data) {
 		return nil, en.typed(fieldErr("", "json", "is not valid JSON (fix: send a JSON object)"))
 	}
-	p := &payload{e: en, vals: make([]value, len(en.fields))}
+	p := en.newPayload()
 	if fe := decodeObject(en.fields, en.known, data, p.vals); fe != nil {
 		return nil, en.typed(fe)
 	}
@@ -238,7 +247,7 @@ func (en *entry) parseJSON(data []byte) (ir.Payload, error) {
 }
 
 func (en *entry) parseBinary(data []byte) (ir.Payload, error) {
-	p := &payload{e: en, vals: make([]value, len(en.fields))}
+	p := en.newPayload()
 	d := decoder{b: data}
 	d.fields(en.fields, p.vals)
 	if fe := d.finish(); fe != nil {
@@ -250,8 +259,46 @@ func (en *entry) parseBinary(data []byte) (ir.Payload, error) {
 	return p, nil
 }
 
-// typed stamps the entry type on an error built without it.
+// newPayload allocates a payload and its values together (one allocation
+// instead of two for up to 16 fields).
+func (en *entry) newPayload() *payload {
+	n := len(en.fields)
+	switch {
+	case n <= 4:
+		x := &struct {
+			payload
+			arr [4]value
+		}{}
+		x.payload = payload{e: en, vals: x.arr[:n:n]}
+		return &x.payload
+	case n <= 6:
+		x := &struct {
+			payload
+			arr [6]value
+		}{}
+		x.payload = payload{e: en, vals: x.arr[:n:n]}
+		return &x.payload
+	case n <= 8:
+		x := &struct {
+			payload
+			arr [8]value
+		}{}
+		x.payload = payload{e: en, vals: x.arr[:n:n]}
+		return &x.payload
+	case n <= 16:
+		x := &struct {
+			payload
+			arr [16]value
+		}{}
+		x.payload = payload{e: en, vals: x.arr[:n:n]}
+		return &x.payload
+	}
+	return &payload{e: en, vals: make([]value, n)}
+}
+
+// typed stamps the entry type on an error built without it and roots its
+// path at the payload.
 func (en *entry) typed(fe *ir.FieldError) error {
 	fe.Type = en.name
-	return fe
+	return rooted(fe)
 }

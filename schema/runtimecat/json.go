@@ -45,14 +45,14 @@ func decodeObject(fs []*node, known string, data []byte, vals []value) *ir.Field
 				}
 			}
 			if fi < 0 {
-				return fieldErr(string(key), "closed struct", "is not a declared field (fix: remove it; known fields: "+known+")")
+				return fieldErr(member(string(key)), "closed struct", "is not a declared field (fix: remove it; known fields: "+known+")")
 			}
 			if vals[fi].set {
-				return fieldErr(string(key), "unique keys", "appears more than once (fix: send each field once)")
+				return fieldErr(member(string(key)), "unique keys", "appears more than once (fix: send each field once)")
 			}
 			vals[fi].set = true
 			if fe := decodeValue(fs[fi], data[i:vend], &vals[fi]); fe != nil {
-				return under(fs[fi].name, fe)
+				return under(member(fs[fi].name), fe)
 			}
 			i = skipSpace(data, vend)
 			if data[i] == '}' {
@@ -63,7 +63,7 @@ func decodeObject(fs []*node, known string, data []byte, vals []value) *ir.Field
 	}
 	for j, f := range fs {
 		if !f.optional && !vals[j].set {
-			return fieldErr(f.name, "required", "is required (fix: add the field)")
+			return fieldErr(member(f.name), "required", "is required (fix: add the field)")
 		}
 	}
 	return nil
@@ -127,11 +127,7 @@ func decodeList(n *node, val []byte, v *value) *ir.FieldError {
 			j = skipSpace(val, j+1)
 		}
 	}
-	if n.item != nil {
-		v.items = make([]payload, count)
-	} else {
-		v.list = make([]value, count)
-	}
+	v.list = make([]value, count)
 	if count == 0 {
 		return nil
 	}
@@ -143,10 +139,10 @@ func decodeList(n *node, val []byte, v *value) *ir.FieldError {
 			if ev[0] != '{' {
 				return under(indexName(k), wrongType("object", ev))
 			}
-			it := &v.items[k]
-			it.e = n.item
-			it.vals = make([]value, len(n.item.fields))
-			if fe := decodeObject(n.item.fields, n.item.known, ev, it.vals); fe != nil {
+			it := &v.list[k]
+			it.set = true
+			it.list = make([]value, len(n.item.fields))
+			if fe := decodeObject(n.item.fields, n.item.known, ev, it.list); fe != nil {
 				return under(indexName(k), fe)
 			}
 		default:
