@@ -346,7 +346,12 @@ func (a *applyTx) buf(n int) []byte {
 	if cap(a.arena)-len(a.arena) < n {
 		// Chunks grow with the transaction: one entry's transaction stays
 		// small, a large batch's takes few allocations.
-		a.arena = make([]byte, 0, min(max(2*cap(a.arena), 1024), arenaChunk))
+		size := min(max(2*cap(a.arena), 1024), arenaChunk)
+		if !canaryApplyOverrun {
+			// A fresh chunk must hold n (n <= arenaChunk/4 here).
+			size = max(size, n)
+		}
+		a.arena = make([]byte, 0, size)
 	}
 	l := len(a.arena)
 	a.arena = a.arena[:l+n]
@@ -373,7 +378,10 @@ func (a *applyTx) applyCommands(index uint64, cmds []kv.Command, checker kv.Chec
 		var prev kv.Result
 		var hasPrev bool
 		var idKey []byte
-		if c.ID != "" {
+		// An ID beyond maxIDBytes cannot be a bbolt key with its retention
+		// prefix: the command is rejected and its outcome not recorded.
+		recordable := c.ID != "" && len(c.ID) <= maxIDBytes
+		if recordable {
 			idKey = append(a.buf(len(c.ID)), c.ID...)
 			prev, hasPrev = decodeOutcome(a.outb.Get(idKey))
 		}
@@ -426,7 +434,7 @@ func (a *applyTx) applyCommands(index uint64, cmds []kv.Command, checker kv.Chec
 		// Record the outcome. A duplicate never overwrites the first
 		// application; a non-applied outcome is replaced by a later attempt
 		// with the same ID (it changed nothing, so a retry is safe).
-		if c.ID != "" && res.Status != kv.StatusDuplicate {
+		if recordable && res.Status != kv.StatusDuplicate {
 			if err := a.recordOutcome(c.ID, idKey, res, prev, hasPrev); err != nil {
 				return nil, err
 			}
