@@ -18,7 +18,7 @@ import (
 
 // Loopback addresses: in-process clusters use 127.0.1.1–127.0.1.9, the
 // crash-recovery processes 127.0.1.21–127.0.1.23 (ports are kernel-chosen).
-// WRIT_TEST_LOOPBACK (e.g. 127.0.5) moves the clusters to another /24.
+// WRIT_TEST_LOOPBACK (e.g. 127.0.5) moves all of them to another /24.
 
 // loopback returns the test address host on the clusters' /24.
 func loopback(host int) string {

@@ -681,6 +681,7 @@ func (n *Node) applier() {
 
 type appliedEntry struct {
 	index   uint64
+	term    uint64
 	origin  uint64
 	req     uint64
 	cmds    []kv.Command
@@ -694,57 +695,20 @@ func (n *Node) applyEntries(ents []*raftpb.Entry) error {
 	cur := n.applied.Load()
 	last := ents[len(ents)-1].GetIndex()
 	var done []appliedEntry
-	var ccDone []uint64
-	removedSelf := false
-	membersChanged := false
+	var st applyEffects
 	err := n.st.apply(len(ents), func(atx *applyTx) error {
 		for _, e := range ents {
-			idx := e.GetIndex()
-			switch e.GetType() {
-			case raftpb.EntryConfChange:
-				cc := &raftpb.ConfChange{}
-				if err := proto.Unmarshal(e.GetData(), cc); err != nil {
-					return fmt.Errorf("raftstore: entry %d: decode conf change: %w", idx, err)
+			atx.cmds = nil
+			err := func() (err error) {
+				defer recoverApply(e, atx.current, &err)
+				d, isCmd, err := n.applyEntry(atx, e, cur, &st)
+				if isCmd {
+					done = append(done, d)
 				}
-				// Always re-applied, also on replay: raft's configuration
-				// is rebuilt from the snapshot plus these entries.
-				if cs := n.applyConfChange(cc); cs != nil {
-					n.confState = cs
-				}
-				self := n.applyMemberChange(cc)
-				if idx > cur {
-					membersChanged = true
-					n.confSinceSnap = true
-					removedSelf = removedSelf || self
-					if cc.GetId() != 0 {
-						ccDone = append(ccDone, cc.GetId())
-					}
-				}
-			case raftpb.EntryConfChangeV2:
-				cc := &raftpb.ConfChangeV2{}
-				if err := proto.Unmarshal(e.GetData(), cc); err != nil {
-					return fmt.Errorf("raftstore: entry %d: decode conf change v2: %w", idx, err)
-				}
-				if cs := n.applyConfChange(cc); cs != nil {
-					n.confState = cs
-				}
-				if idx > cur {
-					membersChanged = true
-				}
-			case raftpb.EntryNormal:
-				if idx <= cur || len(e.GetData()) == 0 {
-					continue
-				}
-				origin, req, cmds, err := decodeEnvelope(e.GetData())
-				if err != nil {
-					// Every replica fails alike; stopping beats diverging.
-					return fmt.Errorf("raftstore: entry %d cannot be applied (written by a newer version?): %w", idx, err)
-				}
-				results, err := atx.applyCommands(idx, cmds, n.cfg.Checker)
-				if err != nil {
-					return err
-				}
-				done = append(done, appliedEntry{index: idx, origin: origin, req: req, cmds: cmds, results: results})
+				return err
+			}()
+			if err != nil {
+				return err
 			}
 		}
 		if err := atx.finish(); err != nil {
@@ -761,7 +725,7 @@ func (n *Node) applyEntries(ents []*raftpb.Entry) error {
 				return err
 			}
 		}
-		if membersChanged {
+		if st.membersChanged {
 			n.mu.Lock()
 			enc := encodeMembers(n.members)
 			n.mu.Unlock()
@@ -772,7 +736,7 @@ func (n *Node) applyEntries(ents []*raftpb.Entry) error {
 		// The configuration, whenever it changed (or was never recorded,
 		// in state written by an older version): a snapshot built from
 		// this state names it.
-		if membersChanged || (last > cur && meta.Get(keyConfState) == nil) {
+		if st.membersChanged || (last > cur && meta.Get(keyConfState) == nil) {
 			cs, err := proto.Marshal(n.confState)
 			if err != nil {
 				return fmt.Errorf("raftstore: encode configuration: %w", err)
@@ -793,7 +757,12 @@ func (n *Node) applyEntries(ents []*raftpb.Entry) error {
 	// observer, then the waiters.
 	if obs := n.cfg.Observer; obs != nil {
 		for _, d := range done {
-			obs.Applied(d.index, d.cmds, d.results)
+			if err := observeApplied(obs, d); err != nil {
+				// Roll back to the last commit, as a crash would: the
+				// restart replays these entries to the observer again.
+				n.st.discard()
+				return err
+			}
 		}
 	}
 	n.mu.Lock()
@@ -806,17 +775,80 @@ func (n *Node) applyEntries(ents []*raftpb.Entry) error {
 			p.finish(d.results, nil)
 		}
 	}
-	for _, id := range ccDone {
+	for _, id := range st.ccDone {
 		if ch, ok := n.ccWaiters[id]; ok {
 			delete(n.ccWaiters, id)
 			close(ch)
 		}
 	}
 	n.mu.Unlock()
-	if removedSelf {
+	if st.removedSelf {
 		return ErrRemoved
 	}
 	return nil
+}
+
+// applyEffects is what applying entries did beyond the state: membership
+// changes and the conf changes whose waiters can be released.
+type applyEffects struct {
+	membersChanged bool
+	removedSelf    bool
+	ccDone         []uint64
+}
+
+// applyEntry applies one entry in the apply transaction; isCmd reports an
+// applied batch of commands (d). cur is the applied index before this
+// round: entries at or below it are replayed conf changes only.
+func (n *Node) applyEntry(atx *applyTx, e *raftpb.Entry, cur uint64, st *applyEffects) (d appliedEntry, isCmd bool, err error) {
+	idx := e.GetIndex()
+	switch e.GetType() {
+	case raftpb.EntryConfChange:
+		cc := &raftpb.ConfChange{}
+		if err := proto.Unmarshal(e.GetData(), cc); err != nil {
+			return d, false, entryApplyError(e, "", 0, fmt.Errorf("decode conf change: %w", err))
+		}
+		// Always re-applied, also on replay: raft's configuration is
+		// rebuilt from the snapshot plus these entries.
+		if cs := n.applyConfChange(cc); cs != nil {
+			n.confState = cs
+		}
+		self := n.applyMemberChange(cc)
+		if idx > cur {
+			st.membersChanged = true
+			n.confSinceSnap = true
+			st.removedSelf = st.removedSelf || self
+			if cc.GetId() != 0 {
+				st.ccDone = append(st.ccDone, cc.GetId())
+			}
+		}
+	case raftpb.EntryConfChangeV2:
+		cc := &raftpb.ConfChangeV2{}
+		if err := proto.Unmarshal(e.GetData(), cc); err != nil {
+			return d, false, entryApplyError(e, "", 0, fmt.Errorf("decode conf change v2: %w", err))
+		}
+		if cs := n.applyConfChange(cc); cs != nil {
+			n.confState = cs
+		}
+		if idx > cur {
+			st.membersChanged = true
+		}
+	case raftpb.EntryNormal:
+		if idx <= cur || len(e.GetData()) == 0 {
+			return d, false, nil
+		}
+		origin, req, cmds, err := decodeEnvelope(e.GetData())
+		if err != nil {
+			// Every replica fails alike; stopping beats diverging.
+			return d, false, entryApplyError(e, "", 0, fmt.Errorf("decode (written by a newer version?): %w", err))
+		}
+		results, err := atx.applyCommands(idx, cmds, n.cfg.Checker)
+		if err != nil {
+			id, _ := atx.current()
+			return d, false, entryApplyError(e, id, len(cmds), err)
+		}
+		return appliedEntry{index: idx, term: e.GetTerm(), origin: origin, req: req, cmds: cmds, results: results}, true, nil
+	}
+	return d, false, nil
 }
 
 // applyMemberChange updates the member table and the transport; it reports
@@ -1128,9 +1160,14 @@ func (n *Node) failAsync(err error) {
 		n.fatal = err
 	}
 	n.fatalMu.Unlock()
-	if errors.Is(err, ErrRemoved) {
+	var ae *ApplyError
+	switch {
+	case errors.Is(err, ErrRemoved):
 		n.log.Warn("raftstore: stopping: removed from the cluster")
-	} else {
+	case errors.As(err, &ae):
+		n.log.Error("raftstore: fatal apply stop: a committed entry cannot be applied; the node stops and stops again at this entry on every restart",
+			"index", ae.Index, "term", ae.Term, "type", ae.Type, "command_id", ae.CommandID, "commands", ae.Commands, "panic", ae.Panic, "err", err, "stack", ae.Stack)
+	default:
 		n.log.Error("raftstore: fatal error; node stops and recovers from disk on restart", "err", err)
 	}
 	go n.shutdown()

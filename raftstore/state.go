@@ -200,13 +200,20 @@ func (s *stateDB) writeTxLocked() (*bolt.Tx, error) {
 // transaction and publishes what it changed to readers. If fn fails,
 // everything since the last commit is discarded (the node stops, and a
 // restart replays it from the WAL).
-func (s *stateDB) apply(entries int, fn func(a *applyTx) error) error {
+// A panic in fn is returned as an error, after the same rollback.
+func (s *stateDB) apply(entries int, fn func(a *applyTx) error) (err error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	tx, err := s.writeTxLocked()
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if p := recover(); p != nil {
+			s.rollbackLocked()
+			err = fmt.Errorf("raftstore: apply panicked: %v", p)
+		}
+	}()
 	a := s.beginApply(tx)
 	if err := fn(a); err != nil {
 		s.rollbackLocked()
@@ -215,6 +222,14 @@ func (s *stateDB) apply(entries int, fn func(a *applyTx) error) error {
 	s.mergeOverlay(a)
 	s.pending += entries
 	return nil
+}
+
+// discard rolls back everything applied since the last commit; the node
+// stops, and a restart replays it from the WAL, as after a crash.
+func (s *stateDB) discard() {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.rollbackLocked()
 }
 
 // view runs fn in a read transaction with the overlay held still.
@@ -313,6 +328,18 @@ type applyTx struct {
 	arena              []byte
 	// What this batch changed, for the overlay (val nil: deleted).
 	kvChanges, outChanges []change
+	// The commands being applied and which one, for a fatal apply error.
+	cmds []kv.Command
+	cur  int
+}
+
+// current names the command being applied: its ID and how many commands
+// its entry carries.
+func (a *applyTx) current() (string, int) {
+	if a.cur < 0 || a.cur >= len(a.cmds) {
+		return "", len(a.cmds)
+	}
+	return a.cmds[a.cur].ID, len(a.cmds)
 }
 
 type change struct {
@@ -372,7 +399,9 @@ func (a *applyTx) finish() error {
 // revision preconditions → writes.
 func (a *applyTx) applyCommands(index uint64, cmds []kv.Command, checker kv.Checker) ([]kv.Result, error) {
 	results := make([]kv.Result, len(cmds))
+	a.cmds = cmds
 	for i := range cmds {
+		a.cur = i
 		c := &cmds[i]
 		res := kv.Result{Index: index}
 		var prev kv.Result
