@@ -189,7 +189,7 @@ func Start(c Config) (*Node, error) {
 		}
 	}
 	// The transport starts after raft: it steps incoming messages into it.
-	n.tr = newTransport(n.id, lis, cfg.SendQueue, cfg.MaxBatchBytes, n, n.log)
+	n.tr = newTransport(n.id, lis, cfg.SendQueue, cfg.MaxBatchBytes, cfg.MaxFrameBytes, n, n.log)
 	if cfg.hooks != nil {
 		n.tr.drop = cfg.hooks.dropMessage
 	}
@@ -1072,12 +1072,32 @@ func (n *Node) waitApplied(ctx context.Context, idx uint64) error {
 
 // ---- transport callbacks ----
 
+// check validates a message received from a peer (checkIncoming).
+func (n *Node) check(m *raftpb.Message) error {
+	last, err := n.storage.LastIndex()
+	if err != nil {
+		return fmt.Errorf("%w: %w", errMalformed, err)
+	}
+	return n.checkIncoming(m, last)
+}
+
 // step steps a message received from a peer. Messages raft refuses (a
 // local message type, a response from a peer it does not know) are
 // dropped; only a stopping node returns an error.
+// The transport checks every message first (check); one that still makes
+// raft panic is refused with an error wrapping errMalformed: the transport
+// drops the stream and logs where it came from. raft's panics on a
+// received message are assertions checked before it changes any state.
 func (n *Node) step(_ context.Context, m *raftpb.Message) error {
-	err := n.withRaft(func(rn *raft.RawNode) error { return rn.Step(m) })
-	if errors.Is(err, raft.ErrStopped) {
+	err := n.withRaft(func(rn *raft.RawNode) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("%w: raft refused %s from %x: %v", errMalformed, m.GetType(), m.GetFrom(), p)
+			}
+		}()
+		return rn.Step(m)
+	})
+	if errors.Is(err, raft.ErrStopped) || errors.Is(err, errMalformed) {
 		return err
 	}
 	return nil
