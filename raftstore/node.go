@@ -78,6 +78,7 @@ type Node struct {
 
 	// owned by the applier goroutine (and Start before it runs)
 	confState *raftpb.ConfState
+	skipIndex atomic.Uint64 // entry to apply as empty (SkipEntry), 0: none
 	snapIndex atomic.Uint64 // written by the applier, read by tests
 	// confSinceSnap: a conf change was applied after the last snapshot.
 	confSinceSnap bool
@@ -324,6 +325,14 @@ func (n *Node) open() error {
 	}
 	n.applied.Store(applied)
 	n.members = members
+	skip, err := st.loadSkip()
+	if err != nil {
+		return fmt.Errorf("raftstore: load state: %w", err)
+	}
+	if skip > applied {
+		n.skipIndex.Store(skip)
+		n.log.Warn("raftstore: offline recovery recorded a committed entry to skip", "index", skip)
+	}
 	return nil
 }
 
@@ -834,6 +843,16 @@ func (n *Node) applyEntry(atx *applyTx, e *raftpb.Entry, cur uint64, st *applyEf
 		}
 	case raftpb.EntryNormal:
 		if idx <= cur || len(e.GetData()) == 0 {
+			return d, false, nil
+		}
+		if skip := n.skipIndex.Load(); skip != 0 && idx == skip {
+			// Recorded by SkipEntry: applied as an empty entry.
+			n.log.Warn("raftstore: applying a committed entry as empty, as recorded by offline recovery; this node's state may now differ from replicas that applied it",
+				"index", idx, "term", e.GetTerm())
+			if err := atx.mb.Delete(keySkip); err != nil {
+				return d, false, err
+			}
+			n.skipIndex.Store(0)
 			return d, false, nil
 		}
 		origin, req, cmds, err := decodeEnvelope(e.GetData())

@@ -57,6 +57,33 @@ func TestFatalApplyStopExitsWithItsOwnCode(t *testing.T) {
 	if code := waitExit(t, p, 30*time.Second); code != 3 {
 		t.Fatalf("restart: exit code %d, want 3; log:\n%s", code, readLog(t, p))
 	}
+	// Offline recovery: refused without --yes, then the entry is applied
+	// as empty and the node serves again.
+	var idx uint64
+	if _, err := fmt.Sscanf(log[strings.Index(log, "writd: fatal apply stop at index "):], "writd: fatal apply stop at index %d", &idx); err != nil {
+		t.Fatal(err)
+	}
+	runRecover := func(extra ...string) (int, string) {
+		cmd := exec.Command(filepath.Join(bin, "writd"), append([]string{"recover", "--data-dir", p.dir, "--skip-index", fmt.Sprint(idx)}, extra...)...)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), string(out)
+		}
+		return 0, string(out)
+	}
+	if code, out := runRecover(); code != 2 || !strings.Contains(out, "pass --yes") {
+		t.Fatalf("recover without --yes: exit %d: %s", code, out)
+	}
+	if code, out := runRecover("--yes"); code != 0 || !strings.Contains(out, "WARNING") {
+		t.Fatalf("recover: exit %d: %s", code, out)
+	}
+	c.start(p)
+	c.waitReady(p, 30*time.Second)
+	r, err := submit(p, "job.submit", `{"job_id":"small","queue":"q","priority":1,"command":"x"}`, 5*time.Second)
+	if err != nil || r.Outcome.String() != "COMMITTED" {
+		t.Fatalf("submit after recovery: %v %v", r, err)
+	}
 }
 
 func waitExit(t *testing.T, p *proc, d time.Duration) int {

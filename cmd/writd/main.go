@@ -86,6 +86,7 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 		},
 	}
 	config.AddFlags(root.Flags())
+	root.AddCommand(recoverCmd(stdout, stderr))
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
