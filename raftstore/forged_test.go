@@ -148,7 +148,7 @@ func TestProposeRefusesAnEntryOverMaxEntryBytes(t *testing.T) {
 	c := newCluster(t, 1, func(_ int, cfg *Config) { cfg.MaxEntryBytes = 64 << 10 })
 	n := c.nodes[c.leader(10*time.Second)]
 	_, err := n.Propose(context.Background(), []kv.Command{put("big", "k", strings.Repeat("x", 65<<10))})
-	if !errors.Is(err, ErrEntryTooLarge) || !strings.Contains(err.Error(), "MaxEntryBytes (65536)") {
+	if !errors.Is(err, ErrEntryTooLarge) || !errors.Is(err, kv.ErrDropped) || !strings.Contains(err.Error(), "MaxEntryBytes (65536)") {
 		t.Fatalf("propose over the limit: %v", err)
 	}
 	mustPropose(t, n, put("fits", "k", strings.Repeat("x", 60<<10)))

@@ -6,6 +6,8 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/writ-dev/writ/kv"
 )
 
 // Defence of the raft port, independent of who may connect to it: a
@@ -16,8 +18,9 @@ import (
 // drops the stream it came on and logs the source address.
 var errMalformed = errors.New("raftstore: malformed raft message")
 
-// ErrEntryTooLarge: a proposal encodes to more than MaxEntryBytes.
-var ErrEntryTooLarge = errors.New("raftstore: entry too large")
+// ErrEntryTooLarge: a proposal encodes to more than MaxEntryBytes. It
+// wraps kv.ErrDropped: the batch was definitely not appended.
+var ErrEntryTooLarge = fmt.Errorf("raftstore: entry too large (%w)", kv.ErrDropped)
 
 // checkIncoming validates a message received from the network. lastIndex
 // is this node's last durable log index.
