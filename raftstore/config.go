@@ -59,6 +59,8 @@ type Config struct {
 	// MaxEntryBytes bounds one log entry (an encoded batch of commands):
 	// Propose refuses a larger batch with ErrEntryTooLarge, and a leader
 	// refuses a forwarded proposal with a larger entry (default 32 MiB).
+	// Keep it equal on every node: a follower also refuses appends of
+	// larger entries.
 	MaxEntryBytes int
 	// MaxFrameBytes bounds one transport frame received from a peer; a
 	// larger frame is refused from its header, before it is read or
