@@ -229,7 +229,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 		select {
 		case <-n.done:
 		default:
-			n.fatal <- fmt.Errorf("raft stopped: %v", n.rs.Err())
+			n.fatal <- fmt.Errorf("raft stopped: %w", n.rs.Err())
 		}
 	}()
 	n.log.Info("writd: started", "api", n.APIAddr(), "raft", n.rs.Addr(), "gossip", n.mem.Addr(), "data_dir", n.dataDir, "bootstrap", cfg.Bootstrap)

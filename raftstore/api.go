@@ -86,6 +86,12 @@ func (n *Node) Propose(ctx context.Context, batch []kv.Command) (kv.Proposal, er
 	n.waiters[req] = p
 	n.mu.Unlock()
 	data := encodeEnvelope(n.id, req, batch)
+	if len(data) > n.cfg.MaxEntryBytes {
+		n.mu.Lock()
+		delete(n.waiters, req)
+		n.mu.Unlock()
+		return nil, fmt.Errorf("raftstore: propose: %w: the batch of %d commands encodes to %d bytes, over MaxEntryBytes (%d); propose fewer or smaller commands at a time", ErrEntryTooLarge, len(batch), len(data), n.cfg.MaxEntryBytes)
+	}
 	if err := n.withRaft(func(rn *raft.RawNode) error { return rn.Propose(data) }); err != nil {
 		n.mu.Lock()
 		delete(n.waiters, req)

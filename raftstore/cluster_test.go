@@ -18,6 +18,16 @@ import (
 
 // Loopback addresses: in-process clusters use 127.0.1.1–127.0.1.9, the
 // crash-recovery processes 127.0.1.21–127.0.1.23 (ports are kernel-chosen).
+// WRIT_TEST_LOOPBACK (e.g. 127.0.5) moves all of them to another /24.
+
+// loopback returns the test address host on the clusters' /24.
+func loopback(host int) string {
+	net := os.Getenv("WRIT_TEST_LOOPBACK")
+	if net == "" {
+		net = "127.0.1"
+	}
+	return fmt.Sprintf("%s.%d", net, host)
+}
 
 func testLogger(testing.TB) *slog.Logger {
 	if os.Getenv("WRIT_TEST_LOG") != "" {
@@ -49,7 +59,7 @@ func newCluster(t testing.TB, n int, mut func(i int, c *Config)) *cluster {
 	var peers []Peer
 	lis := make([]net.Listener, n)
 	for i := range n {
-		lis[i] = listen(t, fmt.Sprintf("127.0.1.%d", i+1))
+		lis[i] = listen(t, loopback(i+1))
 		peers = append(peers, Peer{ID: fmt.Sprintf("n%d", i+1), Addr: lis[i].Addr().String()})
 	}
 	for i := range n {

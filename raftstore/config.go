@@ -56,6 +56,17 @@ type Config struct {
 	// MaxBatchBytes bounds one raft append message and one transport frame
 	// (default 1 MiB).
 	MaxBatchBytes int
+	// MaxEntryBytes bounds one log entry (an encoded batch of commands):
+	// Propose refuses a larger batch with ErrEntryTooLarge, and a leader
+	// refuses a forwarded proposal with a larger entry (default 32 MiB).
+	// Keep it equal on every node: a follower also refuses appends of
+	// larger entries.
+	MaxEntryBytes int
+	// MaxFrameBytes bounds one transport frame received from a peer; a
+	// larger frame is refused from its header, before it is read or
+	// allocated, and a snapshot larger than it is not sent (default
+	// 64 MiB; at least MaxEntryBytes + MaxBatchBytes + 64 KiB).
+	MaxFrameBytes int
 	// MaxUncommittedBytes bounds the leader's uncommitted log tail; beyond it
 	// proposals fail with kv.ErrDropped (default 64 MiB).
 	MaxUncommittedBytes uint64
@@ -125,6 +136,15 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if out.MaxBatchBytes <= 0 {
 		out.MaxBatchBytes = 1 << 20
+	}
+	if out.MaxEntryBytes <= 0 {
+		out.MaxEntryBytes = 32 << 20
+	}
+	if out.MaxFrameBytes <= 0 {
+		out.MaxFrameBytes = 64 << 20
+	}
+	if need := out.MaxEntryBytes + out.MaxBatchBytes + 64<<10; out.MaxFrameBytes < need {
+		return out, fmt.Errorf("raftstore: config: MaxFrameBytes (%d) must be at least MaxEntryBytes + MaxBatchBytes + 64 KiB (%d): raise it or lower MaxEntryBytes", out.MaxFrameBytes, need)
 	}
 	if out.MaxUncommittedBytes == 0 {
 		out.MaxUncommittedBytes = 64 << 20

@@ -157,7 +157,7 @@ func TestCrashRecoveryWithSIGKILL(t *testing.T) {
 	root := t.TempDir()
 	var addrs []string
 	for i := range 3 {
-		lis, err := net.Listen("tcp", fmt.Sprintf("127.0.1.%d:0", 21+i))
+		lis, err := net.Listen("tcp", loopback(21+i)+":0")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -154,7 +154,12 @@
 //
 // An entry that cannot be decoded (written by a newer version), or a
 // Checker that panics, stops the node with the batch rolled back, rather
-// than letting replicas diverge.
+// than letting replicas diverge. So does any other failure or panic while
+// applying an entry or telling the observer about it: the panic is
+// recovered, the open state transaction is rolled back to its last commit,
+// and Err returns an *ApplyError naming the entry's index, term, type and
+// the command being applied (a fatal apply stop; writd exits 3). SkipEntry
+// is the offline last resort for an entry no build can apply.
 //
 // The observer sees each entry once per application: normally once, but
 // again if the node rebuilds a lost state.db from the log, so observers key
@@ -239,4 +244,13 @@
 // leader was known), so it never saw the heartbeats behind them and stayed
 // without a leader; the node's own step no longer blocks, and the separate
 // goroutine keeps the transport safe with any handler.
+//
+// Every received message is checked before it is queued or stepped
+// (validate.go): proposals and appends must carry entries every replica can
+// apply, within MaxEntryBytes; heartbeats must not commit past the durable
+// log; snapshots must parse. A message that fails, an undecodable frame, or
+// a raft panic on a message (recovered) ends the stream with a log line
+// naming the source address. Frames over MaxFrameBytes are refused from
+// their length prefix, before allocation. None of this authenticates the
+// sender.
 package raftstore

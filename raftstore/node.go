@@ -78,6 +78,7 @@ type Node struct {
 
 	// owned by the applier goroutine (and Start before it runs)
 	confState *raftpb.ConfState
+	skipIndex atomic.Uint64 // entry to apply as empty (SkipEntry), 0: none
 	snapIndex atomic.Uint64 // written by the applier, read by tests
 	// confSinceSnap: a conf change was applied after the last snapshot.
 	confSinceSnap bool
@@ -189,7 +190,7 @@ func Start(c Config) (*Node, error) {
 		}
 	}
 	// The transport starts after raft: it steps incoming messages into it.
-	n.tr = newTransport(n.id, lis, cfg.SendQueue, cfg.MaxBatchBytes, n, n.log)
+	n.tr = newTransport(n.id, lis, cfg.SendQueue, cfg.MaxBatchBytes, cfg.MaxFrameBytes, n, n.log)
 	n.tr.metrics = cfg.Metrics
 	if cfg.hooks != nil {
 		n.tr.drop = cfg.hooks.dropMessage
@@ -326,6 +327,14 @@ func (n *Node) open() error {
 	}
 	n.applied.Store(applied)
 	n.members = members
+	skip, err := st.loadSkip()
+	if err != nil {
+		return fmt.Errorf("raftstore: load state: %w", err)
+	}
+	if skip > applied {
+		n.skipIndex.Store(skip)
+		n.log.Warn("raftstore: offline recovery recorded a committed entry to skip", "index", skip)
+	}
 	return nil
 }
 
@@ -681,147 +690,6 @@ func (n *Node) applier() {
 	}
 }
 
-type appliedEntry struct {
-	index   uint64
-	origin  uint64
-	req     uint64
-	cmds    []kv.Command
-	results []kv.Result
-}
-
-func (n *Node) applyEntries(ents []*raftpb.Entry) error {
-	if len(ents) == 0 {
-		return nil
-	}
-	defer n.mapply(time.Now())
-	cur := n.applied.Load()
-	last := ents[len(ents)-1].GetIndex()
-	var done []appliedEntry
-	var ccDone []uint64
-	removedSelf := false
-	membersChanged := false
-	err := n.st.apply(len(ents), func(atx *applyTx) error {
-		for _, e := range ents {
-			idx := e.GetIndex()
-			switch e.GetType() {
-			case raftpb.EntryConfChange:
-				cc := &raftpb.ConfChange{}
-				if err := proto.Unmarshal(e.GetData(), cc); err != nil {
-					return fmt.Errorf("raftstore: entry %d: decode conf change: %w", idx, err)
-				}
-				// Always re-applied, also on replay: raft's configuration
-				// is rebuilt from the snapshot plus these entries.
-				if cs := n.applyConfChange(cc); cs != nil {
-					n.confState = cs
-				}
-				self := n.applyMemberChange(cc)
-				if idx > cur {
-					membersChanged = true
-					n.confSinceSnap = true
-					removedSelf = removedSelf || self
-					if cc.GetId() != 0 {
-						ccDone = append(ccDone, cc.GetId())
-					}
-				}
-			case raftpb.EntryConfChangeV2:
-				cc := &raftpb.ConfChangeV2{}
-				if err := proto.Unmarshal(e.GetData(), cc); err != nil {
-					return fmt.Errorf("raftstore: entry %d: decode conf change v2: %w", idx, err)
-				}
-				if cs := n.applyConfChange(cc); cs != nil {
-					n.confState = cs
-				}
-				if idx > cur {
-					membersChanged = true
-				}
-			case raftpb.EntryNormal:
-				if idx <= cur || len(e.GetData()) == 0 {
-					continue
-				}
-				origin, req, cmds, err := decodeEnvelope(e.GetData())
-				if err != nil {
-					// Every replica fails alike; stopping beats diverging.
-					return fmt.Errorf("raftstore: entry %d cannot be applied (written by a newer version?): %w", idx, err)
-				}
-				results, err := atx.applyCommands(idx, cmds, n.cfg.Checker)
-				if err != nil {
-					return err
-				}
-				done = append(done, appliedEntry{index: idx, origin: origin, req: req, cmds: cmds, results: results})
-			}
-		}
-		if err := atx.finish(); err != nil {
-			return err
-		}
-		meta := atx.mb
-		if last > cur {
-			// The applied index and its term: a snapshot built from this
-			// state later names both.
-			if err := meta.Put(keyApplied, putU64(last)); err != nil {
-				return err
-			}
-			if err := meta.Put(keyAppliedTerm, putU64(ents[len(ents)-1].GetTerm())); err != nil {
-				return err
-			}
-		}
-		if membersChanged {
-			n.mu.Lock()
-			enc := encodeMembers(n.members)
-			n.mu.Unlock()
-			if err := meta.Put(keyMembers, enc); err != nil {
-				return err
-			}
-		}
-		// The configuration, whenever it changed (or was never recorded,
-		// in state written by an older version): a snapshot built from
-		// this state names it.
-		if membersChanged || (last > cur && meta.Get(keyConfState) == nil) {
-			cs, err := proto.Marshal(n.confState)
-			if err != nil {
-				return fmt.Errorf("raftstore: encode configuration: %w", err)
-			}
-			if err := meta.Put(keyConfState, cs); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("raftstore: apply entries %d..%d: %w", ents[0].GetIndex(), last, err)
-	}
-	if last > cur {
-		n.setApplied(last)
-	}
-	// The state is visible to readers (the WAL holds it durably): tell the
-	// observer, then the waiters.
-	if obs := n.cfg.Observer; obs != nil {
-		for _, d := range done {
-			obs.Applied(d.index, d.cmds, d.results)
-		}
-	}
-	n.mu.Lock()
-	for _, d := range done {
-		if d.origin != n.id {
-			continue
-		}
-		if p, ok := n.waiters[d.req]; ok {
-			delete(n.waiters, d.req)
-			p.finish(d.results, nil)
-		}
-	}
-	for _, id := range ccDone {
-		if ch, ok := n.ccWaiters[id]; ok {
-			delete(n.ccWaiters, id)
-			close(ch)
-		}
-	}
-	n.mu.Unlock()
-	if removedSelf {
-		return ErrRemoved
-	}
-	return nil
-}
-
 // applyMemberChange updates the member table and the transport; it reports
 // whether this node was removed.
 func (n *Node) applyMemberChange(cc *raftpb.ConfChange) bool {
@@ -1044,12 +912,32 @@ func (n *Node) waitApplied(ctx context.Context, idx uint64) error {
 
 // ---- transport callbacks ----
 
+// check validates a message received from a peer (checkIncoming).
+func (n *Node) check(m *raftpb.Message) error {
+	last, err := n.storage.LastIndex()
+	if err != nil {
+		return fmt.Errorf("%w: %w", errMalformed, err)
+	}
+	return n.checkIncoming(m, last)
+}
+
 // step steps a message received from a peer. Messages raft refuses (a
 // local message type, a response from a peer it does not know) are
 // dropped; only a stopping node returns an error.
+// The transport checks every message first (check); one that still makes
+// raft panic is refused with an error wrapping errMalformed: the transport
+// drops the stream and logs where it came from. raft's panics on a
+// received message are assertions checked before it changes any state.
 func (n *Node) step(_ context.Context, m *raftpb.Message) error {
-	err := n.withRaft(func(rn *raft.RawNode) error { return rn.Step(m) })
-	if errors.Is(err, raft.ErrStopped) {
+	err := n.withRaft(func(rn *raft.RawNode) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("%w: raft refused %s from %x: %v", errMalformed, m.GetType(), m.GetFrom(), p)
+			}
+		}()
+		return rn.Step(m)
+	})
+	if errors.Is(err, raft.ErrStopped) || errors.Is(err, errMalformed) {
 		return err
 	}
 	return nil
@@ -1132,9 +1020,14 @@ func (n *Node) failAsync(err error) {
 		n.fatal = err
 	}
 	n.fatalMu.Unlock()
-	if errors.Is(err, ErrRemoved) {
+	var ae *ApplyError
+	switch {
+	case errors.Is(err, ErrRemoved):
 		n.log.Warn("raftstore: stopping: removed from the cluster")
-	} else {
+	case errors.As(err, &ae):
+		n.log.Error("raftstore: fatal apply stop: a committed entry cannot be applied; the node stops and stops again at this entry on every restart",
+			"index", ae.Index, "term", ae.Term, "type", ae.Type, "command_id", ae.CommandID, "commands", ae.Commands, "panic", ae.Panic, "err", err, "stack", ae.Stack)
+	default:
 		n.log.Error("raftstore: fatal error; node stops and recovers from disk on restart", "err", err)
 	}
 	go n.shutdown()

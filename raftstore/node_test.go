@@ -319,7 +319,7 @@ func TestMembershipAddLearnerPromoteTransferRemove(t *testing.T) {
 	l := c.nodes[c.leader(10*time.Second)]
 	mustPropose(t, l, put("a", "k/a", "1"))
 	// A joiner waits to be added.
-	lis := listen(t, "127.0.1.5")
+	lis := listen(t, loopback(5))
 	j, err := Start(Config{NodeID: "n5", DataDir: filepath.Join(t.TempDir(), "n5"), RaftAddr: lis.Addr().String(), Listener: lis, Join: true, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -362,7 +362,7 @@ func TestMembershipAddLearnerPromoteTransferRemove(t *testing.T) {
 		t.Fatal("transfer did not make n5 leader")
 	}
 	waitFor(t, 10*time.Second, "old leader follows", func() bool { return l.Status().LeaderID == "n5" })
-	if err := l.AddLearner(ctx, "n9", "127.0.1.9:1"); !errors.Is(err, ErrNotLeader) {
+	if err := l.AddLearner(ctx, "n9", loopback(9)+":1"); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("conf change on follower: %v", err)
 	}
 	if err := j.Remove(ctx, "n5"); err == nil {
@@ -643,7 +643,7 @@ func TestJoinerCatchesUpFromSnapshotAndRestarts(t *testing.T) {
 	if first, _ := l.storage.FirstIndex(); first <= 2 {
 		t.Fatalf("log not compacted: first index %d", first)
 	}
-	lis := listen(t, "127.0.1.6")
+	lis := listen(t, loopback(6))
 	jcfg := Config{NodeID: "j", DataDir: filepath.Join(t.TempDir(), "j"), RaftAddr: lis.Addr().String(), Listener: lis, Join: true, Logger: testLogger(t), SnapshotCount: 20, SnapshotCatchUp: 5}
 	c.cfgs = append(c.cfgs, jcfg)
 	c.nodes = append(c.nodes, nil)
@@ -705,7 +705,7 @@ func TestEmptyWALFromAnInterruptedFirstStartBootstrapsAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	lis := listen(t, "127.0.1.4")
+	lis := listen(t, loopback(4))
 	n, err := Start(Config{NodeID: "n1", DataDir: dir, RaftAddr: lis.Addr().String(), Listener: lis, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)

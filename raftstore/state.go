@@ -206,13 +206,20 @@ func (s *stateDB) writeTxLocked() (*bolt.Tx, error) {
 // transaction and publishes what it changed to readers. If fn fails,
 // everything since the last commit is discarded (the node stops, and a
 // restart replays it from the WAL).
-func (s *stateDB) apply(entries int, fn func(a *applyTx) error) error {
+// A panic in fn is returned as an error, after the same rollback.
+func (s *stateDB) apply(entries int, fn func(a *applyTx) error) (err error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	tx, err := s.writeTxLocked()
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if p := recover(); p != nil {
+			s.rollbackLocked()
+			err = fmt.Errorf("raftstore: apply panicked: %v", p)
+		}
+	}()
 	a := s.beginApply(tx)
 	if err := fn(a); err != nil {
 		s.rollbackLocked()
@@ -221,6 +228,14 @@ func (s *stateDB) apply(entries int, fn func(a *applyTx) error) error {
 	s.mergeOverlay(a)
 	s.pending += entries
 	return nil
+}
+
+// discard rolls back everything applied since the last commit; the node
+// stops, and a restart replays it from the WAL, as after a crash.
+func (s *stateDB) discard() {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.rollbackLocked()
 }
 
 // view runs fn in a read transaction with the overlay held still.
@@ -319,6 +334,18 @@ type applyTx struct {
 	arena              []byte
 	// What this batch changed, for the overlay (val nil: deleted).
 	kvChanges, outChanges []change
+	// The commands being applied and which one, for a fatal apply error.
+	cmds []kv.Command
+	cur  int
+}
+
+// current names the command being applied: its ID and how many commands
+// its entry carries.
+func (a *applyTx) current() (string, int) {
+	if a.cur < 0 || a.cur >= len(a.cmds) {
+		return "", len(a.cmds)
+	}
+	return a.cmds[a.cur].ID, len(a.cmds)
 }
 
 type change struct {
@@ -352,7 +379,12 @@ func (a *applyTx) buf(n int) []byte {
 	if cap(a.arena)-len(a.arena) < n {
 		// Chunks grow with the transaction: one entry's transaction stays
 		// small, a large batch's takes few allocations.
-		a.arena = make([]byte, 0, min(max(2*cap(a.arena), 1024), arenaChunk))
+		size := min(max(2*cap(a.arena), 1024), arenaChunk)
+		if !canaryApplyOverrun {
+			// A fresh chunk must hold n (n <= arenaChunk/4 here).
+			size = max(size, n)
+		}
+		a.arena = make([]byte, 0, size)
 	}
 	l := len(a.arena)
 	a.arena = a.arena[:l+n]
@@ -373,13 +405,18 @@ func (a *applyTx) finish() error {
 // revision preconditions → writes.
 func (a *applyTx) applyCommands(index uint64, cmds []kv.Command, checker kv.Checker) ([]kv.Result, error) {
 	results := make([]kv.Result, len(cmds))
+	a.cmds = cmds
 	for i := range cmds {
+		a.cur = i
 		c := &cmds[i]
 		res := kv.Result{Index: index}
 		var prev kv.Result
 		var hasPrev bool
 		var idKey []byte
-		if c.ID != "" {
+		// An ID beyond maxIDBytes cannot be a bbolt key with its retention
+		// prefix: the command is rejected and its outcome not recorded.
+		recordable := c.ID != "" && len(c.ID) <= maxIDBytes
+		if recordable {
 			idKey = append(a.buf(len(c.ID)), c.ID...)
 			prev, hasPrev = decodeOutcome(a.outb.Get(idKey))
 		}
@@ -432,7 +469,7 @@ func (a *applyTx) applyCommands(index uint64, cmds []kv.Command, checker kv.Chec
 		// Record the outcome. A duplicate never overwrites the first
 		// application; a non-applied outcome is replaced by a later attempt
 		// with the same ID (it changed nothing, so a retry is safe).
-		if c.ID != "" && res.Status != kv.StatusDuplicate {
+		if recordable && res.Status != kv.StatusDuplicate {
 			if err := a.recordOutcome(c.ID, idKey, res, prev, hasPrev); err != nil {
 				return nil, err
 			}

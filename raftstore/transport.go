@@ -15,8 +15,11 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	grpcpeer "google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -35,7 +38,6 @@ const (
 	transportMethod  = "/" + transportService + "/Stream"
 	mdFromID         = "writ-from-id"
 	mdFromAddr       = "writ-from-addr"
-	maxFrameBytes    = 1 << 30
 	backoffMin       = 20 * time.Millisecond
 	backoffMax       = time.Second
 	removeGrace      = 2 * time.Second
@@ -75,6 +77,9 @@ func (rawCodec) Name() string { return "writ-raw" }
 
 // raftHandler is what the transport needs from the node.
 type raftHandler interface {
+	// check refuses a malformed message (an error wrapping errMalformed)
+	// before it is queued or stepped.
+	check(m *raftpb.Message) error
 	step(ctx context.Context, m *raftpb.Message) error
 	reportUnreachable(id uint64)
 	reportSnapshot(id uint64, status raft.SnapshotStatus)
@@ -88,6 +93,7 @@ type transport struct {
 	localIP  net.IP // bind outgoing connections to this address
 	queueLen int
 	maxBatch int
+	maxFrame int // largest frame received or sent
 	h        raftHandler
 	log      *slog.Logger
 	metrics  Metrics // nil: not measured
@@ -106,16 +112,16 @@ type transport struct {
 	wg       sync.WaitGroup
 }
 
-func newTransport(self uint64, lis net.Listener, queueLen, maxBatch int, h raftHandler, log *slog.Logger) *transport {
+func newTransport(self uint64, lis net.Listener, queueLen, maxBatch, maxFrame int, h raftHandler, log *slog.Logger) *transport {
 	t := &transport{
-		self: self, addr: lis.Addr().String(), queueLen: queueLen, maxBatch: maxBatch,
+		self: self, addr: lis.Addr().String(), queueLen: queueLen, maxBatch: maxBatch, maxFrame: maxFrame,
 		h: h, log: log, lis: lis,
 		peers: map[uint64]*peer{}, removed: map[uint64]bool{}, draining: map[*peer]bool{},
 	}
 	if ta, ok := lis.Addr().(*net.TCPAddr); ok && !ta.IP.IsUnspecified() {
 		t.localIP = ta.IP
 	}
-	t.srv = grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.MaxRecvMsgSize(maxFrameBytes),
+	t.srv = grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.MaxRecvMsgSize(maxFrame),
 		grpc.InitialWindowSize(flowWindow), grpc.InitialConnWindowSize(flowWindow))
 	t.srv.RegisterService(&grpc.ServiceDesc{
 		ServiceName: transportService,
@@ -137,8 +143,22 @@ func newTransport(self uint64, lis net.Listener, queueLen, maxBatch int, h raftH
 }
 
 // serve receives frames from one peer and steps every message into raft.
-func (t *transport) serve(ss grpc.ServerStream) error {
+// A frame over maxFrame is refused from its length prefix (gRPC checks it
+// before reading the message); a frame that does not decode, a message
+// that is malformed or that raft refuses with a panic ends the stream,
+// logged with the source address. Nothing received can crash the node.
+func (t *transport) serve(ss grpc.ServerStream) (err error) {
 	ctx := ss.Context()
+	src := "unknown"
+	if p, ok := grpcpeer.FromContext(ctx); ok && p.Addr != nil {
+		src = p.Addr.String()
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			t.log.Warn("raftstore: transport: dropping stream: receiving it panicked", "source", src, "panic", p)
+			err = status.Errorf(codes.InvalidArgument, "raftstore: malformed frame")
+		}
+	}()
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
 		ids, addrs := md.Get(mdFromID), md.Get(mdFromAddr)
 		if len(ids) == 1 && len(addrs) == 1 {
@@ -156,21 +176,29 @@ func (t *transport) serve(ss grpc.ServerStream) error {
 	// that would tell it the leader arrive behind them on this stream.
 	props := make(chan *raftpb.Message, propQueue)
 	defer close(props)
-	go t.stepProposals(ctx, props)
+	go t.stepProposals(ctx, props, src)
 	var frame []byte
 	for {
 		if err := ss.RecvMsg(&frame); err != nil {
+			if status.Code(err) == codes.ResourceExhausted {
+				t.log.Warn("raftstore: transport: dropping stream: frame over MaxFrameBytes refused", "source", src, "max_frame_bytes", t.maxFrame, "err", err)
+				return err
+			}
 			return nil
 		}
 		msgs, err := decodeFrame(frame)
 		if err != nil {
-			t.log.Warn("raftstore: transport: dropping malformed frame", "err", err)
-			return err
+			t.log.Warn("raftstore: transport: dropping stream: malformed frame", "source", src, "err", err)
+			return status.Error(codes.InvalidArgument, err.Error())
 		}
 		if len(msgs) > 0 {
 			t.mreceived(msgs[0].GetFrom(), len(msgs), len(frame))
 		}
 		for _, m := range msgs {
+			if err := t.h.check(m); err != nil {
+				t.log.Warn("raftstore: transport: dropping stream: refused message", "source", src, "type", m.GetType().String(), "from", m.GetFrom(), "err", err)
+				return status.Error(codes.InvalidArgument, err.Error())
+			}
 			if m.GetType() == raftpb.MsgProp {
 				select {
 				case props <- m:
@@ -181,6 +209,10 @@ func (t *transport) serve(ss grpc.ServerStream) error {
 				continue
 			}
 			if err := t.h.step(ctx, m); err != nil {
+				if errors.Is(err, errMalformed) {
+					t.log.Warn("raftstore: transport: dropping stream: refused message", "source", src, "type", m.GetType().String(), "from", m.GetFrom(), "err", err)
+					return status.Error(codes.InvalidArgument, err.Error())
+				}
 				return nil
 			}
 		}
@@ -189,13 +221,15 @@ func (t *transport) serve(ss grpc.ServerStream) error {
 
 // stepProposals steps forwarded proposals, each given at most propTimeout
 // to be accepted; a proposal that finds no leader in time is dropped.
-func (t *transport) stepProposals(ctx context.Context, props <-chan *raftpb.Message) {
+func (t *transport) stepProposals(ctx context.Context, props <-chan *raftpb.Message, src string) {
 	for m := range props {
 		if ctx.Err() != nil {
 			continue
 		}
 		pctx, cancel := context.WithTimeout(ctx, propTimeout)
-		_ = t.h.step(pctx, m)
+		if err := t.h.step(pctx, m); errors.Is(err, errMalformed) {
+			t.log.Warn("raftstore: transport: refused proposal", "source", src, "from", m.GetFrom(), "err", err)
+		}
 		cancel()
 	}
 }
@@ -382,7 +416,7 @@ func (p *peer) run() {
 		grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
 			return dialer.DialContext(ctx, "tcp", a)
 		}),
-		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{}), grpc.MaxCallSendMsgSize(maxFrameBytes)),
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{}), grpc.MaxCallSendMsgSize(p.t.maxFrame)),
 		// gRPC's own reconnect backoff (default up to 120 s) must not
 		// outlast ours: a restarted peer would hear nothing from us.
 		grpc.WithConnectParams(grpc.ConnectParams{
@@ -508,6 +542,12 @@ func (p *peer) ready(m *raftpb.Message) bool {
 	}
 	if err := p.t.h.fillSnapshot(m); err != nil {
 		p.t.log.Warn("raftstore: transport: not sending snapshot", "peer", p.id, "err", err)
+		p.t.h.reportSnapshot(p.id, raft.SnapshotFailure)
+		return false
+	}
+	if size := proto.Size(m); size > p.t.maxFrame-64<<10 {
+		p.t.log.Error("raftstore: transport: not sending snapshot: the state is larger than one frame; raise MaxFrameBytes on every node",
+			"peer", p.id, "snapshot_bytes", size, "max_frame_bytes", p.t.maxFrame)
 		p.t.h.reportSnapshot(p.id, raft.SnapshotFailure)
 		return false
 	}

@@ -21,6 +21,8 @@ type recorder struct {
 	snapStatus  []raft.SnapshotStatus
 }
 
+func (r *recorder) check(*raftpb.Message) error { return nil }
+
 func (r *recorder) step(ctx context.Context, m *raftpb.Message) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -55,12 +57,12 @@ func msg(to uint64, i uint64) *raftpb.Message {
 // overflow is reported unreachable; once the peer listens, the sender
 // reconnects (with backoff) and delivers in order from its bound address.
 func TestTransportBoundsQueueReconnectsAndBinds(t *testing.T) {
-	lisB := listen(t, "127.0.1.8")
+	lisB := listen(t, loopback(8))
 	addrB := lisB.Addr().String()
 	lisB.Close() // nothing listens there yet
 
 	ra := &recorder{}
-	a := newTransport(1, listen(t, "127.0.1.7"), 64, 1<<20, ra, testLogger(t))
+	a := newTransport(1, listen(t, loopback(7)), 64, 1<<20, 64<<20, ra, testLogger(t))
 	defer a.close()
 	a.setPeer(2, addrB)
 	for i := range 10000 {
@@ -98,7 +100,7 @@ func TestTransportBoundsQueueReconnectsAndBinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	rb := &recorder{}
-	b := newTransport(2, lis, 64, 1<<20, rb, testLogger(t))
+	b := newTransport(2, lis, 64, 1<<20, 64<<20, rb, testLogger(t))
 	defer b.close()
 	// New traffic after the peer came up is delivered, in order.
 	waitFor(t, 10*time.Second, "reconnect", func() bool {
@@ -124,7 +126,7 @@ func TestTransportBoundsQueueReconnectsAndBinds(t *testing.T) {
 		}
 		last = m.GetTerm()
 	}
-	if len(rb.remotes) != 1 || !rb.remotes["127.0.1.7"] {
+	if len(rb.remotes) != 1 || !rb.remotes[loopback(7)] {
 		t.Fatalf("outgoing connections not bound to the configured address: %v", rb.remotes)
 	}
 	rb.mu.Unlock()
@@ -176,9 +178,9 @@ func (r *propBlocker) step(ctx context.Context, m *raftpb.Message) error {
 // same stream (the heartbeats that would tell the node its leader).
 func TestTransportProposalsDoNotStallTheStream(t *testing.T) {
 	ra, rb := &recorder{}, &propBlocker{}
-	a := newTransport(1, listen(t, "127.0.1.7"), 4096, 1<<20, ra, testLogger(t))
+	a := newTransport(1, listen(t, loopback(7)), 4096, 1<<20, 64<<20, ra, testLogger(t))
 	defer a.close()
-	b := newTransport(2, listen(t, "127.0.1.8"), 4096, 1<<20, rb, testLogger(t))
+	b := newTransport(2, listen(t, loopback(8)), 4096, 1<<20, 64<<20, rb, testLogger(t))
 	defer b.close()
 	a.setPeer(2, b.addr)
 	var msgs []*raftpb.Message

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,11 +14,19 @@ import (
 	"github.com/writ-dev/writ/examples/jobs/jobsgen"
 	"github.com/writ-dev/writ/node"
 	"github.com/writ-dev/writ/node/config"
+	"github.com/writ-dev/writ/raftstore"
 )
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
 }
+
+// Exit codes (docs/operator.md).
+const (
+	exitFatal  = 1 // a fatal runtime error: restarting recovers from disk
+	exitConfig = 2 // bad configuration or flags, or the node could not start
+	exitApply  = 3 // fatal apply stop: a committed entry cannot be applied
+)
 
 func run(args, env []string, stdout, stderr io.Writer) int {
 	code := 0
@@ -66,9 +75,17 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 					n.Stop()
 				}
 			case err := <-n.Fatal():
-				fmt.Fprintf(stderr, "writd: fatal: %v: stopping; restart recovers from %s\n", err, n.DataDir())
+				var ae *raftstore.ApplyError
+				if errors.As(err, &ae) {
+					// A restart stops at the same entry: say so, and exit
+					// with a code a supervisor can tell from a crash.
+					fmt.Fprintf(stderr, "writd: fatal apply stop at index %d (%s, command %q): %v\n", ae.Index, ae.Type, ae.CommandID, err)
+					code = exitApply
+				} else {
+					fmt.Fprintf(stderr, "writd: fatal: %v: stopping; restart recovers from %s\n", err, n.DataDir())
+					code = exitFatal
+				}
 				n.Stop()
-				code = 1
 			}
 			if n.TempDir() {
 				_ = os.RemoveAll(n.DataDir())
@@ -80,6 +97,7 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 	// --version names the embedded schema; a node run with --schema logs
 	// and reports the fingerprint of the schema it loaded.
 	addVersion(root, jobsgen.Catalog().Fingerprint())
+	root.AddCommand(recoverCmd(stdout, stderr))
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -88,7 +106,7 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 		for _, line := range strings.Split(err.Error(), "\n") {
 			fmt.Fprintf(stderr, "writd: %s\n", line)
 		}
-		return 2
+		return exitConfig
 	}
 	return code
 }
