@@ -25,7 +25,7 @@ func TestCheckerRefusesMachineWriteOfDeclinedEntry(t *testing.T) {
 		veto    string
 	}{
 		{"quarantine writes its case", VerdictQuarantine, []kv.Write{conflict}, ""},
-		{"quarantine also moves the machine", VerdictQuarantine, []kv.Write{conflict, machine}, "without an applying transition"},
+		{"quarantine also moves the machine", VerdictQuarantine, []kv.Write{conflict, machine}, "without a transition that changes it"},
 		{"rejection moves the machine", VerdictReject, []kv.Write{machine}, "must not write"},
 	} {
 		cmd := kv.Command{ID: "fact:job.state_report:r2", Type: "job.state_report", Class: uint8(ir.ClassFact), Key: "j1",

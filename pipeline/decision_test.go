@@ -81,15 +81,15 @@ func TestDeclinedEntryMovesNoMachine_FakeLog(t *testing.T) {
 			if o.Status != pipeline.StatusRejected || o.Reason == "" {
 				t.Fatalf("declined request: %s, want REJECTED with a reason", o)
 			}
-			if got := machine("_m/job/j1"); got != `{"state":"DISPATCHED"}` {
+			if got := machine("_m/job/j1"); got != `{"state":"DISPATCHED","scope":"w2"}` {
 				t.Fatalf("declined request moved the machine: %s", got)
 			}
 
-			if a := p.Report(ctx, pipeline.Entry{Type: "job.state_report", Payload: []byte(`{"report_id":"r1","job_id":"j1","state":"COMPLETED","seq":1,"worker_id":"w1"}`)}); !a.Received {
+			if a := p.Report(ctx, pipeline.Entry{Type: "job.state_report", Payload: []byte(`{"report_id":"r1","job_id":"j1","state":"COMPLETED","seq":1,"worker_id":"w2"}`)}); !a.Received {
 				t.Fatalf("report: %+v", a)
 			}
 			drain()
-			if got := machine("_m/job/j1"); got != `{"state":"DISPATCHED"}` {
+			if got := machine("_m/job/j1"); got != `{"state":"DISPATCHED","scope":"w2"}` {
 				t.Fatalf("declined fact moved the machine: %s", got)
 			}
 			cs, err := p.Conflicts(ctx)

@@ -137,14 +137,14 @@ func TestWrongWorkerReportIsOneDecision_JobsPlugin(t *testing.T) {
 	n.request("worker.join", "w2", `{"worker_id":"w2","capacity":2}`)
 	n.request("job.assign", "a22", `{"job_id":"j22","worker_id":"w2"}`)
 	n.fact("job.state_report", `{"report_id":"r1","job_id":"j22","state":"RUNNING","seq":1,"worker_id":"w2"}`)
-	if m, j := n.get("_m/job/j22"), n.job("j22"); m != `{"state":"RUNNING","order":1}` || j.State != "RUNNING" || j.Worker != "w2" {
+	if m, j := n.get("_m/job/j22"), n.job("j22"); m != `{"state":"RUNNING","scope":"w2","order":1}` || j.State != "RUNNING" || j.Worker != "w2" {
 		t.Fatalf("after w2 RUNNING: machine %s, document %+v", m, j)
 	}
 
 	// w1 never held j22.
 	n.fact("job.state_report", `{"report_id":"r2","job_id":"j22","state":"COMPLETED","seq":2,"worker_id":"w1"}`)
 	m, j := n.get("_m/job/j22"), n.job("j22")
-	if m != `{"state":"RUNNING","order":1}` || j.State != "RUNNING" || j.Worker != "w2" {
+	if m != `{"state":"RUNNING","scope":"w2","order":1}` || j.State != "RUNNING" || j.Worker != "w2" {
 		t.Fatalf("a report from a worker that does not hold the job moved it: machine %s, document %+v (they must stay RUNNING on w2 together)", m, j)
 	}
 	cs, err := n.p.Conflicts(context.Background())
@@ -161,7 +161,7 @@ func TestWrongWorkerReportIsOneDecision_JobsPlugin(t *testing.T) {
 
 	// The job is still w2's: cancel works, and w2's slot is freed.
 	n.request("job.control", "c22", `{"job_id":"j22","action":"cancel"}`)
-	if m, j := n.get("_m/job/j22"), n.job("j22"); m != `{"state":"CANCELLED","order":1}` || j.State != "CANCELLED" {
+	if m, j := n.get("_m/job/j22"), n.job("j22"); m != `{"state":"CANCELLED","scope":"w2","order":1}` || j.State != "CANCELLED" {
 		t.Fatalf("after cancel: machine %s, document %+v", m, j)
 	}
 	var w struct {
