@@ -21,6 +21,7 @@ type entry struct {
 	toMap    map[string]string // To value → state, only for declared enum values
 	order    int               // index of the Order field (-1: none)
 	id       int               // index of the ID field (-1: none)
+	scope    int               // index of the order_scope field (-1: none)
 	items    int               // index of the items field (-1: not a receipt)
 }
 
@@ -169,6 +170,9 @@ func (en *entry) routing(cat *catalog) error {
 		return err
 	}
 	if en.id, err = need("id", e.ID, ir.KindString); err != nil {
+		return err
+	}
+	if en.scope, err = need("order_scope", e.OrderScope, ir.KindString, ir.KindUint, ir.KindInt); err != nil {
 		return err
 	}
 	en.items = -1

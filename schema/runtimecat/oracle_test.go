@@ -186,6 +186,12 @@ func samePayload(t *testing.T, typ string, a, b ir.Payload) {
 	if ao != bo || aok != bok {
 		t.Fatalf("%s: Order %d,%v vs %d,%v", typ, ao, aok, bo, bok)
 	}
+	// A generated payload implements ir.OrderScoper only for a type that
+	// declares order_scope; a runtime one always does, answering "" when
+	// there is none.
+	if as, bs := scopeOf(a), scopeOf(b); as != bs {
+		t.Fatalf("%s: OrderScope %q vs %q", typ, as, bs)
+	}
 	if a.Validate() != nil || b.Validate() != nil {
 		t.Fatalf("%s: a parsed payload fails Validate: %v / %v", typ, a.Validate(), b.Validate())
 	}
@@ -225,4 +231,11 @@ func TestRolloutGenIsFresh(t *testing.T) {
 	if diff != "" {
 		t.Fatalf("internal/rolloutgen is stale (fix: in schema/runtimecat run go run ../../cmd/writ gen --schema %s --out internal/rolloutgen):\n%s", rolloutDir, diff)
 	}
+}
+
+func scopeOf(p ir.Payload) string {
+	if s, ok := p.(ir.OrderScoper); ok {
+		return s.OrderScope()
+	}
+	return ""
 }

@@ -13,7 +13,10 @@ type payload struct {
 	vals []value
 }
 
-var _ ir.Payload = (*payload)(nil)
+var (
+	_ ir.Payload     = (*payload)(nil)
+	_ ir.OrderScoper = (*payload)(nil)
+)
 
 // EntryType is the declared entry type name.
 func (p *payload) EntryType() string { return p.e.name }
@@ -119,6 +122,23 @@ func (p *payload) IdempotencyKey() string {
 		return ""
 	}
 	return p.vals[p.e.id].s
+}
+
+// OrderScope is the value of the payload's order_scope field, integers in
+// decimal, as the generated accessor renders it (ir.OrderScoper); "" for a
+// type that declares none.
+func (p *payload) OrderScope() string {
+	if p.e.scope < 0 {
+		return ""
+	}
+	v := &p.vals[p.e.scope]
+	switch p.e.fields[p.e.scope].kind {
+	case ir.KindInt:
+		return strconv.FormatInt(v.int(), 10)
+	case ir.KindUint:
+		return strconv.FormatUint(v.n, 10)
+	}
+	return v.s
 }
 
 // Items returns the carried items (nil unless the type is a receipt).
