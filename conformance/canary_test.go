@@ -40,7 +40,7 @@ func canaryOptions(check string, cases int, plugin string) Options {
 		tier = TierProperty
 	}
 	return Options{SchemaDir: jobsSchema, PluginPath: plugin, Catalogs: []ir.Catalog{jobsgen.Catalog()},
-		Only: []Tier{tier}, Cases: cases, checks: []string{check}}
+		OpenState: openRaftState, Only: []Tier{tier}, Cases: cases, checks: []string{check}}
 }
 
 // TestCanaryTarget is the inner half of TestCanaryBuildsFailTheirCheck: the
