@@ -14,4 +14,7 @@ type doubles struct {
 	// evaluator wraps the plugin (an impure handler: the user's plugin is
 	// the code under test, so the suite has no build of it to break).
 	evaluator func(pipeline.Evaluator) pipeline.Evaluator
+	// configDoc replaces each configuration document the cluster tier
+	// sends (a configuration that can never activate).
+	configDoc func([]byte) []byte
 }
