@@ -70,6 +70,35 @@ func TestCanaryTarget(t *testing.T) {
 	}
 }
 
+// clusterCanaries are broken builds of writd: the cluster tier runs its
+// scenario against 3 real writd processes built with the tag, and the check
+// must FAIL with the code; the same check against a normal writd must PASS.
+var clusterCanaries = []struct {
+	tag, check, code string
+}{
+	// A restarted node forgets the facts its outbox holds.
+	{"canary_factlostonrestart", "cluster.facts-restart", CodeClusterScenario},
+}
+
+func TestClusterCanaryBuildsFailTheirCheck(t *testing.T) {
+	for _, cn := range clusterCanaries {
+		t.Run(cn.tag, func(t *testing.T) {
+			opts := clusterCheckOptions(t, cn.check)
+			c, _ := mustRun(t, opts).Check(cn.check)
+			if c.Result != Pass || c.Cases == 0 {
+				t.Fatalf("%s against writd without -tags %s: %s (%d cases) %s %v, want PASS", cn.check, cn.tag, c.Result, c.Cases, c.Reason, c.Findings)
+			}
+			t.Logf("without the tag: %s (%d cases) %v", c.Result, c.Cases, c.Findings)
+			opts.Cluster.Writd = jobsWritd(t, cn.tag)
+			c, _ = mustRun(t, opts).Check(cn.check)
+			if c.Result != Fail || !hasCode(c.Findings, cn.code) {
+				t.Fatalf("%s against writd built with -tags %s: %s %s %v, want FAIL with %s", cn.check, cn.tag, c.Result, c.Reason, c.Findings, cn.code)
+			}
+			t.Logf("with -tags %s: %s %v", cn.tag, c.Result, c.Findings)
+		})
+	}
+}
+
 func TestCanaryBuildsFailTheirCheck(t *testing.T) {
 	if os.Getenv("WRIT_CANARY_CHECK") != "" {
 		t.Skip("inside a canary build")
