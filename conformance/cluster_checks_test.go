@@ -72,3 +72,12 @@ func TestConfigMajorityDown(t *testing.T) {
 		t.Fatalf("%s: %s %q %v, want PASS", id, c.Result, c.Reason, c.Findings)
 	}
 }
+
+func TestReplyAfterCommitCluster(t *testing.T) {
+	const id = "cluster.reply-after-commit"
+	c, _ := mustRun(t, clusterCheckOptions(t, id)).Check(id)
+	if c.Result != Pass {
+		t.Fatalf("%s: %s %q %v, want PASS", id, c.Result, c.Reason, c.Findings)
+	}
+	t.Logf("%s: %d cases", id, c.Cases)
+}

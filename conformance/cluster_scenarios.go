@@ -3,10 +3,7 @@ package conformance
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"strings"
 	"sync"
 	"time"
 
@@ -24,8 +21,15 @@ import (
 // drawSetup returns request entries that create instances named from
 // pool, each creation twice (dependencies resolve in either order).
 func (e *Env) drawSetup(seed uint64, pool string) []drawnEntry {
+	return e.drawSetupSized(seed, pool, maxOff)
+}
+
+// drawSetupSized is drawSetup with every bounded string and list at its
+// maximum size (mode maxNarrow or maxWide), or sized as usual (maxOff).
+func (e *Env) drawSetupSized(seed uint64, pool string, mode maxMode) []drawnEntry {
 	d := newDrawer(e.Schema, e.Opts.Seed, seed)
 	d.pool = []string{pool}
+	d.maxOut = mode
 	var out []drawnEntry
 	for round := 0; round < 2; round++ {
 		for _, en := range e.entries() {
@@ -40,7 +44,11 @@ func (e *Env) drawSetup(seed uint64, pool string) []drawnEntry {
 					continue
 				}
 				if tgt := targetOfJSON(en, obj); m != nil && m.IsInitial(tgt) {
-					out = append(out, drawnEntry{typ: en.Name, class: en.Class, id: fmt.Sprintf("%s-%s-%d", pool, en.Name, round), data: data})
+					id := fmt.Sprintf("%s-%s-%d", pool, en.Name, round)
+					if mode != maxOff {
+						id += fmt.Sprintf("-max%d", mode)
+					}
+					out = append(out, drawnEntry{typ: en.Name, class: en.Class, id: id, data: data})
 					break
 				}
 			}
@@ -102,6 +110,11 @@ func (c *cluster) runRequests(ctx context.Context, n *node, es []drawnEntry) []*
 
 func scReplyAfterCommit(ctx context.Context, e *Env, c *cluster) Outcome {
 	setup := e.drawSetup(101, "w1a")
+	// Then the largest payloads the schema allows, in runes and in bytes:
+	// every replica must apply them.
+	// Same identifiers as above, so that what they depend on exists.
+	setup = append(setup, e.drawSetupSized(102, "w1a", maxNarrow)...)
+	setup = append(setup, e.drawSetupSized(103, "w1a", maxWide)...)
 	// Submit through a follower too: the reply then crosses forwarding.
 	for i, de := range setup {
 		n := c.nodes[i%len(c.nodes)]
@@ -132,7 +145,10 @@ func scReplyAfterCommit(ctx context.Context, e *Env, c *cluster) Outcome {
 			c.fail(de.typ, "a committed entry must reach every live replica", "%v", err)
 		}
 	}
-	if c.out.Cases == 0 {
+	// Every node is still serving: a valid entry that no replica can apply
+	// stops them all.
+	c.checkAlive()
+	if c.out.Cases == 0 && len(c.out.Findings) == 0 {
 		return notRun("no drawn request was COMMITTED by the cluster (the handler refused every drawn creation)")
 	}
 	return c.out
@@ -194,80 +210,6 @@ func (c *cluster) waitDrained(ctx context.Context, n *node, d time.Duration) err
 			return fmt.Errorf("outbox of %s not drained within %s (depth %d, err %v)", n.name, d, depth, err)
 		}
 		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// checkFactsOnce verifies every fact is committed on every node and applied
-// exactly once. Every node's dedup table must record the fact applied, at
-// the same index: a second application under the same ID is a duplicate
-// that does not overwrite it. The watch stream counts applications too, on
-// the first node whose stream still holds the events from `from`; when no
-// node's does (its feed starts after a restart), the dedup tables are the
-// count and a REVIEW_REQUIRED finding says so. The count is never skipped:
-// if neither can be read the check fails INCOMPLETE.
-func (c *cluster) checkFactsOnce(ctx context.Context, facts []drawnEntry, from uint64) {
-	var types []string
-	seen := map[string]bool{}
-	for _, f := range facts {
-		if !seen[f.typ] {
-			seen[f.typ] = true
-			types = append(types, f.typ)
-		}
-	}
-	var applied map[string]int
-	var watchErrs []string
-	for _, n := range c.nodes {
-		evs, err := watchAll(ctx, n, from, types...)
-		if err != nil {
-			watchErrs = append(watchErrs, n.name+": "+err.Error())
-			continue
-		}
-		applied = map[string]int{}
-		for _, ev := range evs {
-			if ev.Status != "duplicate" {
-				applied[ev.Id]++
-			}
-		}
-		break
-	}
-	if applied == nil {
-		c.out.Findings = append(c.out.Findings, Finding{Code: CodeClusterScenario, Status: ir.StatusReviewRequired,
-			Subject: c.sc + ": watch",
-			Message: fmt.Sprintf("no node's watch stream holds the events from index %d (%s); the exactly-once count comes from every node's dedup table", from, strings.Join(watchErrs, "; ")),
-			Fix:     "keep the watch feed across restarts to count applications from the stream too"})
-	}
-	unreadable := 0
-	for _, f := range facts {
-		id := "fact:" + f.typ + ":" + f.id
-		if applied[id] > 1 {
-			c.fail(f.typ, "a received fact must be applied exactly once (W3)", "fact %s applied %d times", f.id, applied[id])
-		}
-		where := map[string][]string{}
-		for _, n := range c.nodes {
-			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			o, err := n.client.Outcome(cctx, &writv1.OutcomeRequest{RequestId: id})
-			cancel()
-			switch {
-			case err != nil:
-				unreadable++
-				where["unreadable"] = append(where["unreadable"], n.name)
-			case !o.Known:
-				c.fail(f.typ, "a received fact must be committed on every replica after heal (W3)", "%s: fact %s not committed", n.name, f.id)
-			default:
-				k := fmt.Sprintf("%s@%d", o.Status, o.Index)
-				where[k] = append(where[k], n.name)
-			}
-		}
-		delete(where, "unreadable")
-		if len(where) > 1 {
-			c.fail(f.typ, "a fact is applied once, at one index, on every replica (W3, W9)", "fact %s is recorded differently per node: %v", f.id, where)
-		}
-	}
-	if unreadable > 0 {
-		c.out.Findings = append(c.out.Findings, Finding{Code: CodeClusterScenario, Status: ir.StatusIncomplete,
-			Subject: c.sc + ": outcomes",
-			Message: fmt.Sprintf("%d fact outcome read(s) failed, so exactly-once could not be verified for every fact on every node", unreadable),
-			Fix:     "make outcomes queryable by ID on every node after heal"})
 	}
 }
 
@@ -410,147 +352,6 @@ func scReceiptWatch(ctx context.Context, e *Env, c *cluster) Outcome {
 		}
 	}
 	return notRun("could not draw a valid receipt payload")
-}
-
-func scConfigMajorityDown(ctx context.Context, e *Env, c *cluster) Outcome {
-	var cfg *ir.Entry
-	for _, en := range e.entries() {
-		if en.Class == ir.ClassConfig {
-			cfg = en
-			break
-		}
-	}
-	if cfg == nil {
-		return notRun("the schema declares no config type")
-	}
-	s := c.nodes[0]
-	docs := e.drawConfigDocs(cfg, 601, 2)
-	if len(docs) < 2 {
-		return notRun("could not draw two distinct valid configuration documents")
-	}
-	if e.Opts.doubles.configDoc != nil {
-		for i := range docs {
-			docs[i] = e.Opts.doubles.configDoc(docs[i])
-		}
-	}
-	// First, with every node up, the same kind of upgrade must activate:
-	// otherwise a failure with the majority down proves nothing (a
-	// configuration that can never activate, say one refused at ingress,
-	// would pass).
-	pre, err := c.upgrade(ctx, s, "w6-pre", docs[0])
-	c.out.Cases++
-	if err != nil || !configConfirmed(pre) {
-		return notRun("with all 3 nodes up the configuration upgrade did not activate (%s), so a majority loss cannot be shown to be what stops it; fix: make a valid %s document activate on a healthy cluster", describeProgress(pre, err), cfg.Name)
-	}
-	before, err := c.sameConfigTag(ctx, 20*time.Second)
-	if err != nil {
-		return notRun("with all 3 nodes up the activated configuration did not reach every node: %v", err)
-	}
-	c.kill(c.nodes[1])
-	c.kill(c.nodes[2])
-	last, _ := c.upgrade(ctx, s, "w6-up", docs[1])
-	c.out.Cases++
-	if configConfirmed(last) {
-		c.fail("config", "a configuration change must not be confirmed without a majority (W5)", "upgrade confirmed with 2 of 3 nodes down: %v", last)
-	}
-	if now, err := c.status(ctx, s); err == nil && now.ConfigTag != before {
-		c.fail("config", "the committed tag advances only on activation", "tag moved from %q to %q after a failed upgrade", before, now.ConfigTag)
-	}
-	if err := c.healthy(ctx); err != nil {
-		return c.harnessBroke(err)
-	}
-	if err := c.converge(ctx, 30*time.Second); err != nil {
-		c.fail("replicas", "replicas must converge", "%v", err)
-	}
-	time.Sleep(2 * time.Second)
-	for _, n := range c.nodes {
-		if now, err := c.status(ctx, n); err == nil && now.ConfigTag != before {
-			c.fail("config", "a change reported as failed must never activate afterwards (W5)", "%s activated tag %q after the failed upgrade", n.name, now.ConfigTag)
-		}
-	}
-	return c.out
-}
-
-// drawConfigDocs draws n distinct valid documents of the config type.
-func (e *Env) drawConfigDocs(cfg *ir.Entry, seed uint64, n int) [][]byte {
-	d := newDrawer(e.Schema, e.Opts.Seed, seed)
-	var out [][]byte
-	seen := map[string]bool{}
-	for try := 0; try < 100 && len(out) < n; try++ {
-		data, _ := json.Marshal(d.object(cfg.Fields))
-		if !seen[string(data)] && e.Load.CheckPayloadJSON(cfg.Name, data) == nil {
-			seen[string(data)] = true
-			out = append(out, data)
-		}
-	}
-	return out
-}
-
-// upgrade runs one configuration upgrade through n and returns its last
-// progress message.
-func (c *cluster) upgrade(ctx context.Context, n *node, id string, doc []byte) (*writv1.ConfigProgress, error) {
-	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	st, err := n.client.ConfigUpgrade(cctx, &writv1.ConfigUpgradeRequest{RequestId: id, Document: doc, Format: "json", TimeoutMs: 2000})
-	if err != nil {
-		return nil, err
-	}
-	var last *writv1.ConfigProgress
-	for {
-		pr, err := st.Recv()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return last, nil
-			}
-			return last, err
-		}
-		last = pr
-	}
-}
-
-func configConfirmed(p *writv1.ConfigProgress) bool {
-	return p != nil && (p.Phase == writv1.ConfigProgress_ACTIVATED || p.Phase == writv1.ConfigProgress_RELOADED || p.Outcome == writv1.Outcome_COMMITTED)
-}
-
-func describeProgress(p *writv1.ConfigProgress, err error) string {
-	switch {
-	case p == nil && err != nil:
-		return "error: " + err.Error()
-	case p == nil:
-		return "no progress reported"
-	case err != nil:
-		return fmt.Sprintf("last progress %v, then error: %v", p, err)
-	}
-	return fmt.Sprintf("last progress %v", p)
-}
-
-// sameConfigTag waits until every node reports the same non-empty
-// configuration tag and returns it.
-func (c *cluster) sameConfigTag(ctx context.Context, d time.Duration) (string, error) {
-	deadline := time.Now().Add(d)
-	var last []string
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		last = last[:0]
-		tags := map[string]bool{}
-		for _, n := range c.nodes {
-			st, err := c.status(ctx, n)
-			if err != nil {
-				tags["\x00"+err.Error()] = true
-				continue
-			}
-			last = append(last, n.name+"="+st.ConfigTag)
-			tags[st.ConfigTag] = true
-		}
-		if len(tags) == 1 {
-			for t := range tags {
-				if t != "" {
-					return t, nil
-				}
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return "", fmt.Errorf("nodes report configuration tags %v", last)
 }
 
 func scLeaderKill(ctx context.Context, e *Env, c *cluster) Outcome {
