@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -14,9 +15,9 @@ import (
 // exactly once. Every node's dedup table must record the fact applied, at
 // the same index: a second application under the same ID is a duplicate
 // that does not overwrite it. The watch stream counts applications too, on
-// the first node whose stream still holds the events from `from`; when no
-// node's does (its feed starts after a restart), the dedup tables are the
-// count and a REVIEW_REQUIRED finding says so. The count is never skipped:
+// the first node whose stream holds an event for every fact; when no node's
+// does (its feed starts after a restart), the dedup tables are the count and
+// a REVIEW_REQUIRED finding says so. The count is never skipped:
 // if neither can be read the check fails INCOMPLETE.
 func (c *cluster) checkFactsOnce(ctx context.Context, facts []drawnEntry, from uint64) {
 	var types []string
@@ -31,22 +32,42 @@ func (c *cluster) checkFactsOnce(ctx context.Context, facts []drawnEntry, from u
 	var watchErrs []string
 	for _, n := range c.nodes {
 		evs, err := watchAll(ctx, n, from, types...)
+		if c.watchFails {
+			evs, err = nil, errors.New("watch refused by the suite's test double")
+		}
 		if err != nil {
 			watchErrs = append(watchErrs, n.name+": "+err.Error())
 			continue
 		}
-		applied = map[string]int{}
+		// Every event of an ID is one application attempt; "duplicate"
+		// (an ID applied before, or a report of the current state) does
+		// not count as an application.
+		counts, present := map[string]int{}, map[string]bool{}
 		for _, ev := range evs {
+			present[ev.Id] = true
 			if ev.Status != "duplicate" {
-				applied[ev.Id]++
+				counts[ev.Id]++
 			}
 		}
+		// The stream counts only if it holds an event for every fact
+		// (an empty or partial stream would count nothing twice).
+		missing := 0
+		for _, f := range facts {
+			if !present["fact:"+f.typ+":"+f.id] {
+				missing++
+			}
+		}
+		if missing > 0 {
+			watchErrs = append(watchErrs, fmt.Sprintf("%s: the stream holds no event for %d of the %d facts", n.name, missing, len(facts)))
+			continue
+		}
+		applied = counts
 		break
 	}
 	if applied == nil {
 		c.out.Findings = append(c.out.Findings, Finding{Code: CodeClusterScenario, Status: ir.StatusReviewRequired,
 			Subject: c.sc + ": watch",
-			Message: fmt.Sprintf("no node's watch stream holds the events from index %d (%s); the exactly-once count comes from every node's dedup table", from, strings.Join(watchErrs, "; ")),
+			Message: fmt.Sprintf("no node's watch stream from index %d holds the facts' events (%s); the exactly-once count comes from every node's dedup table", from, strings.Join(watchErrs, "; ")),
 			Fix:     "keep the watch feed across restarts to count applications from the stream too"})
 	}
 	unreadable := 0

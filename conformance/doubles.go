@@ -17,4 +17,7 @@ type doubles struct {
 	// configDoc replaces each configuration document the cluster tier
 	// sends (a configuration that can never activate).
 	configDoc func([]byte) []byte
+	// watchFails makes the fact scenarios' watch calls fail, as after
+	// restarts that leave no node's stream holding the events.
+	watchFails bool
 }
