@@ -324,8 +324,12 @@ func scReceiptWatch(ctx context.Context, e *Env, c *cluster) Outcome {
 			c.fail(rec.Name, "a receipt's acknowledgement must name its items for the watch stream", "no item IDs in the acknowledgement")
 			return c.out
 		}
-		// Per-item outcomes arrive on watch.
-		deadline := time.Now().Add(20 * time.Second)
+		// Per-item outcomes arrive on watch. A receipt at its maximum
+		// number of items takes a while to apply: wait as long as item
+		// outcomes keep arriving, and fail once none arrived for 20s.
+		const stall = 20 * time.Second
+		deadline := time.Now().Add(stall)
+		lastMissing := len(r.ItemIds) + 1
 		for {
 			evs, err := watchAll(ctx, s, from)
 			if err != nil {
@@ -344,8 +348,11 @@ func scReceiptWatch(ctx context.Context, e *Env, c *cluster) Outcome {
 			if missing == 0 {
 				return c.out
 			}
+			if missing < lastMissing {
+				lastMissing, deadline = missing, time.Now().Add(stall)
+			}
 			if time.Now().After(deadline) {
-				c.fail(rec.Name, "every item's outcome must be delivered on the watch stream (W4)", "%d of %d items have no watch event after 20s", missing, len(r.ItemIds))
+				c.fail(rec.Name, "every item's outcome must be delivered on the watch stream (W4)", "%d of %d items have no watch event, and none arrived for %s", missing, len(r.ItemIds), stall)
 				return c.out
 			}
 			time.Sleep(300 * time.Millisecond)
