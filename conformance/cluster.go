@@ -294,7 +294,7 @@ func (c *cluster) waitReady(ctx context.Context, n *node, d time.Duration) error
 		}
 		select {
 		case <-n.done:
-			return fmt.Errorf("writd %s exited while starting (log: %s)", n.name, c.logTail(n))
+			return fmt.Errorf("writd %s exited while starting (%s)", n.name, c.exitReason(n))
 		default:
 		}
 		time.Sleep(100 * time.Millisecond)
