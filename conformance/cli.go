@@ -17,6 +17,18 @@ import (
 // returns the process exit code. catalogs are the generated catalogs linked
 // into the binary.
 func Main(args []string, stdout, stderr io.Writer, catalogs []ir.Catalog) int {
+	return MainLinked(args, stdout, stderr, Linked{Catalogs: catalogs})
+}
+
+// Linked is what the calling binary links for the suite: the generated
+// catalogs and the replicated state machine (see Options).
+type Linked struct {
+	Catalogs  []ir.Catalog
+	OpenState StateOpener
+}
+
+// MainLinked is Main with everything the binary links.
+func MainLinked(args []string, stdout, stderr io.Writer, l Linked) int {
 	fs := flag.NewFlagSet("writ conformance", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
@@ -74,7 +86,8 @@ func Main(args []string, stdout, stderr io.Writer, catalogs []ir.Catalog) int {
 		opts.Cluster.Hosts = strings.Split(hosts, ",")
 	}
 	opts.Seed = seed
-	opts.Catalogs = catalogs
+	opts.Catalogs = l.Catalogs
+	opts.OpenState = l.OpenState
 	opts.Progress = stderr
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()

@@ -104,6 +104,9 @@ type cluster struct {
 	nodes  []*node
 	out    Outcome
 	sc     string
+	// watchFails makes every watch call of the fact scenarios fail (a
+	// test double, from Options.doubles).
+	watchFails bool
 }
 
 func (e *Env) startCluster(ctx context.Context) (*cluster, string) {
@@ -130,7 +133,7 @@ func (e *Env) newCluster(ctx context.Context) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &cluster{root: root, bin: e.Opts.Cluster.Writd}
+	c := &cluster{root: root, bin: e.Opts.Cluster.Writd, watchFails: e.Opts.doubles.watchFails}
 	if c.plugin, err = filepath.Abs(e.Opts.PluginPath); err != nil {
 		return c, err
 	}
@@ -291,7 +294,7 @@ func (c *cluster) waitReady(ctx context.Context, n *node, d time.Duration) error
 		}
 		select {
 		case <-n.done:
-			return fmt.Errorf("writd %s exited while starting (log: %s)", n.name, c.logTail(n))
+			return fmt.Errorf("writd %s exited while starting (%s)", n.name, c.exitReason(n))
 		default:
 		}
 		time.Sleep(100 * time.Millisecond)

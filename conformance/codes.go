@@ -38,6 +38,9 @@ const (
 	CodeEvalImpure = "WRIT_EVAL_IMPURE"
 	// CodeEvalFailed: the plugin failed on a valid item (internal error).
 	CodeEvalFailed = "WRIT_EVAL_FAILED"
+	// CodeApplyFailed: the replicated state machine could not apply a
+	// committed entry (an error or a panic on the apply path).
+	CodeApplyFailed = "WRIT_APPLY_FAILED"
 	// CodeApplyNotIdempotent: applying a command twice differs from once.
 	CodeApplyNotIdempotent = "WRIT_APPLY_NOT_IDEMPOTENT"
 	// CodeTerminalLeft: a guard let an instance leave a terminal state.

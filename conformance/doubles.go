@@ -14,4 +14,10 @@ type doubles struct {
 	// evaluator wraps the plugin (an impure handler: the user's plugin is
 	// the code under test, so the suite has no build of it to break).
 	evaluator func(pipeline.Evaluator) pipeline.Evaluator
+	// configDoc replaces each configuration document the cluster tier
+	// sends (a configuration that can never activate).
+	configDoc func([]byte) []byte
+	// watchFails makes the fact scenarios' watch calls fail, as after
+	// restarts that leave no node's stream holding the events.
+	watchFails bool
 }

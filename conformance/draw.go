@@ -23,6 +23,8 @@ type drawer struct {
 	// ids is a small pool of identifier-like values so that drawn payloads
 	// collide on keys (the same job, worker or queue) often.
 	pool []string
+	// maxOut draws every bounded string and list at its maximum size.
+	maxOut maxMode
 }
 
 func newDrawer(s *ir.Schema, seed uint64, salt uint64) *drawer {
@@ -52,18 +54,7 @@ func (d *drawer) value(f *ir.Field) any {
 	case ir.KindBool:
 		return d.rng.IntN(2) == 0
 	case ir.KindList:
-		lo, hi := 0, 3
-		if f.MinLen != nil {
-			lo = *f.MinLen
-			hi = max(hi, lo)
-		}
-		if f.MaxLen != nil {
-			hi = min(hi, *f.MaxLen)
-		}
-		n := lo
-		if hi > lo {
-			n += d.rng.IntN(hi - lo + 1)
-		}
+		n := d.listLen(f)
 		out := make([]any, n)
 		for i := range out {
 			switch {
@@ -102,8 +93,7 @@ func (d *drawer) str(f *ir.Field) string {
 				s = d.fromPattern(f.Patterns[0])
 			}
 		} else {
-			n := lo + d.rng.IntN(min(hi, lo+16)-lo+1)
-			s = d.plain(n)
+			s = d.plainField(lo, hi, f.MaxLen != nil)
 		}
 		if n := utf8.RuneCountInString(s); n < lo || n > hi || !matchAll(f.Patterns, s) {
 			continue
@@ -187,11 +177,15 @@ func (d *drawer) gen(b *strings.Builder, re *syntax.Regexp) {
 				hi = lo + 4
 			}
 		}
-		// Prefer short strings: bounded identifiers stay readable.
-		if hi-lo > 8 && d.rng.IntN(4) > 0 {
-			hi = lo + 8
-		}
+		// Prefer short strings (bounded identifiers stay readable), but
+		// reach a bounded repeat's maximum too.
 		n := lo + d.rng.IntN(hi-lo+1)
+		switch k := d.rng.IntN(8); {
+		case k == 0 && re.Max >= 0:
+			n = hi
+		case k > 1 && hi-lo > 8:
+			n = lo + d.rng.IntN(9)
+		}
 		for i := 0; i < n; i++ {
 			d.gen(b, re.Sub[0])
 		}
@@ -264,6 +258,16 @@ func (d *drawer) float(f *ir.Field) jsonNumber {
 		}
 	}
 	v := lo + d.rng.Float64()*(hi-lo)
+	switch d.rng.IntN(6) {
+	case 0:
+		if f.Min != nil && !f.Min.Exclusive {
+			v = lo
+		}
+	case 1:
+		if f.Max != nil && !f.Max.Exclusive {
+			v = hi
+		}
+	}
 	s := strconv.FormatFloat(v, 'f', 3, 64)
 	if !strings.Contains(s, ".") {
 		s += ".0"

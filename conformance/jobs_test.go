@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/writ-dev/writ/examples/jobs/jobsgen"
+	"github.com/writ-dev/writ/raftstore"
 	"github.com/writ-dev/writ/schema/ir"
 )
 
@@ -49,9 +50,20 @@ func jobsOptions(t *testing.T, tiers ...Tier) Options {
 		SchemaDir:  jobsSchema,
 		PluginPath: jobsPlugin(t),
 		Catalogs:   []ir.Catalog{jobsgen.Catalog()},
+		OpenState:  openRaftState,
 		Only:       tiers,
 		Cases:      2000,
 	}
+}
+
+// openRaftState opens raftstore's real applied state (a bbolt file), as
+// writ does for property.apply-idempotent.
+func openRaftState(path string) (ReplayState, error) {
+	st, err := raftstore.OpenReplayState(path)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
 func mustRun(t *testing.T, opts Options) *Report {

@@ -45,6 +45,10 @@ type Options struct {
 	// generated code under test. Checks that need generated code are NOT
 	// RUN when none matches.
 	Catalogs []ir.Catalog
+	// OpenState opens the replicated state machine's state file, for
+	// property.apply-idempotent (writ passes raftstore.OpenReplayState).
+	// Nil: that check is NOT RUN.
+	OpenState StateOpener
 	// Cluster configures the cluster tier.
 	Cluster ClusterOptions
 	// Progress receives one line per check as it starts (optional; not

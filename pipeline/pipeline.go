@@ -390,6 +390,9 @@ func New(cfg Config) (*Pipeline, error) {
 			return nil, err
 		}
 		p.outbox, p.ownOut, items = ob, true, its
+		if canaryFactLostOnRestart {
+			items = nil
+		}
 	default:
 		return nil, errors.New("pipeline: Config.DataDir is required (the fact outbox lives there)")
 	}

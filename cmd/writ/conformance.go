@@ -5,6 +5,7 @@ import (
 
 	"github.com/writ-dev/writ/conformance"
 	"github.com/writ-dev/writ/examples/jobs/jobsgen"
+	"github.com/writ-dev/writ/raftstore"
 	"github.com/writ-dev/writ/schema/ir"
 )
 
@@ -13,5 +14,18 @@ import (
 // suite can exercise; any other schema is checked through its runtime
 // catalog (schema/runtimecat), the one a stock writd --schema serves.
 func cmdConformance(args []string, stdout, stderr io.Writer) int {
-	return conformance.Main(args, stdout, stderr, []ir.Catalog{jobsgen.Catalog()})
+	return conformance.MainLinked(args, stdout, stderr, conformance.Linked{
+		Catalogs:  []ir.Catalog{jobsgen.Catalog()},
+		OpenState: openReplayState,
+	})
+}
+
+// openReplayState opens raftstore's applied state file for the suite's
+// replay check.
+func openReplayState(path string) (conformance.ReplayState, error) {
+	st, err := raftstore.OpenReplayState(path)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
 }
