@@ -202,7 +202,7 @@ func (c *cluster) start(n *node, join bool) error {
 		return err
 	}
 	args := []string{"--node-id", n.name, "--data-dir", n.dir, "--api-addr", n.api, "--raft-addr", n.raft,
-		"--gossip-addr", n.gossip, "--plugins-jobs", c.plugin, "--log-level", "info"}
+		"--gossip-addr", n.gossip, "--plugin", c.plugin, "--log-level", "info"}
 	if join {
 		args = append(args, "--join", c.nodes[0].gossip)
 	}

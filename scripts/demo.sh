@@ -56,7 +56,7 @@ start_node() { # name index [join]
 	local n=$1 i=$2 join=${3:-}
 	local h=${HOSTS[$i]}
 	mkdir -p "$DATA/$n"
-	local args=(--node-id "$n" --data-dir "$DATA/$n" --api-addr "$h:$API_PORT" --raft-addr "$h:$RAFT_PORT" --gossip-addr "$h:$GOSSIP_PORT" --plugins-jobs "$BIN/writ-jobs")
+	local args=(--node-id "$n" --data-dir "$DATA/$n" --api-addr "$h:$API_PORT" --raft-addr "$h:$RAFT_PORT" --gossip-addr "$h:$GOSSIP_PORT" --plugin "$BIN/writ-jobs")
 	[ -n "$join" ] && args+=(--join "$join")
 	"$BIN/writd" "${args[@]}" >>"$DATA/$n.log" 2>&1 &
 	PID[$n]=$!

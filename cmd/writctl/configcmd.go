@@ -14,7 +14,7 @@ import (
 
 	"github.com/writ-dev/writ/api"
 	"github.com/writ-dev/writ/api/writv1"
-	"github.com/writ-dev/writ/cmd/internal/config"
+	"github.com/writ-dev/writ/node/config"
 )
 
 func (a *app) configCmd() *cobra.Command {

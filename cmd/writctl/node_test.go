@@ -39,7 +39,7 @@ func startNode(t *testing.T, host string, extra ...string) string {
 	data := t.TempDir()
 	addr := host + ":7070"
 	cmd := exec.Command(filepath.Join(bin, "writd"), "--data-dir", data, "--api-addr", addr, "--raft-addr", host+":7071", "--gossip-addr", host+":7072",
-		"--plugins-jobs", filepath.Join(bin, "writ-jobs"))
+		"--plugin", filepath.Join(bin, "writ-jobs"))
 	cmd.Args = append(cmd.Args, extra...)
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs

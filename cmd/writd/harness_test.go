@@ -19,7 +19,7 @@ import (
 	"github.com/writ-dev/writ/api/writv1"
 )
 
-// binDir holds writd, writctl and writ-jobs built once for the multi-process tests.
+// binDir holds writd, writctl, writ-jobs and writ-lease built once for the multi-process tests.
 var (
 	binOnce sync.Once
 	binDir  string
@@ -36,7 +36,8 @@ func buildBinaries(t *testing.T) string {
 		if binErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", binDir+"/", "github.com/writ-dev/writ/cmd/writd", "github.com/writ-dev/writ/cmd/writctl", "github.com/writ-dev/writ/examples/jobs/cmd/writ-jobs")
+		cmd := exec.Command("go", "build", "-o", binDir+"/", "github.com/writ-dev/writ/cmd/writd", "github.com/writ-dev/writ/cmd/writctl", "github.com/writ-dev/writ/examples/jobs/cmd/writ-jobs",
+			"github.com/writ-dev/writ/cmd/writd/testdata/lease/writ-lease")
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {
@@ -116,8 +117,10 @@ func (c *cluster) start(p *proc) {
 		c.t.Fatal(err)
 	}
 	args := []string{"--node-id", p.name, "--data-dir", p.dir, "--api-addr", p.api(), "--raft-addr", p.host + ":7071",
-		"--gossip-addr", p.gossip(), "--plugins-jobs", filepath.Join(c.bin, "writ-jobs"), "--log-level", logLevel(),
-		"--pipeline-config-timeout", "2s"}
+		"--gossip-addr", p.gossip(), "--log-level", logLevel(), "--pipeline-config-timeout", "2s"}
+	if !hasArg(c.args, "--plugin") {
+		args = append(args, "--plugin", filepath.Join(c.bin, "writ-jobs"))
+	}
 	if p.join != "" {
 		args = append(args, "--join", p.join)
 	}
@@ -322,4 +325,13 @@ func (c *cluster) converge(d time.Duration) string {
 	}
 	c.t.Fatalf("state did not converge within %s: %v", d, last)
 	return ""
+}
+
+func hasArg(args []string, name string) bool {
+	for _, a := range args {
+		if a == name {
+			return true
+		}
+	}
+	return false
 }

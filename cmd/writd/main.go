@@ -5,13 +5,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
-	"github.com/writ-dev/writ/cmd/internal/config"
-	"github.com/writ-dev/writ/cmd/writd/internal/node"
-	"github.com/writ-dev/writ/examples/jobs/jobsgen"
+	"github.com/writ-dev/writ/node"
+	"github.com/writ-dev/writ/node/config"
 )
 
 func main() {
@@ -31,7 +31,11 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 			if err != nil {
 				return err
 			}
-			n, err := node.Start(cfg, node.Options{Catalog: jobsgen.Catalog(), LogOutput: stderr})
+			cat, search, err := catalogFor(cfg, stderr)
+			if err != nil {
+				return err
+			}
+			n, err := node.Start(cfg, node.Options{Catalog: cat, LogOutput: stderr, PluginName: search})
 			if err != nil {
 				return err
 			}
@@ -73,7 +77,10 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.Execute(); err != nil {
-		fmt.Fprintf(stderr, "writd: %v\n", err)
+		// a schema that does not vet is one line per finding
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(stderr, "writd: %s\n", line)
+		}
 		return 2
 	}
 	return code

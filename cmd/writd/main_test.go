@@ -41,9 +41,11 @@ func TestBadInputOneLine(t *testing.T) {
 		{"unknown env", nil, []string{"WRIT_NODE_NAME=x"}, []string{"WRIT_NODE_NAME", "unknown variable"}},
 		{"bad duration", []string{"--pipeline-commit-timeout", "soon"}, nil, []string{"pipeline.commit_timeout", "not a duration"}},
 		{"bad port", []string{"--api-addr", "127.0.0.1:70000"}, nil, []string{"api.addr", "65535"}},
-		{"port in use", append([]string{"--api-addr", busy.Addr().String(), "--plugins-jobs", "/bin/true"}, base...), nil, []string{"api.addr", "address already in use", "set api.addr"}},
-		{"raft port in use", []string{"--data-dir", data, "--api-addr", "127.0.3.30:0", "--raft-addr", busy.Addr().String(), "--gossip-addr", "127.0.3.30:7072", "--plugins-jobs", "/bin/true"}, nil, []string{"raft.addr", "address already in use"}},
-		{"missing plugin", []string{"--plugins-jobs", filepath.Join(dir, "nope")}, nil, []string{"plugins.jobs", "no such file"}},
+		{"port in use", append([]string{"--api-addr", busy.Addr().String(), "--plugin", "/bin/true"}, base...), nil, []string{"api.addr", "address already in use", "set api.addr"}},
+		{"raft port in use", []string{"--data-dir", data, "--api-addr", "127.0.3.30:0", "--raft-addr", busy.Addr().String(), "--gossip-addr", "127.0.3.30:7072", "--plugin", "/bin/true"}, nil, []string{"raft.addr", "address already in use"}},
+		{"missing plugin", []string{"--plugin", filepath.Join(dir, "nope")}, nil, []string{"plugins", "no such file", "--plugin"}},
+		{"removed jobs flag", []string{"--plugins-jobs", "/bin/true"}, nil, []string{"unknown flag: --plugins-jobs"}},
+		{"bad plugin checksum", []string{"--plugin", "/bin/true=abc"}, nil, []string{"plugins", "64 hexadecimal", "PATH=SHA256"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
@@ -79,7 +81,7 @@ func TestPluginChecksumFromConfigRefusesMismatch(t *testing.T) {
 	wrong := strings.Repeat("0", 64)
 	cmd := exec.Command(filepath.Join(bin, "writd"), "--data-dir", data,
 		"--api-addr", "127.0.3.29:17070", "--raft-addr", "127.0.3.29:17071", "--gossip-addr", "127.0.3.29:17072",
-		"--plugins-jobs", filepath.Join(bin, "writ-jobs"), "--plugins-jobs-sha256", wrong)
+		"--plugin", filepath.Join(bin, "writ-jobs")+"="+wrong)
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	done := make(chan error, 1)

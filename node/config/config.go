@@ -27,6 +27,9 @@ const (
 	Int
 	Bool
 	List
+	// Plugins is a list of handler plugins: {path, sha256} maps in a file,
+	// PATH[=SHA256] strings in flags and the environment.
+	Plugins
 )
 
 // Key declares one configuration key.
@@ -35,10 +38,17 @@ type Key struct {
 	Kind    Kind
 	Default any
 	Help    string
+	// FlagName overrides the flag name derived from Name.
+	FlagName string
 }
 
 // Flag is the key's command-line flag name.
-func (k Key) Flag() string { return strings.NewReplacer(".", "-", "_", "-").Replace(k.Name) }
+func (k Key) Flag() string {
+	if k.FlagName != "" {
+		return k.FlagName
+	}
+	return strings.NewReplacer(".", "-", "_", "-").Replace(k.Name)
+}
 
 // Env is the key's environment variable name.
 func (k Key) Env() string {
@@ -64,10 +74,8 @@ var Keys = []Key{
 	{Name: "pipeline.max_batch", Kind: Int, Default: 256, Help: "most entries per proposal"},
 	{Name: "membership.failed_grace", Kind: Duration, Default: "30s", Help: "how long a failed node stays a voter before removal"},
 	{Name: "membership.profile", Kind: String, Default: "lan", Help: "gossip failure-detection timing: lan (a dead node is noticed in ~5s) or local (~1s, for loopback test clusters)"},
-	{Name: "plugins.jobs", Kind: String, Default: "", Help: "path of the jobs handler plugin (empty: writ-jobs next to writd, then on PATH)"},
-	{Name: "plugins.paths", Kind: List, Default: []string{}, Help: "paths of further handler plugin binaries"},
-	{Name: "plugins.jobs_sha256", Kind: String, Default: "", Help: "expected SHA-256 (hex) of the jobs plugin binary; a mismatch refuses the plugin (empty: pinned from the binary at start)"},
-	{Name: "plugins.paths_sha256", Kind: List, Default: []string{}, Help: "expected SHA-256 (hex) of each plugins.paths binary, in the same order (empty: pinned at start)"},
+	{Name: "schema.dir", Kind: String, Default: "", FlagName: "schema", Help: "directory of the CUE schema package this node runs (empty: the embedded jobs schema)"},
+	{Name: "plugins", Kind: Plugins, Default: []Plugin{}, FlagName: "plugin", Help: "handler plugin as PATH[=SHA256], repeatable; every request and fact type must be served by exactly one (empty with the embedded jobs schema: writ-jobs next to writd, then on PATH)"},
 	{Name: "log.level", Kind: String, Default: "info", Help: "debug, info, warn or error"},
 	{Name: "log.format", Kind: String, Default: "text", Help: "text or json"},
 }
@@ -103,19 +111,26 @@ type Node struct {
 	GossipProfile   string
 	// FactRetry is the first pause between fact re-proposals (0: the
 	// pipeline's default); set only by an activated cluster configuration.
-	FactRetry  time.Duration
-	JobsPlugin string
-	Plugins    []string
-	// JobsPluginSHA256 and PluginsSHA256 are the expected checksums from
-	// configuration ("" / nil: pin the binary as found at start).
-	JobsPluginSHA256 string
-	PluginsSHA256    []string
-	LogLevel         string
-	LogFormat        string
+	FactRetry time.Duration
+	// SchemaDir is the CUE schema package the node runs ("" = the caller's
+	// catalog; for writd, the embedded jobs schema).
+	SchemaDir string
+	// Plugins are the configured handler plugins, in order.
+	Plugins   []Plugin
+	LogLevel  string
+	LogFormat string
 	// File is the configuration file used, if any.
 	File string
 	// Dev is set when no file, variable or flag configured anything.
 	Dev bool
+}
+
+// Plugin is one configured handler plugin binary.
+type Plugin struct {
+	Path string
+	// SHA256 is the expected hex checksum ("" = pin the binary as found at
+	// start; it is still verified at every later launch).
+	SHA256 string
 }
 
 // Error is a configuration problem: one line naming the key, its source and
@@ -156,6 +171,8 @@ func AddFlags(fs *pflag.FlagSet) {
 			fs.Bool(k.Flag(), false, help)
 		case List:
 			fs.StringSlice(k.Flag(), nil, help)
+		case Plugins:
+			fs.StringArray(k.Flag(), nil, help)
 		default:
 			fs.String(k.Flag(), "", help)
 		}
@@ -197,6 +214,9 @@ func Load(o Options) (*Node, error) {
 		}
 		for _, key := range fv.AllKeys() {
 			_, ok := keyByName(key)
+			if !ok && strings.HasPrefix(key, "plugins.") {
+				return nil, &Error{Key: key, Source: "file " + file, Msg: "is no longer a key", Fix: "list handler plugins as plugins: [{path: BIN, sha256: HEX}]"}
+			}
 			if !ok {
 				return nil, &Error{Key: key, Source: "file " + file, Msg: "unknown key", Fix: "remove it or use one of: " + knownList()}
 			}
@@ -214,7 +234,7 @@ func Load(o Options) (*Node, error) {
 		if !ok {
 			return nil, &Error{Key: name, Source: "environment", Msg: "unknown variable", Fix: "unset it or use one of the WRIT_* names in `writd --help`"}
 		}
-		if k.Kind == List {
+		if k.Kind == List || k.Kind == Plugins {
 			s.v.Set(k.Name, splitList(val))
 		} else {
 			s.v.Set(k.Name, val)
@@ -235,6 +255,13 @@ func Load(o Options) (*Node, error) {
 			switch k.Kind {
 			case List:
 				l, err := o.Flags.GetStringSlice(f.Name)
+				if err != nil {
+					ferr = err
+					return
+				}
+				s.v.Set(k.Name, l)
+			case Plugins:
+				l, err := o.Flags.GetStringArray(f.Name)
 				if err != nil {
 					ferr = err
 					return
@@ -544,38 +571,23 @@ func (s source) node() (*Node, error) {
 	if err := s.tuning(n); err != nil {
 		return nil, err
 	}
-	if n.JobsPlugin, err = s.str("plugins.jobs"); err != nil {
+	if n.SchemaDir, err = s.str("schema.dir"); err != nil {
 		return nil, err
 	}
-	if n.JobsPlugin != "" {
-		if err := checkExec(n.JobsPlugin); err != nil {
-			return nil, s.fail("plugins.jobs", err.Error(), "point plugins.jobs at the built writ-jobs binary (make build puts it in bin/)")
+	if n.SchemaDir != "" {
+		if fi, err := os.Stat(n.SchemaDir); err != nil || !fi.IsDir() {
+			msg := n.SchemaDir + " is not a directory"
+			if err != nil {
+				msg = fmt.Sprintf("%s: %v", n.SchemaDir, unwrapPath(err))
+			}
+			return nil, s.fail("schema.dir", msg, "point schema.dir at the directory holding the schema's .cue files")
+		}
+		if n.SchemaDir, err = filepath.Abs(n.SchemaDir); err != nil {
+			return nil, s.fail("schema.dir", err.Error(), "")
 		}
 	}
-	if n.Plugins, err = s.list("plugins.paths"); err != nil {
+	if n.Plugins, err = s.plugins("plugins"); err != nil {
 		return nil, err
-	}
-	for _, p := range n.Plugins {
-		if err := checkExec(p); err != nil {
-			return nil, s.fail("plugins.paths", err.Error(), "list executable plugin binaries")
-		}
-	}
-	if n.JobsPluginSHA256, err = s.str("plugins.jobs_sha256"); err != nil {
-		return nil, err
-	}
-	if n.JobsPluginSHA256 != "" && !isSHA256Hex(n.JobsPluginSHA256) {
-		return nil, s.fail("plugins.jobs_sha256", "not 64 hexadecimal digits", "use the output of `sha256sum writ-jobs`")
-	}
-	if n.PluginsSHA256, err = s.list("plugins.paths_sha256"); err != nil {
-		return nil, err
-	}
-	if len(n.PluginsSHA256) > 0 && len(n.PluginsSHA256) != len(n.Plugins) {
-		return nil, s.fail("plugins.paths_sha256", fmt.Sprintf("has %d checksums for %d plugins.paths", len(n.PluginsSHA256), len(n.Plugins)), "give one checksum per plugins.paths entry, in the same order")
-	}
-	for _, sum := range n.PluginsSHA256 {
-		if !isSHA256Hex(sum) {
-			return nil, s.fail("plugins.paths_sha256", fmt.Sprintf("%q is not 64 hexadecimal digits", sum), "use the output of `sha256sum PLUGIN`")
-		}
 	}
 	return n, nil
 }

@@ -21,8 +21,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/writ-dev/writ/api"
-	"github.com/writ-dev/writ/cmd/internal/config"
 	"github.com/writ-dev/writ/membership"
+	"github.com/writ-dev/writ/node/config"
 	"github.com/writ-dev/writ/pipeline"
 	"github.com/writ-dev/writ/plugins/host"
 	"github.com/writ-dev/writ/raftstore"
@@ -37,9 +37,12 @@ type Options struct {
 	Catalog ir.Catalog
 	// LogOutput receives structured logs (default os.Stderr).
 	LogOutput io.Writer
-	// PluginName is the jobs plugin binary name searched next to the
-	// executable and on PATH when plugins.jobs is empty.
+	// PluginName, if set, is a plugin binary searched next to the
+	// executable and on PATH when no plugins are configured (writd sets
+	// writ-jobs for the embedded jobs schema).
 	PluginName string
+
+	started func(*Node)
 }
 
 // Node is one running writd.
@@ -83,9 +86,6 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	}
 	if o.LogOutput == nil {
 		o.LogOutput = os.Stderr
-	}
-	if o.PluginName == "" {
-		o.PluginName = "writ-jobs"
 	}
 	n = &Node{cfg: cfg, cat: o.Catalog, level: new(slog.LevelVar), current: cfg, done: make(chan struct{}), fatal: make(chan error, 4)}
 	n.level.Set(parseLevel(cfg.LogLevel))
@@ -148,6 +148,9 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	}
 	n.host, err = host.New(host.Config{Plugins: plugins, Catalog: n.cat, LogOutput: &slogWriter{l: n.log.With("component", "plugin")}})
 	if err != nil {
+		if len(plugins) == 0 {
+			return nil, startErr("plugins: none configured: %v: configure them with --plugin PATH[=SHA256] (or plugins: [{path, sha256}] in the file)", err)
+		}
 		return nil, startErr("plugins: %v", err)
 	}
 	host := n.host // n is nil by the time a failed Start runs its cleanup
@@ -318,48 +321,45 @@ func (n *Node) waitRemoved(d time.Duration) {
 }
 
 func (n *Node) pluginConfigs(name string) ([]host.PluginConfig, error) {
-	paths := []string{}
-	jobs := n.cfg.JobsPlugin
-	if jobs == "" {
-		if exe, err := os.Executable(); err == nil {
-			cand := filepath.Join(filepath.Dir(exe), name)
-			if fi, err := os.Stat(cand); err == nil && !fi.IsDir() {
-				jobs = cand
-			}
+	configured := n.cfg.Plugins
+	if len(configured) == 0 && name != "" {
+		if p := findPlugin(name); p != "" {
+			configured = []config.Plugin{{Path: p}}
+		} else {
+			return nil, startErr("plugins: the %s handler plugin was not found next to writd or on PATH: run `make build` (it puts both in bin/) or set plugins (flag --plugin PATH[=SHA256])", name)
 		}
-	}
-	if jobs == "" {
-		if p, err := exec.LookPath(name); err == nil {
-			jobs = p
-		}
-	}
-	if jobs == "" {
-		return nil, startErr("plugins.jobs: the %s handler plugin was not found next to writd or on PATH: run `make build` (it puts both in bin/) or set plugins.jobs", name)
-	}
-	paths = append(paths, jobs)
-	paths = append(paths, n.cfg.Plugins...)
-	// Expected checksums from configuration, positionally; "" pins the
-	// binary as found now (it is still verified at every later launch).
-	want := make([]string, len(paths))
-	want[0] = strings.ToLower(n.cfg.JobsPluginSHA256)
-	for i, sum := range n.cfg.PluginsSHA256 {
-		want[i+1] = strings.ToLower(sum)
 	}
 	var out []host.PluginConfig
-	for i, p := range paths {
-		abs, err := filepath.Abs(p)
+	for _, p := range configured {
+		abs, err := filepath.Abs(p.Path)
 		if err != nil {
-			return nil, startErr("plugin %s: %v", p, err)
+			return nil, startErr("plugins: %s: %v", p.Path, err)
 		}
-		sum := want[i]
+		// "" pins the binary as found now (it is still verified at every
+		// later launch).
+		sum := strings.ToLower(p.SHA256)
 		if sum == "" {
 			if sum, err = fileSHA256(abs); err != nil {
-				return nil, startErr("plugin %s: %v: check plugins.jobs / plugins.paths", abs, err)
+				return nil, startErr("plugins: %s: %v: check the plugins list (flag --plugin)", abs, err)
 			}
 		}
 		out = append(out, host.PluginConfig{Path: abs, SHA256: sum})
 	}
 	return out, nil
+}
+
+// findPlugin looks for a plugin binary next to the executable, then on PATH.
+func findPlugin(name string) string {
+	if exe, err := os.Executable(); err == nil {
+		cand := filepath.Join(filepath.Dir(exe), name)
+		if fi, err := os.Stat(cand); err == nil && !fi.IsDir() {
+			return cand
+		}
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	return ""
 }
 
 func fileSHA256(p string) (string, error) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"pgregory.net/rapid"
 )
 
 func write(t *testing.T, name, body string) string {
@@ -99,9 +100,20 @@ func TestBadInput(t *testing.T) {
 		{"bad join", func() Options { return Options{Env: []string{"WRIT_JOIN=nohost"}} }, []string{"join", "host:port"}},
 		{"missing config file", func() Options { return Options{File: "/nonexistent/writ.yaml"} }, []string{"cannot read", "no such file"}},
 		{"bad yaml", func() Options { return Options{File: write(t, "b.yaml", "api: [\n")} }, []string{"cannot parse yaml"}},
-		{"plugin not executable", func() Options { return Options{Env: []string{"WRIT_PLUGINS_JOBS=" + notDir}} }, []string{"plugins.jobs", "not an executable"}},
-		{"bad plugin checksum", func() Options { return Options{Env: []string{"WRIT_PLUGINS_JOBS_SHA256=abc"}} }, []string{"plugins.jobs_sha256", "64 hexadecimal", "sha256sum"}},
-		{"checksum count", func() Options { return Options{Flags: flags(t, "--plugins-paths-sha256", strings.Repeat("a", 64))} }, []string{"plugins.paths_sha256", "1 checksums for 0", "one checksum per"}},
+		{"plugin not executable", func() Options { return Options{Env: []string{"WRIT_PLUGINS=" + notDir}} }, []string{"plugins", "env WRIT_PLUGINS", "not an executable", "--plugin"}},
+		{"bad plugin checksum flag", func() Options { return Options{Flags: flags(t, "--plugin", "/bin/true=abc")} }, []string{"plugins", "flag --plugin", "64 hexadecimal", "PATH=SHA256"}},
+		{"bad plugin checksum file", func() Options {
+			return Options{File: write(t, "p.yaml", "plugins:\n  - path: /bin/true\n    sha256: abc\n")}
+		}, []string{"plugins", "/bin/true", "sha256", "64 hexadecimal", "sha256sum"}},
+		{"plugin entry without path", func() Options { return Options{File: write(t, "p.yaml", "plugins:\n  - sha256: abc\n")} }, []string{"plugins", "no path"}},
+		{"plugin entry unknown field", func() Options {
+			return Options{File: write(t, "p.yaml", "plugins:\n  - path: /bin/true\n    args: [x]\n")}
+		}, []string{"plugins", `unknown field "args"`}},
+		{"plugin twice", func() Options { return Options{Flags: flags(t, "--plugin", "/bin/true", "--plugin", "/bin/true")} }, []string{"plugins", "listed twice"}},
+		{"removed plugins.jobs key", func() Options { return Options{File: write(t, "p.yaml", "plugins:\n  jobs: /bin/true\n")} }, []string{"plugins.jobs", "no longer a key", "plugins: [{path"}},
+		{"removed jobs env", func() Options { return Options{Env: []string{"WRIT_PLUGINS_JOBS=/bin/true"}} }, []string{"WRIT_PLUGINS_JOBS", "unknown variable"}},
+		{"schema dir missing", func() Options { return Options{Flags: flags(t, "--schema", "/nonexistent/schema")} }, []string{"schema.dir", "flag --schema", "no such file", "directory holding the schema's .cue files"}},
+		{"schema dir is a file", func() Options { return Options{Env: []string{"WRIT_SCHEMA_DIR=" + notDir}} }, []string{"schema.dir", "env WRIT_SCHEMA_DIR", "not a directory"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -188,7 +200,7 @@ func TestClusterDocument(t *testing.T) {
 // TestOperatorDocListsEveryKey keeps docs/operator.md in step with Keys and
 // Settings.
 func TestOperatorDocListsEveryKey(t *testing.T) {
-	b, err := os.ReadFile("../../../docs/operator.md")
+	b, err := os.ReadFile("../../docs/operator.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,6 +245,48 @@ func FuzzParseCluster(f *testing.F) {
 		}
 		if d := Diff(c, back); len(d) != 0 {
 			t.Fatalf("round trip changed %v", d)
+		}
+	})
+}
+
+// TestPluginsEveryForm reads the plugin list from a YAML file, a TOML file,
+// the environment and repeated flags, with and without checksums, and checks
+// that flags replace the file's list.
+func TestPluginsEveryForm(t *testing.T) {
+	sum := strings.Repeat("ab", 32)
+	yml := write(t, "p.yaml", "plugins:\n  - path: /bin/true\n    sha256: "+strings.ToUpper(sum)+"\n  - {path: /bin/sh}\n")
+	n, err := Load(Options{File: yml})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Plugin{{Path: "/bin/true", SHA256: sum}, {Path: "/bin/sh"}}
+	if len(n.Plugins) != 2 || n.Plugins[0] != want[0] || n.Plugins[1] != want[1] {
+		t.Fatalf("yaml plugins: %+v", n.Plugins)
+	}
+	toml := write(t, "p.toml", "[[plugins]]\npath = \"/bin/true\"\nsha256 = \""+sum+"\"\n")
+	if n, err = Load(Options{File: toml}); err != nil || len(n.Plugins) != 1 || n.Plugins[0] != want[0] {
+		t.Fatalf("toml plugins: %+v %v", n, err)
+	}
+	if n, err = Load(Options{Env: []string{"WRIT_PLUGINS=/bin/true=" + sum + ",/bin/sh"}}); err != nil || len(n.Plugins) != 2 || n.Plugins[0] != want[0] || n.Plugins[1] != want[1] {
+		t.Fatalf("env plugins: %+v %v", n, err)
+	}
+	n, err = Load(Options{File: yml, Flags: flags(t, "--plugin", "/bin/sh", "--plugin", "/bin/true="+sum)})
+	if err != nil || len(n.Plugins) != 2 || n.Plugins[0] != want[1] || n.Plugins[1] != want[0] {
+		t.Fatalf("flag plugins do not replace the file's: %+v %v", n, err)
+	}
+	if n, err = Load(Options{}); err != nil || len(n.Plugins) != 0 || !n.Dev {
+		t.Fatalf("default: %+v %v", n, err)
+	}
+}
+
+func TestParsePluginRoundTrip(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		path := rapid.StringMatching(`/[a-z0-9_./-]{1,40}`).Draw(t, "path")
+		sum := rapid.SampledFrom([]string{"", strings.Repeat("0", 64), strings.Repeat("f", 64)}).Draw(t, "sum")
+		p := Plugin{Path: path, SHA256: sum}
+		got, err := ParsePlugin(p.String())
+		if err != nil || got != p {
+			t.Fatalf("ParsePlugin(%q) = %+v, %v", p.String(), got, err)
 		}
 	})
 }

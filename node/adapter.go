@@ -15,9 +15,9 @@ import (
 
 	"github.com/writ-dev/writ/api"
 	"github.com/writ-dev/writ/api/writv1"
-	"github.com/writ-dev/writ/cmd/internal/config"
 	"github.com/writ-dev/writ/kv"
 	"github.com/writ-dev/writ/membership"
+	"github.com/writ-dev/writ/node/config"
 	"github.com/writ-dev/writ/pipeline"
 )
 

@@ -1,0 +1,454 @@
+package runtimecat
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/writ-dev/writ/schema/ir"
+)
+
+// value is one decoded field value. Which members are used depends on the
+// node's kind: s for strings; n for ints (int64 bits), uints, floats
+// (float64 bits) and bools (0 or 1); list for a struct's members or a
+// list's elements; items for a receipt's carried payloads.
+type value struct {
+	set   bool // present (always true for a required field that decoded)
+	n     uint64
+	s     string
+	list  []value
+	items []payload
+}
+
+func (v *value) int() int64     { return int64(v.n) }
+func (v *value) float() float64 { return math.Float64frombits(v.n) }
+
+// node is the compiled form of one ir.Field (or of a list's element type).
+type node struct {
+	name     string // field name ("" for a list element)
+	kind     ir.Kind
+	optional bool
+	fields   []*node // struct members
+	known    string  // struct: the declared member names, for unknown-field errors
+	elem     *node   // list of plain values
+	item     *entry  // list of payloads of another entry type
+	itemName string
+	// binName names the field in binary decoding errors (the dotted path
+	// within the payload, without list indexes, as generated code does).
+	binName string
+	// check validates a decoded value; nil when the field has no
+	// constraint. The error's Field is relative to this node ("" for the
+	// value itself).
+	check func(v *value) *ir.FieldError
+}
+
+func fieldErr(field, rule, msg string) *ir.FieldError {
+	return &ir.FieldError{Field: field, Rule: rule, Msg: msg}
+}
+
+// under re-roots a relative error path below name: "" → name, "[2]…" →
+// name[2]…, "x…" → name.x…
+func under(name string, fe *ir.FieldError) *ir.FieldError {
+	switch {
+	case fe.Field == "":
+		fe.Field = name
+	case name == "":
+	case fe.Field[0] == '[':
+		fe.Field = name + fe.Field
+	default:
+		fe.Field = name + "." + fe.Field
+	}
+	return fe
+}
+
+func indexName(i int) string { return "[" + strconv.Itoa(i) + "]" }
+
+func quoteTrunc(s string) string {
+	if len(s) > 64 {
+		return fmt.Sprintf("%q…", s[:64])
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// compiler turns ir.Fields into nodes; entries are compiled once and
+// shared, so a receipt's items use the item type's own nodes.
+type compiler struct {
+	s       *ir.Schema
+	entries map[string]*entry
+	regexps map[string]*regexp.Regexp
+}
+
+func (c *compiler) fields(owner string, fs []*ir.Field, binPrefix string) ([]*node, error) {
+	out := make([]*node, len(fs))
+	for i, f := range fs {
+		bin := f.Name
+		if binPrefix != "" {
+			bin = binPrefix + "." + f.Name
+		}
+		n, err := c.field(owner, f, bin)
+		if err != nil {
+			return nil, err
+		}
+		n.name = f.Name
+		n.optional = f.Optional
+		out[i] = n
+	}
+	return out, nil
+}
+
+func knownList(fs []*node) string {
+	names := make([]string, len(fs))
+	for i, f := range fs {
+		names[i] = f.name
+	}
+	return strings.Join(names, ", ")
+}
+
+func (c *compiler) field(owner string, f *ir.Field, bin string) (*node, error) {
+	n := &node{kind: f.Kind, binName: bin}
+	where := owner + "." + f.Name
+	switch f.Kind {
+	case ir.KindString:
+		chk, err := c.stringCheck(f, where)
+		if err != nil {
+			return nil, err
+		}
+		n.check = chk
+	case ir.KindInt, ir.KindUint, ir.KindFloat, ir.KindNumber:
+		chk, err := numberCheck(f, where)
+		if err != nil {
+			return nil, err
+		}
+		n.check = chk
+	case ir.KindBool:
+	case ir.KindStruct:
+		fs, err := c.fields(where, f.Fields, bin)
+		if err != nil {
+			return nil, err
+		}
+		n.fields = fs
+		n.known = knownList(fs)
+		n.check = structCheck(fs)
+	case ir.KindList:
+		switch {
+		case f.ItemType != "":
+			it, ok := c.entries[f.ItemType]
+			if !ok {
+				return nil, fmt.Errorf("runtimecat: %s: items of undeclared entry type %q (fix: declare it or correct the name)", where, f.ItemType)
+			}
+			n.item = it
+			n.itemName = f.ItemType
+		case f.Elem != nil:
+			el, err := c.field(owner, f.Elem, bin)
+			if err != nil {
+				return nil, err
+			}
+			if f.Elem.Kind == ir.KindStruct {
+				el.name = ""
+			}
+			n.elem = el
+		default:
+			return nil, fmt.Errorf("runtimecat: %s: list without an element type (fix: declare the element type)", where)
+		}
+		n.check = listCheck(f, n)
+	default:
+		return nil, fmt.Errorf("runtimecat: %s: field has no type (kind %s) (fix: give the field a type)", where, f.Kind)
+	}
+	if f.Optional && n.check != nil {
+		inner := n.check
+		n.check = func(v *value) *ir.FieldError {
+			if !v.set {
+				return nil
+			}
+			return inner(v)
+		}
+	}
+	return n, nil
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}
+
+func (c *compiler) stringCheck(f *ir.Field, where string) (func(*value) *ir.FieldError, error) {
+	var checks []func(string) *ir.FieldError
+	if len(f.Enum) > 0 {
+		enum := append([]string(nil), f.Enum...)
+		rule := strings.Join(quoteAll(enum), " | ")
+		checks = append(checks, func(s string) *ir.FieldError {
+			for _, e := range enum {
+				if s == e {
+					return nil
+				}
+			}
+			return fieldErr("", rule, "must be one of "+rule+", got "+quoteTrunc(s)+" (fix: use one of the listed values)")
+		})
+	}
+	if f.MinLen != nil || f.MaxLen != nil {
+		lo, hi := -1, math.MaxInt
+		if f.MinLen != nil {
+			lo = *f.MinLen
+		}
+		if f.MaxLen != nil {
+			hi = *f.MaxLen
+		}
+		rule, desc := lenRule("strings", "Runes", f), lenDesc(f)
+		checks = append(checks, func(s string) *ir.FieldError {
+			if n := utf8.RuneCountInString(s); n < lo || n > hi {
+				return fieldErr("", rule, fmt.Sprintf("must have %s characters, has %d (fix: shorten or lengthen the value)", desc, n))
+			}
+			return nil
+		})
+	}
+	for _, p := range f.Patterns {
+		re, ok := c.regexps[p]
+		if !ok {
+			var err error
+			re, err = regexp.Compile(p)
+			if err != nil {
+				return nil, fmt.Errorf("runtimecat: %s: pattern %q: %w (fix: write an RE2 expression)", where, p, err)
+			}
+			c.regexps[p] = re
+		}
+		rule := "=~" + strconv.Quote(p)
+		pat := p
+		checks = append(checks, func(s string) *ir.FieldError {
+			if re.MatchString(s) {
+				return nil
+			}
+			return fieldErr("", rule, "must match the pattern "+pat+", got "+quoteTrunc(s)+" (fix: change the value to match)")
+		})
+	}
+	if len(checks) == 0 {
+		return nil, nil
+	}
+	return func(v *value) *ir.FieldError {
+		for _, chk := range checks {
+			if fe := chk(v.s); fe != nil {
+				return fe
+			}
+		}
+		return nil
+	}, nil
+}
+
+func lenRule(pkg, what string, f *ir.Field) string {
+	var parts []string
+	if f.MinLen != nil {
+		parts = append(parts, fmt.Sprintf("%s.Min%s(%d)", pkg, what, *f.MinLen))
+	}
+	if f.MaxLen != nil {
+		parts = append(parts, fmt.Sprintf("%s.Max%s(%d)", pkg, what, *f.MaxLen))
+	}
+	return strings.Join(parts, " & ")
+}
+
+func lenDesc(f *ir.Field) string {
+	switch {
+	case f.MinLen != nil && f.MaxLen != nil:
+		return fmt.Sprintf("%d to %d", *f.MinLen, *f.MaxLen)
+	case f.MinLen != nil:
+		return fmt.Sprintf("at least %d", *f.MinLen)
+	}
+	return fmt.Sprintf("at most %d", *f.MaxLen)
+}
+
+// cmpOp is the CUE operator of a bound.
+func cmpOp(x *ir.Bound, lower bool) string {
+	switch {
+	case lower && x.Exclusive:
+		return ">"
+	case lower:
+		return ">="
+	case x.Exclusive:
+		return "<"
+	}
+	return "<="
+}
+
+func numberCheck(f *ir.Field, where string) (func(*value) *ir.FieldError, error) {
+	var checks []func(*value) *ir.FieldError
+	isFloat := f.Kind == ir.KindFloat || f.Kind == ir.KindNumber
+	if isFloat {
+		checks = append(checks, func(v *value) *ir.FieldError {
+			if x := v.float(); math.IsNaN(x) || math.IsInf(x, 0) {
+				return fieldErr("", "number", "must be a finite number (fix: send a finite number)")
+			}
+			return nil
+		})
+	}
+	for _, x := range []struct {
+		bd    *ir.Bound
+		lower bool
+	}{{f.Min, true}, {f.Max, false}} {
+		if x.bd == nil {
+			continue
+		}
+		op := cmpOp(x.bd, x.lower)
+		rule := op + x.bd.Value
+		head := "must be " + op + " " + x.bd.Value + ", got "
+		const tail = " (fix: send a value in range)"
+		// out reports whether c (the value compared with the bound: -1
+		// below, 0 equal, +1 above) breaks the bound.
+		var out func(c int) bool
+		switch op {
+		case ">":
+			out = func(c int) bool { return c <= 0 }
+		case ">=":
+			out = func(c int) bool { return c < 0 }
+		case "<":
+			out = func(c int) bool { return c >= 0 }
+		default:
+			out = func(c int) bool { return c > 0 }
+		}
+		switch f.Kind {
+		case ir.KindInt:
+			b, err := strconv.ParseInt(x.bd.Value, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("runtimecat: %s: bound %s is not an int64: %w (fix: use an integer bound in range)", where, rule, err)
+			}
+			checks = append(checks, func(v *value) *ir.FieldError {
+				if out(cmp3(v.int(), b)) {
+					return fieldErr("", rule, head+strconv.FormatInt(v.int(), 10)+tail)
+				}
+				return nil
+			})
+		case ir.KindUint:
+			b, err := strconv.ParseUint(x.bd.Value, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("runtimecat: %s: bound %s is not a uint64: %w (fix: use a non-negative integer bound in range)", where, rule, err)
+			}
+			checks = append(checks, func(v *value) *ir.FieldError {
+				if out(cmp3(v.n, b)) {
+					return fieldErr("", rule, head+strconv.FormatUint(v.n, 10)+tail)
+				}
+				return nil
+			})
+		default:
+			b, err := strconv.ParseFloat(x.bd.Value, 64)
+			if err != nil {
+				return nil, fmt.Errorf("runtimecat: %s: bound %s is not a number: %w (fix: use a decimal bound)", where, rule, err)
+			}
+			checks = append(checks, func(v *value) *ir.FieldError {
+				if out(cmp3(v.float(), b)) {
+					return fieldErr("", rule, head+fmt.Sprintf("%g", v.float())+tail)
+				}
+				return nil
+			})
+		}
+	}
+	if len(checks) == 0 {
+		return nil, nil
+	}
+	if len(checks) == 1 {
+		return checks[0], nil
+	}
+	return func(v *value) *ir.FieldError {
+		for _, chk := range checks {
+			if fe := chk(v); fe != nil {
+				return fe
+			}
+		}
+		return nil
+	}, nil
+}
+
+func cmp3[T int64 | uint64 | float64](a, b T) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func structCheck(fs []*node) func(*value) *ir.FieldError {
+	has := false
+	for _, f := range fs {
+		has = has || f.check != nil
+	}
+	if !has {
+		return nil
+	}
+	return func(v *value) *ir.FieldError {
+		return checkFields(fs, v.list)
+	}
+}
+
+// checkFields validates a struct's members in declaration order.
+func checkFields(fs []*node, vals []value) *ir.FieldError {
+	for i, f := range fs {
+		if f.check == nil {
+			continue
+		}
+		if fe := f.check(&vals[i]); fe != nil {
+			return under(f.name, fe)
+		}
+	}
+	return nil
+}
+
+func listCheck(f *ir.Field, n *node) func(*value) *ir.FieldError {
+	var checks []func(*value) *ir.FieldError
+	if f.MinLen != nil || f.MaxLen != nil {
+		lo, hi := -1, math.MaxInt
+		if f.MinLen != nil {
+			lo = *f.MinLen
+		}
+		if f.MaxLen != nil {
+			hi = *f.MaxLen
+		}
+		rule, desc := lenRule("list", "Items", f), lenDesc(f)
+		checks = append(checks, func(v *value) *ir.FieldError {
+			l := len(v.list)
+			if n.item != nil {
+				l = len(v.items)
+			}
+			if l < lo || l > hi {
+				return fieldErr("", rule, fmt.Sprintf("must have %s items, has %d (fix: send fewer or more items)", desc, l))
+			}
+			return nil
+		})
+	}
+	switch {
+	case n.item != nil:
+		it := n.item
+		checks = append(checks, func(v *value) *ir.FieldError {
+			for i := range v.items {
+				if fe := checkFields(it.fields, v.items[i].vals); fe != nil {
+					return under(indexName(i), fe)
+				}
+			}
+			return nil
+		})
+	case n.elem.check != nil:
+		el := n.elem
+		checks = append(checks, func(v *value) *ir.FieldError {
+			for i := range v.list {
+				if fe := el.check(&v.list[i]); fe != nil {
+					return under(indexName(i), fe)
+				}
+			}
+			return nil
+		})
+	}
+	if len(checks) == 0 {
+		return nil
+	}
+	return func(v *value) *ir.FieldError {
+		for _, chk := range checks {
+			if fe := chk(v); fe != nil {
+				return fe
+			}
+		}
+		return nil
+	}
+}

@@ -1,0 +1,54 @@
+package runtimecat_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/writ-dev/writ/internal/depcheck"
+)
+
+// TestImportRules: the runtime catalog is linked into every writd, so it
+// stays on the standard library and schema/ir (no CUE on the request path).
+func TestImportRules(t *testing.T) {
+	const pkg = "github.com/writ-dev/writ/schema/runtimecat"
+	deps, err := depcheck.Deps(pkg, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deps) == 0 {
+		t.Fatal("go list returned no packages")
+	}
+	for _, d := range deps {
+		first, _, _ := strings.Cut(d, "/")
+		std := !strings.Contains(first, ".")
+		if d == pkg || std || d == "github.com/writ-dev/writ/schema/ir" {
+			continue
+		}
+		t.Errorf("%s must import only the standard library and schema/ir; found %s in its dependency closure", pkg, d)
+	}
+	depcheck.Forbid(t, pkg, "cuelang.org/go", "github.com/writ-dev/writ/pipeline", "github.com/writ-dev/writ/schema/load", "github.com/writ-dev/writ/schema/gen")
+}
+
+// TestJSONScanIsTheGenerated keeps jsonscan.go byte-identical to the
+// syntax check writ gen emits, so both catalogs accept the same documents.
+func TestJSONScanIsTheGenerated(t *testing.T) {
+	want := readAfter(t, "../gen/internal/jsonscan/scan.go", "package jsonscan\n")
+	got := readAfter(t, "jsonscan.go", "package runtimecat\n")
+	if got != want {
+		t.Fatal("jsonscan.go differs from schema/gen/internal/jsonscan/scan.go after the package clause (fix: copy the file's body again)")
+	}
+}
+
+func readAfter(t *testing.T, path, clause string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(b), clause)
+	if !ok {
+		t.Fatalf("%s has no %q", path, clause)
+	}
+	return after
+}
