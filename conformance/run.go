@@ -14,6 +14,7 @@ import (
 
 	"github.com/writ-dev/writ/schema/ir"
 	"github.com/writ-dev/writ/schema/load"
+	"github.com/writ-dev/writ/schema/runtimecat"
 )
 
 // DefaultCases is the number of generated cases each property check runs
@@ -69,9 +70,12 @@ type Env struct {
 	LoadErr error
 	// Schema is the loaded model (nil when the schema has failing findings).
 	Schema *ir.Schema
-	// Catalog is the generated catalog under test (nil when none of
-	// Options.Catalogs matches the schema).
+	// Catalog is the generated catalog under test, or the runtime catalog
+	// of the schema when none of Options.Catalogs matches it (nil only
+	// when that cannot be built).
 	Catalog ir.Catalog
+
+	catalogErr error // why the runtime catalog could not be built
 
 	tmp     string
 	pluginO sync.Once
@@ -180,6 +184,11 @@ func newEnv(opts Options) *Env {
 				break
 			}
 		}
+		if env.Catalog == nil {
+			// No generated catalog of this schema is linked in: check the
+			// runtime catalog, the one a stock writd --schema serves.
+			env.Catalog, env.catalogErr = runtimecat.New(env.Schema)
+		}
 		if env.Catalog != nil {
 			env.Catalog = canaryCatalog(env.Catalog)
 		}
@@ -243,7 +252,7 @@ func (e *Env) needCatalog() (string, bool) {
 		return r, false
 	}
 	if e.Catalog == nil {
-		return fmt.Sprintf("no generated catalog with fingerprint %s is linked into this binary; run the suite from a Go test with conformance.Options{Catalogs: []ir.Catalog{yourgen.Catalog()}}", e.Schema.Fingerprint()), false
+		return fmt.Sprintf("no generated catalog with fingerprint %s is linked into this binary and the runtime catalog could not be built: %v", e.Schema.Fingerprint(), e.catalogErr), false
 	}
 	return "", true
 }

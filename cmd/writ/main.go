@@ -19,7 +19,9 @@ commands:
          a rolling upgrade; exits 1 on any BLOCKED or INCOMPLETE finding
   conformance [flags]
          run the conformance suite (see docs/conformance.md)
-  table  print the classification table of the embedded jobs schema
+  table  [--schema DIR]
+         print the classification table of the embedded jobs schema, or of
+         any schema directory (through the runtime catalog)
 `
 
 func main() {

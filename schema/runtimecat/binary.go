@@ -45,9 +45,9 @@ func appendValue(b []byte, n *node, v *value) []byte {
 		b = appendFields(b, n.fields, v.list)
 	case ir.KindList:
 		if n.item != nil {
-			b = binary.AppendUvarint(b, uint64(len(v.items)))
-			for i := range v.items {
-				b = appendFields(b, n.item.fields, v.items[i].vals)
+			b = binary.AppendUvarint(b, uint64(len(v.list)))
+			for i := range v.list {
+				b = appendFields(b, n.item.fields, v.list[i].list)
 			}
 			break
 		}
@@ -201,12 +201,12 @@ func (d *decoder) value(n *node, v *value) {
 	case ir.KindList:
 		c := d.count(n.binName)
 		if n.item != nil {
-			v.items = make([]payload, c)
-			for i := range v.items {
-				it := &v.items[i]
-				it.e = n.item
-				it.vals = make([]value, len(n.item.fields))
-				d.fields(n.item.fields, it.vals)
+			v.list = make([]value, c)
+			for i := range v.list {
+				it := &v.list[i]
+				it.set = true
+				it.list = make([]value, len(n.item.fields))
+				d.fields(n.item.fields, it.list)
 			}
 			return
 		}

@@ -2,7 +2,6 @@ package runtimecat
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/writ-dev/writ/schema/ir"
@@ -45,15 +44,25 @@ type catalog struct {
 var _ ir.Catalog = (*catalog)(nil)
 
 // New compiles the schema's payload codecs and validators into a catalog.
-// It fails, naming the type and field, on a model that the loader would
-// not have produced (an unknown item type, a key template naming an
+// It refuses a schema whose own check (ir.Schema.Check) has failing
+// findings, and fails, naming the type and field, on a model that the
+// loader would not have produced (an unknown item type, a key template naming an
 // undeclared field, a pattern that is not RE2, a bound out of its kind's
 // range).
 func New(s *ir.Schema) (ir.Catalog, error) {
 	if s == nil {
 		return nil, fmt.Errorf("runtimecat: no schema (fix: load one with schema/load)")
 	}
-	c := &compiler{s: s, entries: map[string]*entry{}, regexps: map[string]*regexp.Regexp{}}
+	if fs := s.Check(); ir.AnyFails(fs) {
+		var msgs []string
+		for _, f := range fs {
+			if f.Fails() {
+				msgs = append(msgs, f.String())
+			}
+		}
+		return nil, fmt.Errorf("runtimecat: the schema has BLOCKED/INCOMPLETE findings (fix: correct them; writ vet lists them):\n%s", strings.Join(msgs, "\n"))
+	}
+	c := &compiler{s: s, entries: map[string]*entry{}, matchers: map[string]func(string) bool{}}
 	// Entries first, so that a receipt's items can point at their type
 	// before its fields are compiled.
 	for _, e := range s.Entries {

@@ -14,13 +14,13 @@ import (
 // value is one decoded field value. Which members are used depends on the
 // node's kind: s for strings; n for ints (int64 bits), uints, floats
 // (float64 bits) and bools (0 or 1); list for a struct's members or a
-// list's elements; items for a receipt's carried payloads.
+// list's elements (a receipt's item is an element whose list holds the
+// item's fields).
 type value struct {
-	set   bool // present (always true for a required field that decoded)
-	n     uint64
-	s     string
-	list  []value
-	items []payload
+	s    string
+	list []value
+	n    uint64
+	set  bool // present (always true for a required field that decoded)
 }
 
 func (v *value) int() int64     { return int64(v.n) }
@@ -76,9 +76,9 @@ func quoteTrunc(s string) string {
 // compiler turns ir.Fields into nodes; entries are compiled once and
 // shared, so a receipt's items use the item type's own nodes.
 type compiler struct {
-	s       *ir.Schema
-	entries map[string]*entry
-	regexps map[string]*regexp.Regexp
+	s        *ir.Schema
+	entries  map[string]*entry
+	matchers map[string]func(string) bool // by pattern
 }
 
 func (c *compiler) fields(owner string, fs []*ir.Field, binPrefix string) ([]*node, error) {
@@ -208,26 +208,25 @@ func (c *compiler) stringCheck(f *ir.Field, where string) (func(*value) *ir.Fiel
 		})
 	}
 	for _, p := range f.Patterns {
-		re, ok := c.regexps[p]
-		if !ok {
-			var err error
-			re, err = regexp.Compile(p)
-			if err != nil {
-				return nil, fmt.Errorf("runtimecat: %s: pattern %q: %w (fix: write an RE2 expression)", where, p, err)
-			}
-			c.regexps[p] = re
+		match, err := c.matcher(p)
+		if err != nil {
+			return nil, fmt.Errorf("runtimecat: %s: pattern %q: %w (fix: write an RE2 expression)", where, p, err)
 		}
 		rule := "=~" + strconv.Quote(p)
 		pat := p
 		checks = append(checks, func(s string) *ir.FieldError {
-			if re.MatchString(s) {
+			if match(s) {
 				return nil
 			}
 			return fieldErr("", rule, "must match the pattern "+pat+", got "+quoteTrunc(s)+" (fix: change the value to match)")
 		})
 	}
-	if len(checks) == 0 {
+	switch len(checks) {
+	case 0:
 		return nil, nil
+	case 1:
+		chk := checks[0]
+		return func(v *value) *ir.FieldError { return chk(v.s) }, nil
 	}
 	return func(v *value) *ir.FieldError {
 		for _, chk := range checks {
@@ -237,6 +236,26 @@ func (c *compiler) stringCheck(f *ir.Field, where string) (func(*value) *ir.Fiel
 		}
 		return nil
 	}, nil
+}
+
+// matcher decides a pattern as generated code does: by a DFA when the
+// pattern compiles to one (anchored, ASCII-only), else by regexp.
+func (c *compiler) matcher(p string) (func(string) bool, error) {
+	if m, ok := c.matchers[p]; ok {
+		return m, nil
+	}
+	var m func(string) bool
+	if d, ok := compilePattern(p); ok {
+		m = d.match
+	} else {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return nil, err
+		}
+		m = re.MatchString
+	}
+	c.matchers[p] = m
+	return m, nil
 }
 
 func lenRule(pkg, what string, f *ir.Field) string {
@@ -273,17 +292,34 @@ func cmpOp(x *ir.Bound, lower bool) string {
 	return "<="
 }
 
-func numberCheck(f *ir.Field, where string) (func(*value) *ir.FieldError, error) {
-	var checks []func(*value) *ir.FieldError
-	isFloat := f.Kind == ir.KindFloat || f.Kind == ir.KindNumber
-	if isFloat {
-		checks = append(checks, func(v *value) *ir.FieldError {
-			if x := v.float(); math.IsNaN(x) || math.IsInf(x, 0) {
-				return fieldErr("", "number", "must be a finite number (fix: send a finite number)")
-			}
-			return nil
-		})
+// bound is one compiled end of a numeric range.
+type bound struct {
+	op   string // ">", ">=", "<" or "<="
+	rule string
+	head string // "must be >= 1, got "
+	i    int64
+	u    uint64
+	f    float64
+}
+
+// breaks reports whether a value comparing c (-1 below, 0 equal, +1 above)
+// with the bound violates it.
+func (b *bound) breaks(c int) bool {
+	switch b.op {
+	case ">":
+		return c <= 0
+	case ">=":
+		return c < 0
+	case "<":
+		return c >= 0
 	}
+	return c > 0
+}
+
+const rangeFix = " (fix: send a value in range)"
+
+func numberCheck(f *ir.Field, where string) (func(*value) *ir.FieldError, error) {
+	var bs []bound
 	for _, x := range []struct {
 		bd    *ir.Bound
 		lower bool
@@ -292,68 +328,60 @@ func numberCheck(f *ir.Field, where string) (func(*value) *ir.FieldError, error)
 			continue
 		}
 		op := cmpOp(x.bd, x.lower)
-		rule := op + x.bd.Value
-		head := "must be " + op + " " + x.bd.Value + ", got "
-		const tail = " (fix: send a value in range)"
-		// out reports whether c (the value compared with the bound: -1
-		// below, 0 equal, +1 above) breaks the bound.
-		var out func(c int) bool
-		switch op {
-		case ">":
-			out = func(c int) bool { return c <= 0 }
-		case ">=":
-			out = func(c int) bool { return c < 0 }
-		case "<":
-			out = func(c int) bool { return c >= 0 }
-		default:
-			out = func(c int) bool { return c > 0 }
-		}
+		b := bound{op: op, rule: op + x.bd.Value, head: "must be " + op + " " + x.bd.Value + ", got "}
+		var err error
 		switch f.Kind {
 		case ir.KindInt:
-			b, err := strconv.ParseInt(x.bd.Value, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("runtimecat: %s: bound %s is not an int64: %w (fix: use an integer bound in range)", where, rule, err)
+			if b.i, err = strconv.ParseInt(x.bd.Value, 10, 64); err != nil {
+				return nil, fmt.Errorf("runtimecat: %s: bound %s is not an int64: %w (fix: use an integer bound in range)", where, b.rule, err)
 			}
-			checks = append(checks, func(v *value) *ir.FieldError {
-				if out(cmp3(v.int(), b)) {
-					return fieldErr("", rule, head+strconv.FormatInt(v.int(), 10)+tail)
-				}
-				return nil
-			})
 		case ir.KindUint:
-			b, err := strconv.ParseUint(x.bd.Value, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("runtimecat: %s: bound %s is not a uint64: %w (fix: use a non-negative integer bound in range)", where, rule, err)
+			if b.u, err = strconv.ParseUint(x.bd.Value, 10, 64); err != nil {
+				return nil, fmt.Errorf("runtimecat: %s: bound %s is not a uint64: %w (fix: use a non-negative integer bound in range)", where, b.rule, err)
 			}
-			checks = append(checks, func(v *value) *ir.FieldError {
-				if out(cmp3(v.n, b)) {
-					return fieldErr("", rule, head+strconv.FormatUint(v.n, 10)+tail)
-				}
-				return nil
-			})
 		default:
-			b, err := strconv.ParseFloat(x.bd.Value, 64)
-			if err != nil {
-				return nil, fmt.Errorf("runtimecat: %s: bound %s is not a number: %w (fix: use a decimal bound)", where, rule, err)
+			if b.f, err = strconv.ParseFloat(x.bd.Value, 64); err != nil {
+				return nil, fmt.Errorf("runtimecat: %s: bound %s is not a number: %w (fix: use a decimal bound)", where, b.rule, err)
 			}
-			checks = append(checks, func(v *value) *ir.FieldError {
-				if out(cmp3(v.float(), b)) {
-					return fieldErr("", rule, head+fmt.Sprintf("%g", v.float())+tail)
-				}
-				return nil
-			})
 		}
+		bs = append(bs, b)
 	}
-	if len(checks) == 0 {
-		return nil, nil
+	switch f.Kind {
+	case ir.KindInt:
+		if len(bs) == 0 {
+			return nil, nil
+		}
+		return func(v *value) *ir.FieldError {
+			x := v.int()
+			for i := range bs {
+				if bs[i].breaks(cmp3(x, bs[i].i)) {
+					return fieldErr("", bs[i].rule, bs[i].head+strconv.FormatInt(x, 10)+rangeFix)
+				}
+			}
+			return nil
+		}, nil
+	case ir.KindUint:
+		if len(bs) == 0 {
+			return nil, nil
+		}
+		return func(v *value) *ir.FieldError {
+			for i := range bs {
+				if bs[i].breaks(cmp3(v.n, bs[i].u)) {
+					return fieldErr("", bs[i].rule, bs[i].head+strconv.FormatUint(v.n, 10)+rangeFix)
+				}
+			}
+			return nil
+		}, nil
 	}
-	if len(checks) == 1 {
-		return checks[0], nil
-	}
+	// Floats and numbers are always checked for being finite.
 	return func(v *value) *ir.FieldError {
-		for _, chk := range checks {
-			if fe := chk(v); fe != nil {
-				return fe
+		x := v.float()
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fieldErr("", "number", "must be a finite number (fix: send a finite number)")
+		}
+		for i := range bs {
+			if bs[i].breaks(cmp3(x, bs[i].f)) {
+				return fieldErr("", bs[i].rule, bs[i].head+fmt.Sprintf("%g", x)+rangeFix)
 			}
 		}
 		return nil
@@ -408,11 +436,7 @@ func listCheck(f *ir.Field, n *node) func(*value) *ir.FieldError {
 		}
 		rule, desc := lenRule("list", "Items", f), lenDesc(f)
 		checks = append(checks, func(v *value) *ir.FieldError {
-			l := len(v.list)
-			if n.item != nil {
-				l = len(v.items)
-			}
-			if l < lo || l > hi {
+			if l := len(v.list); l < lo || l > hi {
 				return fieldErr("", rule, fmt.Sprintf("must have %s items, has %d (fix: send fewer or more items)", desc, l))
 			}
 			return nil
@@ -422,8 +446,8 @@ func listCheck(f *ir.Field, n *node) func(*value) *ir.FieldError {
 	case n.item != nil:
 		it := n.item
 		checks = append(checks, func(v *value) *ir.FieldError {
-			for i := range v.items {
-				if fe := checkFields(it.fields, v.items[i].vals); fe != nil {
+			for i := range v.list {
+				if fe := checkFields(it.fields, v.list[i].list); fe != nil {
 					return under(indexName(i), fe)
 				}
 			}

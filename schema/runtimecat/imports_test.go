@@ -52,3 +52,18 @@ func readAfter(t *testing.T, path, clause string) string {
 	}
 	return after
 }
+
+// TestPatternCompilerIsTheGenerated keeps pattern.go's DFA compiler
+// identical to the one writ gen uses.
+func TestPatternCompilerIsTheGenerated(t *testing.T) {
+	section := func(path string) string {
+		s := readAfter(t, path, "\n// Patterns anchored at both ends")
+		if i := strings.Index(s, "\n// emitMatcher writes"); i >= 0 {
+			s = s[:i]
+		}
+		return strings.TrimSpace(s)
+	}
+	if section("pattern.go") != section("../gen/pattern.go") {
+		t.Fatal("pattern.go differs from schema/gen/pattern.go between \"Patterns anchored\" and emitMatcher (fix: copy that section again)")
+	}
+}

@@ -127,11 +127,7 @@ func decodeList(n *node, val []byte, v *value) *ir.FieldError {
 			j = skipSpace(val, j+1)
 		}
 	}
-	if n.item != nil {
-		v.items = make([]payload, count)
-	} else {
-		v.list = make([]value, count)
-	}
+	v.list = make([]value, count)
 	if count == 0 {
 		return nil
 	}
@@ -143,10 +139,10 @@ func decodeList(n *node, val []byte, v *value) *ir.FieldError {
 			if ev[0] != '{' {
 				return under(indexName(k), wrongType("object", ev))
 			}
-			it := &v.items[k]
-			it.e = n.item
-			it.vals = make([]value, len(n.item.fields))
-			if fe := decodeObject(n.item.fields, n.item.known, ev, it.vals); fe != nil {
+			it := &v.list[k]
+			it.set = true
+			it.list = make([]value, len(n.item.fields))
+			if fe := decodeObject(n.item.fields, n.item.known, ev, it.list); fe != nil {
 				return under(indexName(k), fe)
 			}
 		default:

@@ -21,7 +21,7 @@ func appendObject(b []byte, fs []*node, vals []value) []byte {
 	first := true
 	for i, f := range fs {
 		v := &vals[i]
-		if f.optional && (!v.set || (f.kind == ir.KindList && len(v.list) == 0 && len(v.items) == 0)) {
+		if f.optional && (!v.set || (f.kind == ir.KindList && len(v.list) == 0)) {
 			continue
 		}
 		if !first {
@@ -52,11 +52,11 @@ func appendJSONValue(b []byte, n *node, v *value) []byte {
 	case ir.KindList:
 		b = append(b, '[')
 		if n.item != nil {
-			for i := range v.items {
+			for i := range v.list {
 				if i > 0 {
 					b = append(b, ',')
 				}
-				b = appendObject(b, n.item.fields, v.items[i].vals)
+				b = appendObject(b, n.item.fields, v.list[i].list)
 			}
 		} else {
 			for i := range v.list {

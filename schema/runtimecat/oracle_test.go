@@ -10,9 +10,11 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/writ-dev/writ/examples/jobs/jobsgen"
+	"github.com/writ-dev/writ/schema/gen"
 	"github.com/writ-dev/writ/schema/ir"
 	"github.com/writ-dev/writ/schema/load"
 	"github.com/writ-dev/writ/schema/runtimecat"
+	"github.com/writ-dev/writ/schema/runtimecat/internal/rolloutgen"
 )
 
 func loadSchema(t testing.TB, dir string) *load.Result {
@@ -199,4 +201,28 @@ func samePayload(t *testing.T, typ string, a, b ir.Payload) {
 func TestOracleJobs(t *testing.T) {
 	res := loadSchema(t, "../../examples/jobs/schema")
 	oracle(t, res, jobsgen.Catalog(), 2)
+}
+
+func TestOracleRollout(t *testing.T) {
+	res := loadSchema(t, rolloutDir)
+	oracle(t, res, rolloutgen.Catalog(), 5)
+}
+
+const rolloutDir = "testdata/rollout"
+
+// TestRolloutGenIsFresh: the generated side of the rollout oracle must be
+// what writ gen makes of the schema today.
+func TestRolloutGenIsFresh(t *testing.T) {
+	res := loadSchema(t, rolloutDir)
+	files, err := gen.Generate(res.Schema, gen.Options{Package: "rolloutgen", Source: rolloutDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff, err := gen.Check("internal/rolloutgen", files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff != "" {
+		t.Fatalf("internal/rolloutgen is stale (fix: in schema/runtimecat run go run ../../cmd/writ gen --schema %s --out internal/rolloutgen):\n%s", rolloutDir, diff)
+	}
 }

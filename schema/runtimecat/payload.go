@@ -126,10 +126,13 @@ func (p *payload) Items() []ir.Payload {
 	if p.e.items < 0 {
 		return nil
 	}
-	its := p.vals[p.e.items].items
+	its := p.vals[p.e.items].list
+	item := p.e.fields[p.e.items].item
+	ps := make([]payload, len(its))
 	out := make([]ir.Payload, len(its))
 	for i := range its {
-		out[i] = &its[i]
+		ps[i] = payload{e: item, vals: its[i].list}
+		out[i] = &ps[i]
 	}
 	return out
 }
