@@ -105,6 +105,8 @@ type ConfigState struct {
 	// Activated is false when no upgrade activated yet; Document then holds
 	// the node's own settings.
 	Activated bool
+	// Type is the config-class entry type shown.
+	Type string
 }
 
 // ConfigChange is a configuration upgrade request.
@@ -113,6 +115,11 @@ type ConfigChange struct {
 	Document []byte
 	Format   string
 	Timeout  time.Duration
+	// Type is the config-class entry type ("" = writ's own cluster
+	// settings).
+	Type string
+	// Force accepts a version lower than the active one.
+	Force bool
 }
 
 // ConfigPhase is a step of a configuration upgrade.
@@ -147,6 +154,12 @@ type Writer interface {
 	// definitely will not, calling progress at each phase; the returned
 	// progress is the final one (ACTIVATED/RELOADED or FAILED).
 	ConfigUpgrade(ctx context.Context, c ConfigChange, progress func(ConfigProgress)) (ConfigProgress, error)
+}
+
+// ConfigTypeShower is implemented by writers that serve every config-class
+// type of their schema, not only writ's own cluster settings.
+type ConfigTypeShower interface {
+	ConfigShowType(ctx context.Context, typ string) (ConfigState, error)
 }
 
 // Store reads applied state (implemented by the replicated log).

@@ -503,12 +503,20 @@ func (s *Server) Plugins(ctx context.Context, _ *writv1.PluginsRequest) (*writv1
 }
 
 // ConfigShow returns the committed configuration.
-func (s *Server) ConfigShow(ctx context.Context, _ *writv1.ConfigShowRequest) (*writv1.ConfigShowResponse, error) {
-	c, err := s.cfg.Writer.ConfigShow(ctx)
+func (s *Server) ConfigShow(ctx context.Context, r *writv1.ConfigShowRequest) (*writv1.ConfigShowResponse, error) {
+	var c ConfigState
+	var err error
+	if ts, ok := s.cfg.Writer.(ConfigTypeShower); ok {
+		c, err = ts.ConfigShowType(ctx, r.GetType())
+	} else if r.GetType() != "" {
+		return nil, StatusError(&Error{Outcome: Rejected, Field: "type", Reason: "this node shows only the cluster configuration: omit the type"})
+	} else {
+		c, err = s.cfg.Writer.ConfigShow(ctx)
+	}
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &writv1.ConfigShowResponse{Tag: c.Tag, Document: c.Document, Index: c.Index, Activated: c.Activated}, nil
+	return &writv1.ConfigShowResponse{Tag: c.Tag, Document: c.Document, Index: c.Index, Activated: c.Activated, Type: c.Type}, nil
 }
 
 // ConfigUpgrade runs a configuration change through the config class and
@@ -523,7 +531,7 @@ func (s *Server) ConfigUpgrade(r *writv1.ConfigUpgradeRequest, stream grpc.Serve
 		id = NewID("c-")
 	}
 	if c, addr := s.leaderConn(ctx); c != nil {
-		fr := &writv1.ConfigUpgradeRequest{RequestId: id, Document: r.GetDocument(), Format: r.GetFormat(), TimeoutMs: r.GetTimeoutMs()}
+		fr := &writv1.ConfigUpgradeRequest{RequestId: id, Document: r.GetDocument(), Format: r.GetFormat(), TimeoutMs: r.GetTimeoutMs(), Type: r.GetType(), Force: r.GetForce()}
 		fs, ferr := writv1.NewWritClient(c).ConfigUpgrade(forwardCtx(ctx), fr)
 		if ferr == nil {
 			first := true
@@ -550,7 +558,7 @@ func (s *Server) ConfigUpgrade(r *writv1.ConfigUpgradeRequest, stream grpc.Serve
 	send := func(p ConfigProgress) {
 		_ = stream.Send(progressToWire(p))
 	}
-	final, err := s.cfg.Writer.ConfigUpgrade(ctx, ConfigChange{ID: id, Document: r.GetDocument(), Format: r.GetFormat(), Timeout: time.Duration(r.GetTimeoutMs()) * time.Millisecond}, send)
+	final, err := s.cfg.Writer.ConfigUpgrade(ctx, ConfigChange{ID: id, Document: r.GetDocument(), Format: r.GetFormat(), Timeout: time.Duration(r.GetTimeoutMs()) * time.Millisecond, Type: r.GetType(), Force: r.GetForce()}, send)
 	if err != nil {
 		return toStatus(err)
 	}

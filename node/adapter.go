@@ -177,36 +177,18 @@ func versionOf(doc []byte) string {
 	return v.Version
 }
 
+// ConfigShow returns writ's own cluster settings (see ConfigShowType).
 func (w *writer) ConfigShow(ctx context.Context) (api.ConfigState, error) {
-	lctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	t, ok, err := w.n.pl.CommittedConfig(lctx, true)
-	cancel()
-	if err != nil {
-		local := "none activated"
-		if lt, lok, lerr := w.n.pl.CommittedConfig(ctx, false); lerr == nil && lok {
-			local = "tag " + versionOf(lt.Doc)
-		}
-		return api.ConfigState{}, &api.Error{Outcome: api.Unavailable,
-			Reason: fmt.Sprintf("cannot confirm the committed configuration with a quorum (%v); this node's applied view: %s", err, local)}
-	}
-	if !ok {
-		w.n.mu.Lock()
-		cur := w.n.current
-		w.n.mu.Unlock()
-		return api.ConfigState{Tag: "0", Document: config.ClusterOf(cur).Payload()}, nil
-	}
-	st := api.ConfigState{Tag: versionOf(t.Doc), Document: t.Doc, Activated: true}
-	if rec, ok, err := w.n.rs.Get(ctx, pipeline.ConfigCommittedKey, false); err == nil && ok {
-		st.Index = rec.Rev
-	}
-	return st, nil
+	return w.ConfigShowType(ctx, config.ClusterType)
 }
 
-const configType = "cluster.config"
-
 func (w *writer) ConfigUpgrade(ctx context.Context, c api.ConfigChange, progress func(api.ConfigProgress)) (api.ConfigProgress, error) {
-	if _, err := config.ParseCluster(c.Document, "json"); err != nil {
-		return api.ConfigProgress{}, &api.Error{Outcome: api.Rejected, ID: c.ID, Field: "document", Reason: err.Error()}
+	d, err := w.n.configType(c.Type)
+	if err != nil {
+		return api.ConfigProgress{}, err
+	}
+	if err := w.checkConfigChange(ctx, d, c); err != nil {
+		return api.ConfigProgress{}, err
 	}
 	progress(api.ConfigProgress{Phase: writv1.ConfigProgress_VALIDATED, Message: "document valid; staging"})
 	n := w.n
@@ -227,7 +209,7 @@ func (w *writer) ConfigUpgrade(ctx context.Context, c api.ConfigChange, progress
 			}
 		}
 	}()
-	h := n.pl.ConfigUpgradeAsync(ctx, pipeline.Entry{Type: configType, ID: c.ID, Payload: c.Document})
+	h := n.pl.ConfigUpgradeAsync(ctx, pipeline.Entry{Type: d.Name, ID: c.ID, Payload: c.Document})
 	var out pipeline.Outcome
 	select {
 	case idx := <-stageSeen:
@@ -245,6 +227,12 @@ func (w *writer) ConfigUpgrade(ctx context.Context, c api.ConfigChange, progress
 	}
 	tag := versionOf(c.Document)
 	by, of := w.replicated(out.Index)
+	if d.Name != config.ClusterType {
+		// the schema's handlers read it from the replicated state; no
+		// node-local reload to wait for
+		return api.ConfigProgress{Phase: writv1.ConfigProgress_ACTIVATED, Tag: tag, Index: out.Index, CommittedBy: by, Of: of, Outcome: api.Committed,
+			Message: fmt.Sprintf("%s is active; handlers read it at %s", d.Name, configKey(d))}, nil
+	}
 	progress(api.ConfigProgress{Phase: writv1.ConfigProgress_ACTIVATED, Tag: tag, Index: out.Index, CommittedBy: by, Of: of, Outcome: api.Committed,
 		Message: "activation committed by a majority"})
 	reloaded, total, restart := w.reloadedEverywhere(ctx, tag, 5*time.Second)
@@ -337,7 +325,7 @@ func (i *info) Status(ctx context.Context) api.NodeStatus {
 	n.mu.Unlock()
 	// The tag is the configuration this node has loaded (set by the
 	// activation hook), so "reloaded" means the hook ran here.
-	if st.ConfigTag == "" && ps.Config != nil {
+	if st.ConfigTag == "" && ps.Config != nil && ps.Config.Type == config.ClusterType {
 		st.ConfigTag = versionOf(ps.Config.Doc)
 	}
 	if st.ConfigTag == "" {

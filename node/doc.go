@@ -1,8 +1,30 @@
-// Package node wires one writd process: validated configuration →
+// Package node starts one writ node for a schema catalog and a
+// configuration: what cmd/writd runs, and what a Go program calls to embed
+// a node for its own schema:
+//
+//	cfg, err := config.Load(config.Options{File: "writd.yaml"})
+//	...
+//	err = node.Run(ctx, cfg, node.WithCatalog(mygen.Catalog()))
+//
+// The catalog is a generated one (`writ gen`) or a runtime one built from a
+// schema directory (package node/schemadir, which writd --schema uses).
+// Configuration loading and validation is package node/config; handler
+// plugins are listed there (plugins: [{path, sha256}], --plugin
+// PATH[=SHA256]) and every request and fact type of the schema must be
+// served by exactly one of them. Run blocks until its context ends; Start
+// returns the running *Node for callers that manage its life themselves
+// (Stop keeps the node a member, Leave departs the cluster).
+//
+// The package holds no domain logic: it wires validated configuration →
 // raftstore → plugins/host → pipeline → membership → the writ.v1 API, and
-// tears it down in reverse. It holds no domain logic; the adapters in
-// adapter.go translate between the pipeline's Go API and the api package's
-// consumer interfaces.
+// tears it down in reverse. The adapters in adapter.go translate between
+// the pipeline's Go API and the api package's consumer interfaces.
+//
+// Every schema has writ's own cluster settings as a config type
+// (config.ClusterType): the schema's own declaration if it has one (the
+// jobs schema does), otherwise a built-in one validated by node/config's
+// table (configtypes.go). The built-in type is not part of the schema model
+// or fingerprint.
 //
 // Start order and why:
 //

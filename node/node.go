@@ -87,7 +87,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	if o.LogOutput == nil {
 		o.LogOutput = os.Stderr
 	}
-	n = &Node{cfg: cfg, cat: o.Catalog, level: new(slog.LevelVar), current: cfg, done: make(chan struct{}), fatal: make(chan error, 4)}
+	n = &Node{cfg: cfg, cat: withClusterConfig(o.Catalog), level: new(slog.LevelVar), current: cfg, done: make(chan struct{}), fatal: make(chan error, 4)}
 	n.level.Set(parseLevel(cfg.LogLevel))
 	hopts := &slog.HandlerOptions{Level: n.level}
 	var h slog.Handler = slog.NewTextHandler(o.LogOutput, hopts)
@@ -482,6 +482,10 @@ func probeGossip(addr string) error {
 // onConfigActivated is the reload hook: it runs on every node only after a
 // configuration activation applied (W5).
 func (n *Node) onConfigActivated(a pipeline.ConfigActivation) {
+	if a.Type != config.ClusterType {
+		n.onUserConfigActivated(a)
+		return
+	}
 	c, err := config.ParseCluster(a.Doc, "json")
 	if err != nil {
 		n.log.Error("writd: activated configuration does not parse; keeping current settings", "id", a.ID, "err", err)

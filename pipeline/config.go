@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/writ-dev/writ/kv"
 	"github.com/writ-dev/writ/schema/ir"
@@ -81,7 +82,7 @@ func (p *Pipeline) ConfigUpgradeAsync(ctx context.Context, en Entry) *Handle {
 	if e == nil || e.replied {
 		e = &entry{kind: kindConfig, class: ir.ClassConfig, desc: ps.desc, typ: ps.desc.Name, cmdID: id, userID: ps.id,
 			payload: ps.payload, json: ps.json, deadline: p.deadlineAt(now.Add(p.cfg.ConfigTimeout)),
-			keys: []string{configStagedPrefix + ps.id, ConfigCommittedKey}}
+			keys: append([]string{configStagedPrefix + ps.id, ConfigCommittedKey}, ps.payload.Keys()...)}
 		p.trace("validate", e, 0, "ok")
 		p.enqueueLocked(e, false)
 		for _, ph := range []string{"activate", "abort"} {
@@ -153,9 +154,16 @@ func (p *Pipeline) planConfig(ctx context.Context, log Log, e *entry) {
 		sv, _ := json.Marshal(staged)
 		next := ConfigTag{ID: e.userID, Type: e.typ, Generation: tag.Generation + 1, Doc: e.json}
 		tv, _ := json.Marshal(next)
-		mk(typeConfigActivate, VerdictNone,
-			kv.Write{Key: configStagedPrefix + e.userID, Value: sv, IfRev: srec.Rev},
-			kv.Write{Key: ConfigCommittedKey, Value: tv, IfRev: trec.Rev})
+		writes := []kv.Write{{Key: configStagedPrefix + e.userID, Value: sv, IfRev: srec.Rev},
+			{Key: ConfigCommittedKey, Value: tv, IfRev: trec.Rev}}
+		// The activated document also becomes the value of the config
+		// type's declared keys, where handlers read the active
+		// configuration of their schema.
+		for _, k := range e.keys[2:] {
+			rec, _ := e.stateOf(k)
+			writes = append(writes, kv.Write{Key: k, Value: e.json, IfRev: rec.Rev})
+		}
+		mk(typeConfigActivate, VerdictNone, writes...)
 	case phaseAbort:
 		staged.State = "aborted"
 		v, _ := json.Marshal(staged)
@@ -253,6 +261,20 @@ func (p *Pipeline) ConfigOutcome(id string) (Outcome, bool) {
 	defer p.mu.Unlock()
 	o, ok := p.outcomes.get(configCmdID(id, "stage"))
 	return o, ok
+}
+
+// configTypeOf is the config entry type a stage, activate or abort command
+// is about (from its staged record), for the watch stream.
+func configTypeOf(cmd *kv.Command) string {
+	for _, w := range cmd.Effect.Writes {
+		if strings.HasPrefix(w.Key, configStagedPrefix) {
+			var st stagedConfig
+			if json.Unmarshal(w.Value, &st) == nil && st.Type != "" {
+				return st.Type
+			}
+		}
+	}
+	return cmd.Type
 }
 
 func activationOf(cmd *kv.Command, index uint64) (ConfigActivation, bool) {

@@ -2019,6 +2019,10 @@ func (p *Pipeline) observeLocked(cmd *kv.Command, res kv.Result, pos int, live b
 	}
 	ev := Event{Index: res.Index, Pos: pos, ID: cmd.ID, Type: cmd.Type, Class: ir.Class(cmd.Class), Key: cmd.Key,
 		Verdict: Verdict(cmd.Verdict), Status: StatusCommitted}
+	if ir.Class(cmd.Class) == ir.ClassConfig {
+		// watchers see the schema's config type; the ID names the phase
+		ev.Type = configTypeOf(cmd)
+	}
 	switch {
 	case res.Status == kv.StatusRejected:
 		ev.Status, ev.Reason = StatusRejected, res.Reason

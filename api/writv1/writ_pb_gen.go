@@ -2476,7 +2476,10 @@ func (x *PluginsResponse) GetPlugins() []*Plugin {
 }
 
 type ConfigShowRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The config-class entry type to show; empty: writ's own cluster
+	// settings (cluster.config).
+	Type          string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2511,15 +2514,24 @@ func (*ConfigShowRequest) Descriptor() ([]byte, []int) {
 	return file_writ_proto_rawDescGZIP(), []int{34}
 }
 
+func (x *ConfigShowRequest) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
 type ConfigShowResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The committed (activated) configuration tag; advances only at activation.
 	Tag string `protobuf:"bytes,1,opt,name=tag,proto3" json:"tag,omitempty"`
 	// The activated document, or (when nothing activated yet: activated =
 	// false) the settings this node runs with.
-	Document      []byte `protobuf:"bytes,2,opt,name=document,proto3" json:"document,omitempty"`
-	Index         uint64 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
-	Activated     bool   `protobuf:"varint,4,opt,name=activated,proto3" json:"activated,omitempty"`
+	Document  []byte `protobuf:"bytes,2,opt,name=document,proto3" json:"document,omitempty"`
+	Index     uint64 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	Activated bool   `protobuf:"varint,4,opt,name=activated,proto3" json:"activated,omitempty"`
+	// The config-class entry type shown.
+	Type          string `protobuf:"bytes,5,opt,name=type,proto3" json:"type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2582,6 +2594,13 @@ func (x *ConfigShowResponse) GetActivated() bool {
 	return false
 }
 
+func (x *ConfigShowResponse) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
 type ConfigUpgradeRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
@@ -2590,7 +2609,12 @@ type ConfigUpgradeRequest struct {
 	Format   string `protobuf:"bytes,3,opt,name=format,proto3" json:"format,omitempty"`
 	// Ignored: the requesting node's configuration timeout decides when an
 	// unconfirmed change is aborted.
-	TimeoutMs     uint32 `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	TimeoutMs uint32 `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// The config-class entry type of the document; empty: writ's own cluster
+	// settings (cluster.config).
+	Type string `protobuf:"bytes,5,opt,name=type,proto3" json:"type,omitempty"`
+	// Accept a version lower than the active one (a deliberate rollback).
+	Force         bool `protobuf:"varint,6,opt,name=force,proto3" json:"force,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2651,6 +2675,20 @@ func (x *ConfigUpgradeRequest) GetTimeoutMs() uint32 {
 		return x.TimeoutMs
 	}
 	return 0
+}
+
+func (x *ConfigUpgradeRequest) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *ConfigUpgradeRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
 }
 
 type ConfigProgress struct {
@@ -2948,20 +2986,24 @@ const file_writ_proto_rawDesc = "" +
 	"\x06sha256\x18\x05 \x01(\tR\x06sha256\x12\x1a\n" +
 	"\brestarts\x18\x06 \x01(\rR\brestarts\"<\n" +
 	"\x0fPluginsResponse\x12)\n" +
-	"\aplugins\x18\x01 \x03(\v2\x0f.writ.v1.PluginR\aplugins\"\x13\n" +
-	"\x11ConfigShowRequest\"v\n" +
+	"\aplugins\x18\x01 \x03(\v2\x0f.writ.v1.PluginR\aplugins\"'\n" +
+	"\x11ConfigShowRequest\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\"\x8a\x01\n" +
 	"\x12ConfigShowResponse\x12\x10\n" +
 	"\x03tag\x18\x01 \x01(\tR\x03tag\x12\x1a\n" +
 	"\bdocument\x18\x02 \x01(\fR\bdocument\x12\x14\n" +
 	"\x05index\x18\x03 \x01(\x04R\x05index\x12\x1c\n" +
-	"\tactivated\x18\x04 \x01(\bR\tactivated\"\x88\x01\n" +
+	"\tactivated\x18\x04 \x01(\bR\tactivated\x12\x12\n" +
+	"\x04type\x18\x05 \x01(\tR\x04type\"\xb2\x01\n" +
 	"\x14ConfigUpgradeRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1a\n" +
 	"\bdocument\x18\x02 \x01(\fR\bdocument\x12\x16\n" +
 	"\x06format\x18\x03 \x01(\tR\x06format\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\"\xf5\x02\n" +
+	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\x12\x12\n" +
+	"\x04type\x18\x05 \x01(\tR\x04type\x12\x14\n" +
+	"\x05force\x18\x06 \x01(\bR\x05force\"\xf5\x02\n" +
 	"\x0eConfigProgress\x123\n" +
 	"\x05phase\x18\x01 \x01(\x0e2\x1d.writ.v1.ConfigProgress.PhaseR\x05phase\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x10\n" +

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,7 +19,10 @@ import (
 const leaseSchema = "testdata/lease/schema"
 
 // writctl's exit code for a REJECTED request.
-const exitRejected = 3
+const (
+	exitUsage    = 2
+	exitRejected = 3
+)
 
 // writctl runs the real writctl binary and returns its combined output and
 // exit code.
@@ -60,6 +64,14 @@ func TestCluster_UserSchema(t *testing.T) {
 	out = ctl(n3, exitRejected, "submit", "lease.acquire", `{"lease_id":"db","holder":"bob","ttl_ms":50}`)
 	if !strings.Contains(out, "ttl_ms") || !strings.Contains(out, ">= 100") {
 		t.Fatalf("out-of-range ttl_ms: %s", out)
+	}
+	// a string at the schema's maximum (512 runes, 3 bytes each) passes,
+	// one rune more is refused naming the field
+	note := strings.Repeat("€", 512)
+	ctl(n1, 0, "submit", "lease.acquire", `{"lease_id":"big","holder":"alice","ttl_ms":3600000,"note":"`+note+`"}`)
+	out = ctl(n1, exitRejected, "submit", "lease.acquire", `{"lease_id":"big2","holder":"alice","ttl_ms":3600000,"note":"`+note+`€"}`)
+	if !strings.Contains(out, `field "note"`) {
+		t.Fatalf("note over 512 runes: %s", out)
 	}
 	// the embedded schema's types do not exist on this cluster
 	out = ctl(n1, exitRejected, "submit", "job.submit", `{"job_id":"j","queue":"q","priority":1,"command":"x"}`)
@@ -209,5 +221,46 @@ func TestLeaseGenUpToDate(t *testing.T) {
 	diff, err := gen.Check("testdata/lease/leasegen", files)
 	if err != nil || diff != "" {
 		t.Fatalf("testdata/lease/leasegen is stale (%v):\n%s", err, diff)
+	}
+}
+
+// TestNoPluginsFindsJobsPlugin: with the embedded jobs schema and no
+// plugins configured (as in the zero-config dev node, here with addresses
+// in the test's range), writd runs writ-jobs from next to its own binary.
+func TestNoPluginsFindsJobsPlugin(t *testing.T) {
+	bin := buildBinaries(t)
+	cmd := exec.Command(filepath.Join(bin, "writd"), "--api-addr", "127.0.16.33:7070", "--raft-addr", "127.0.16.33:7071", "--gossip-addr", "127.0.16.33:7072")
+	cmd.Env = cleanEnv()
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, code := writctl(t, bin, "--addr", "127.0.16.33:7070", "plugins")
+		if code == 0 && strings.Contains(out, "writ-jobs") && strings.Contains(out, filepath.Join(bin, "writ-jobs")) && strings.Contains(out, "healthy") {
+			break
+		}
+		select {
+		case <-done:
+			t.Fatalf("writd exited: %s", se.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no healthy writ-jobs from next to writd: %s\n%s", out, se.String())
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }

@@ -22,21 +22,40 @@ type Setting struct {
 	// Reload: applied live on every node after activation; otherwise the
 	// change is reported as "restart required".
 	Reload bool
-	// NodeKey is the writd key the setting overrides, if any.
-	NodeKey  string
-	Min, Max int
+	// NodeKey is the writd key the setting overrides, if any; the setting
+	// then takes its kind's bounds from that key (one table for both).
+	NodeKey string
+	// Min and Max bound a setting without a NodeKey (see Key.Min).
+	Min, Max int64
 	Help     string
 }
+
+// Bounds are the setting's range: its node key's when it overrides one.
+func (st Setting) Bounds() (lo, hi int64) {
+	if k, ok := keyByName(st.NodeKey); ok && st.NodeKey != "" {
+		return k.Min, k.Max
+	}
+	return st.Min, st.Max
+}
+
+// ClusterType is the config-class entry type of writ's own cluster
+// settings, present in every schema (declared by the schema, as the jobs
+// schema does, or built in), and ClusterKey is where its activated document
+// lives in the replicated state.
+const (
+	ClusterType = "cluster.config"
+	ClusterKey  = "_config/cluster"
+)
 
 // Settings is every cluster-wide setting a config upgrade may change.
 var Settings = []Setting{
 	{Name: "commit_timeout", Kind: Duration, Required: true, NodeKey: "pipeline.commit_timeout", Help: "request commit timeout (applied at the next start)"},
-	{Name: "heartbeat", Kind: Duration, Help: "raft heartbeat interval (applied at the next start)"},
-	{Name: "max_batch", Kind: Int, Required: true, NodeKey: "pipeline.max_batch", Min: 1, Max: 4096, Help: "most entries per proposal (applied at the next start)"},
+	{Name: "heartbeat", Kind: Duration, Min: D(time.Millisecond), Max: D(10 * time.Second), Help: "raft heartbeat interval (applied at the next start)"},
+	{Name: "max_batch", Kind: Int, Required: true, NodeKey: "pipeline.max_batch", Help: "most entries per proposal (applied at the next start)"},
 	{Name: "max_inflight", Kind: Int, Reload: true, Min: 1, Max: 1_000_000, Help: "most requests in flight per node (recorded for handlers and tools; writd does not enforce it)"},
 	{Name: "log_level", Kind: String, Required: true, Reload: true, NodeKey: "log.level", Help: "debug, info, warn or error"},
-	{Name: "fact_retry", Kind: Duration, Help: "first pause between fact re-proposals (applied at the next start)"},
-	{Name: "dead_worker_grace", Kind: Duration, Reload: true, Help: "how long a dead worker's jobs wait before requeueing (read by the jobs handler from the committed configuration)"},
+	{Name: "fact_retry", Kind: Duration, Min: D(time.Millisecond), Max: D(10 * time.Minute), Help: "first pause between fact re-proposals (applied at the next start)"},
+	{Name: "dead_worker_grace", Kind: Duration, Reload: true, Min: 0, Max: D(24 * time.Hour), Help: "how long a dead worker's jobs wait before requeueing (read by the jobs handler from the committed configuration)"},
 }
 
 var (
@@ -147,11 +166,12 @@ func scalar(v any) (string, error) {
 }
 
 func fixFor(st Setting) string {
+	lo, hi := st.Bounds()
 	switch st.Kind {
 	case Duration:
-		return "write a whole number and one unit, such as 250ms, 5s, 2m or 1h"
+		return fmt.Sprintf("write a whole number and one unit (ms, s, m or h) between %s and %s", FormatDuration(time.Duration(lo)), FormatDuration(time.Duration(hi)))
 	case Int:
-		return fmt.Sprintf("use a whole number between %d and %d", st.Min, st.Max)
+		return fmt.Sprintf("use a whole number between %d and %d", lo, hi)
 	}
 	if st.Name == "log_level" {
 		return "use debug, info, warn or error"
@@ -169,8 +189,12 @@ func canonical(st Setting, raw any) (string, error) {
 		if !durationRe.MatchString(s) {
 			return "", fmt.Errorf("%q is not a duration of the form <number><ms|s|m|h>", s)
 		}
-		if _, err := time.ParseDuration(s); err != nil {
+		d, err := time.ParseDuration(s)
+		if err != nil {
 			return "", fmt.Errorf("%q: %v", s, err)
+		}
+		if lo, hi := st.Bounds(); int64(d) < lo || int64(d) > hi {
+			return "", fmt.Errorf("%s is out of range", s)
 		}
 		return s, nil
 	case Int:
@@ -178,7 +202,7 @@ func canonical(st Setting, raw any) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("%q is not an integer", s)
 		}
-		if i < st.Min || i > st.Max {
+		if lo, hi := st.Bounds(); int64(i) < lo || int64(i) > hi {
 			return "", fmt.Errorf("%d is out of range", i)
 		}
 		return strconv.Itoa(i), nil
@@ -212,7 +236,7 @@ func FormatDuration(d time.Duration) string {
 func ClusterOf(n *Node) *Cluster {
 	return &Cluster{Version: "0", Settings: map[string]string{
 		"commit_timeout": FormatDuration(n.CommitTimeout),
-		"max_batch":      strconv.Itoa(min(n.MaxBatch, 4096)),
+		"max_batch":      strconv.Itoa(n.MaxBatch),
 		"log_level":      n.LogLevel,
 	}}
 }

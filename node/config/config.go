@@ -40,7 +40,14 @@ type Key struct {
 	Help    string
 	// FlagName overrides the flag name derived from Name.
 	FlagName string
+	// Min and Max bound an Int (as a number) or a Duration (in
+	// nanoseconds, written with the D helper) key. The same bounds apply
+	// to a cluster setting that overrides the key (Setting.NodeKey).
+	Min, Max int64
 }
+
+// D writes a duration bound in a Key or Setting.
+func D(d time.Duration) int64 { return int64(d) }
 
 // Flag is the key's command-line flag name.
 func (k Key) Flag() string {
@@ -65,14 +72,14 @@ var Keys = []Key{
 	{Name: "raft.addr", Kind: String, Default: "127.0.0.1:7071", Help: "raft peer transport address (host:port)"},
 	{Name: "gossip.addr", Kind: String, Default: "127.0.0.1:7072", Help: "serf gossip address (host:port)"},
 	{Name: "gossip.key", Kind: String, Default: "", Help: "base64 gossip encryption key of 16, 24 or 32 bytes (empty: no encryption)"},
-	{Name: "raft.tick", Kind: Duration, Default: "100ms", Help: "raft tick interval"},
-	{Name: "raft.election_ticks", Kind: Int, Default: 10, Help: "ticks without a leader before an election"},
-	{Name: "raft.heartbeat_ticks", Kind: Int, Default: 1, Help: "ticks between leader heartbeats"},
-	{Name: "raft.snapshot_entries", Kind: Int, Default: 10000, Help: "applied entries between snapshots"},
-	{Name: "pipeline.commit_timeout", Kind: Duration, Default: "5s", Help: "how long a request waits for commit before UNCERTAIN"},
-	{Name: "pipeline.config_timeout", Kind: Duration, Default: "10s", Help: "how long a configuration change may take to stage and activate before it is aborted"},
-	{Name: "pipeline.max_batch", Kind: Int, Default: 256, Help: "most entries per proposal"},
-	{Name: "membership.failed_grace", Kind: Duration, Default: "30s", Help: "how long a failed node stays a voter before removal"},
+	{Name: "raft.tick", Kind: Duration, Default: "100ms", Help: "raft tick interval", Min: D(time.Millisecond), Max: D(10 * time.Second)},
+	{Name: "raft.election_ticks", Kind: Int, Default: 10, Help: "ticks without a leader before an election", Min: 2, Max: 1000},
+	{Name: "raft.heartbeat_ticks", Kind: Int, Default: 1, Help: "ticks between leader heartbeats", Min: 1, Max: 1000},
+	{Name: "raft.snapshot_entries", Kind: Int, Default: 10000, Help: "applied entries between snapshots", Min: 10, Max: 10_000_000},
+	{Name: "pipeline.commit_timeout", Kind: Duration, Default: "5s", Help: "how long a request waits for commit before UNCERTAIN", Min: D(10 * time.Millisecond), Max: D(10 * time.Minute)},
+	{Name: "pipeline.config_timeout", Kind: Duration, Default: "10s", Help: "how long a configuration change may take to stage and activate before it is aborted", Min: D(100 * time.Millisecond), Max: D(10 * time.Minute)},
+	{Name: "pipeline.max_batch", Kind: Int, Default: 256, Help: "most entries per proposal", Min: 1, Max: 4096},
+	{Name: "membership.failed_grace", Kind: Duration, Default: "30s", Help: "how long a failed node stays a voter before removal", Min: 0, Max: D(24 * time.Hour)},
 	{Name: "membership.profile", Kind: String, Default: "lan", Help: "gossip failure-detection timing: lan (a dead node is noticed in ~5s) or local (~1s, for loopback test clusters)"},
 	{Name: "schema.dir", Kind: String, Default: "", FlagName: "schema", Help: "directory of the CUE schema package this node runs (empty: the embedded jobs schema)"},
 	{Name: "plugins", Kind: Plugins, Default: []Plugin{}, FlagName: "plugin", Help: "handler plugin as PATH[=SHA256], repeatable; every request and fact type must be served by exactly one (empty with the embedded jobs schema: writ-jobs next to writd, then on PATH)"},
@@ -440,6 +447,17 @@ func (s source) integer(key string, min, max int) (int, error) {
 	return i, nil
 }
 
+// durKey and integerKey read a key within its range from the Keys table.
+func (s source) durKey(key string) (time.Duration, error) {
+	k, _ := keyByName(key)
+	return s.dur(key, time.Duration(k.Min), time.Duration(k.Max))
+}
+
+func (s source) integerKey(key string) (int, error) {
+	k, _ := keyByName(key)
+	return s.integer(key, int(k.Min), int(k.Max))
+}
+
 func (s source) boolean(key string) (bool, error) {
 	b, err := cast.ToBoolE(s.v.Get(key))
 	if err != nil {
@@ -595,33 +613,33 @@ func (s source) node() (*Node, error) {
 // tuning reads and validates the raft, pipeline, membership and log keys.
 func (s source) tuning(n *Node) error {
 	var err error
-	if n.RaftTick, err = s.dur("raft.tick", time.Millisecond, 10*time.Second); err != nil {
+	if n.RaftTick, err = s.durKey("raft.tick"); err != nil {
 		return err
 	}
-	if n.ElectionTicks, err = s.integer("raft.election_ticks", 2, 1000); err != nil {
+	if n.ElectionTicks, err = s.integerKey("raft.election_ticks"); err != nil {
 		return err
 	}
-	if n.HeartbeatTicks, err = s.integer("raft.heartbeat_ticks", 1, 1000); err != nil {
+	if n.HeartbeatTicks, err = s.integerKey("raft.heartbeat_ticks"); err != nil {
 		return err
 	}
 	if n.HeartbeatTicks >= n.ElectionTicks {
 		return s.fail("raft.heartbeat_ticks", fmt.Sprintf("%d is not below raft.election_ticks (%d)", n.HeartbeatTicks, n.ElectionTicks), "make heartbeat_ticks smaller than election_ticks")
 	}
-	se, err := s.integer("raft.snapshot_entries", 10, 10_000_000)
+	se, err := s.integerKey("raft.snapshot_entries")
 	if err != nil {
 		return err
 	}
 	n.SnapshotEntries = uint64(se)
-	if n.CommitTimeout, err = s.dur("pipeline.commit_timeout", 10*time.Millisecond, 10*time.Minute); err != nil {
+	if n.CommitTimeout, err = s.durKey("pipeline.commit_timeout"); err != nil {
 		return err
 	}
-	if n.ConfigTimeout, err = s.dur("pipeline.config_timeout", 100*time.Millisecond, 10*time.Minute); err != nil {
+	if n.ConfigTimeout, err = s.durKey("pipeline.config_timeout"); err != nil {
 		return err
 	}
-	if n.MaxBatch, err = s.integer("pipeline.max_batch", 1, 100_000); err != nil {
+	if n.MaxBatch, err = s.integerKey("pipeline.max_batch"); err != nil {
 		return err
 	}
-	if n.FailedGrace, err = s.dur("membership.failed_grace", 0, 24*time.Hour); err != nil {
+	if n.FailedGrace, err = s.durKey("membership.failed_grace"); err != nil {
 		return err
 	}
 	if n.GossipProfile, err = s.str("membership.profile"); err != nil {
