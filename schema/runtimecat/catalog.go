@@ -236,7 +236,7 @@ func (en *entry) parseJSON(data []byte) (ir.Payload, error) {
 	if !validJSON(data) {
 		return nil, en.typed(fieldErr("", "json", "is not valid JSON (fix: send a JSON object)"))
 	}
-	p := &payload{e: en, vals: make([]value, len(en.fields))}
+	p := en.newPayload()
 	if fe := decodeObject(en.fields, en.known, data, p.vals); fe != nil {
 		return nil, en.typed(fe)
 	}
@@ -247,7 +247,7 @@ func (en *entry) parseJSON(data []byte) (ir.Payload, error) {
 }
 
 func (en *entry) parseBinary(data []byte) (ir.Payload, error) {
-	p := &payload{e: en, vals: make([]value, len(en.fields))}
+	p := en.newPayload()
 	d := decoder{b: data}
 	d.fields(en.fields, p.vals)
 	if fe := d.finish(); fe != nil {
@@ -259,8 +259,39 @@ func (en *entry) parseBinary(data []byte) (ir.Payload, error) {
 	return p, nil
 }
 
-// typed stamps the entry type on an error built without it.
+// newPayload allocates a payload and its values together (one allocation
+// instead of two for up to 16 fields).
+func (en *entry) newPayload() *payload {
+	n := len(en.fields)
+	switch {
+	case n <= 4:
+		x := &struct {
+			payload
+			arr [4]value
+		}{}
+		x.payload = payload{e: en, vals: x.arr[:n:n]}
+		return &x.payload
+	case n <= 8:
+		x := &struct {
+			payload
+			arr [8]value
+		}{}
+		x.payload = payload{e: en, vals: x.arr[:n:n]}
+		return &x.payload
+	case n <= 16:
+		x := &struct {
+			payload
+			arr [16]value
+		}{}
+		x.payload = payload{e: en, vals: x.arr[:n:n]}
+		return &x.payload
+	}
+	return &payload{e: en, vals: make([]value, n)}
+}
+
+// typed stamps the entry type on an error built without it and roots its
+// path at the payload.
 func (en *entry) typed(fe *ir.FieldError) error {
 	fe.Type = en.name
-	return fe
+	return rooted(fe)
 }

@@ -49,17 +49,22 @@ func fieldErr(field, rule, msg string) *ir.FieldError {
 	return &ir.FieldError{Field: field, Rule: rule, Msg: msg}
 }
 
-// under re-roots a relative error path below name: "" → name, "[2]…" →
-// name[2]…, "x…" → name.x…
-func under(name string, fe *ir.FieldError) *ir.FieldError {
-	switch {
-	case fe.Field == "":
-		fe.Field = name
-	case name == "":
-	case fe.Field[0] == '[':
-		fe.Field = name + fe.Field
-	default:
-		fe.Field = name + "." + fe.Field
+// Error paths are built from the failing value up: "" is the value itself,
+// ".name" a member, "[i]" an element, so "[2].job_id" is the job_id of
+// the third item. under prefixes one step; rooted (at the payload) drops
+// the leading dot. A member name is taken verbatim, so an unknown key ""
+// or "[0]" nested in spec reads "spec." or "spec.[0]", as generated code
+// reports it.
+func under(step string, fe *ir.FieldError) *ir.FieldError {
+	fe.Field = step + fe.Field
+	return fe
+}
+
+func member(name string) string { return "." + name }
+
+func rooted(fe *ir.FieldError) *ir.FieldError {
+	if len(fe.Field) > 0 && fe.Field[0] == '.' {
+		fe.Field = fe.Field[1:]
 	}
 	return fe
 }
@@ -418,7 +423,7 @@ func checkFields(fs []*node, vals []value) *ir.FieldError {
 			continue
 		}
 		if fe := f.check(&vals[i]); fe != nil {
-			return under(f.name, fe)
+			return under(member(f.name), fe)
 		}
 	}
 	return nil

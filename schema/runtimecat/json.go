@@ -45,14 +45,14 @@ func decodeObject(fs []*node, known string, data []byte, vals []value) *ir.Field
 				}
 			}
 			if fi < 0 {
-				return fieldErr(string(key), "closed struct", "is not a declared field (fix: remove it; known fields: "+known+")")
+				return fieldErr(member(string(key)), "closed struct", "is not a declared field (fix: remove it; known fields: "+known+")")
 			}
 			if vals[fi].set {
-				return fieldErr(string(key), "unique keys", "appears more than once (fix: send each field once)")
+				return fieldErr(member(string(key)), "unique keys", "appears more than once (fix: send each field once)")
 			}
 			vals[fi].set = true
 			if fe := decodeValue(fs[fi], data[i:vend], &vals[fi]); fe != nil {
-				return under(fs[fi].name, fe)
+				return under(member(fs[fi].name), fe)
 			}
 			i = skipSpace(data, vend)
 			if data[i] == '}' {
@@ -63,7 +63,7 @@ func decodeObject(fs []*node, known string, data []byte, vals []value) *ir.Field
 	}
 	for j, f := range fs {
 		if !f.optional && !vals[j].set {
-			return fieldErr(f.name, "required", "is required (fix: add the field)")
+			return fieldErr(member(f.name), "required", "is required (fix: add the field)")
 		}
 	}
 	return nil
