@@ -40,17 +40,18 @@ func MainLinked(args []string, stdout, stderr io.Writer, l Linked) int {
 		hosts string
 	)
 	fs.StringVar(&opts.SchemaDir, "schema", "", "directory holding the schema's .cue files (or its parent)")
-	fs.StringVar(&opts.PluginPath, "plugin", "", "the handler plugin binary")
+	var plugins pluginList
+	fs.Var(&plugins, "plugin", "a handler plugin binary (repeat for a schema served by several plugins)")
 	fs.StringVar(&opts.GenDir, "gen", "", "directory of the generated *_gen.go files (default: found next to the schema)")
 	fs.StringVar(&only, "only", "", "comma-separated tiers to run: static, property, cluster (default all)")
 	fs.BoolVar(&asJS, "json", false, "print the report as JSON")
 	fs.BoolVar(&list, "list", false, "print the invariant → check map and exit")
 	fs.IntVar(&opts.Cases, "cases", DefaultCases, "generated cases per property check")
 	fs.Uint64Var(&seed, "seed", 1, "seed for generated cases (reports are reproducible per seed)")
-	fs.StringVar(&opts.Cluster.Writd, "writd", "", "writd binary for the cluster tier (default: built from this module with `go build`)")
+	fs.StringVar(&opts.Cluster.Writd, "writd", "", "writd binary for the cluster tier, run with --schema and --plugin (default: the writd next to writ, then on PATH)")
 	fs.StringVar(&hosts, "cluster-hosts", "", "comma-separated loopback addresses for the 3 cluster nodes (default 127.0.0.1)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: writ conformance --schema DIR --plugin PATH [--json] [--only static|property|cluster] [--cases N] [--list]\n\n")
+		fmt.Fprintf(stderr, "usage: writ conformance --schema DIR --plugin PATH [--plugin PATH…] [--writd BIN] [--json] [--only static|property|cluster] [--cases N] [--list]\n\n")
 		fs.PrintDefaults()
 		fmt.Fprintf(stderr, "\nexit status: 0 every selected check passed; 1 a check failed (BLOCKED or INCOMPLETE) or could not run; 2 usage error\n")
 	}
@@ -82,6 +83,9 @@ func MainLinked(args []string, stdout, stderr io.Writer, l Linked) int {
 		}
 		opts.Only = append(opts.Only, tier)
 	}
+	if len(plugins) > 0 {
+		opts.PluginPath, opts.Cluster.Plugins = plugins[0], plugins[1:]
+	}
 	if hosts != "" {
 		opts.Cluster.Hosts = strings.Split(hosts, ",")
 	}
@@ -106,4 +110,17 @@ func MainLinked(args []string, stdout, stderr io.Writer, l Linked) int {
 		return ExitFail
 	}
 	return rep.Summary.ExitCode
+}
+
+// pluginList is the repeatable --plugin flag.
+type pluginList []string
+
+func (p *pluginList) String() string { return strings.Join(*p, ",") }
+
+func (p *pluginList) Set(v string) error {
+	if v == "" {
+		return errors.New("empty plugin path (fix: --plugin PATH)")
+	}
+	*p = append(*p, v)
+	return nil
 }

@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -25,9 +24,13 @@ import (
 
 // ClusterOptions configures the cluster tier.
 type ClusterOptions struct {
-	// Writd is a writd binary. Empty: the suite builds one from the module
-	// source with `go build` into a scratch directory.
+	// Writd is a writd binary. Empty: the writd next to the running
+	// executable, else the first on PATH. The nodes run it with --schema
+	// (the schema under test) and one --plugin per plugin under test.
 	Writd string
+	// Plugins are handler plugins besides Options.PluginPath that the
+	// nodes load (a schema whose types are served by several plugins).
+	Plugins []string
 	// Hosts are the loopback addresses of the 3 nodes (one address is used
 	// for all; default 127.0.0.1). Ports are chosen by the kernel.
 	Hosts []string
@@ -98,12 +101,12 @@ type node struct {
 
 // cluster is an ephemeral 3-node cluster of real writd processes.
 type cluster struct {
-	bin    string
-	plugin string
-	root   string
-	nodes  []*node
-	out    Outcome
-	sc     string
+	bin   string
+	args  []string // --schema and --plugin flags of every node
+	root  string
+	nodes []*node
+	out   Outcome
+	sc    string
 	// watchFails makes every watch call of the fact scenarios fail (a
 	// test double, from Options.doubles).
 	watchFails bool
@@ -133,18 +136,12 @@ func (e *Env) newCluster(ctx context.Context) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &cluster{root: root, bin: e.Opts.Cluster.Writd, watchFails: e.Opts.doubles.watchFails}
-	if c.plugin, err = filepath.Abs(e.Opts.PluginPath); err != nil {
+	c := &cluster{root: root, watchFails: e.Opts.doubles.watchFails}
+	if c.bin, err = e.writdBinary(ctx, root); err != nil {
 		return c, err
 	}
-	if c.bin == "" {
-		c.bin = filepath.Join(root, "writd")
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", c.bin, "github.com/writ-dev/writ/cmd/writd")
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			return c, fmt.Errorf("writd could not be built (pass --writd PATH): %v: %s", err, strings.TrimSpace(out.String()))
-		}
+	if c.args, err = e.writdArgs(); err != nil {
+		return c, err
 	}
 	hosts := e.Opts.Cluster.Hosts
 	if len(hosts) == 0 {
@@ -186,7 +183,7 @@ func (e *Env) newCluster(ctx context.Context) (*cluster, error) {
 		return c, err
 	}
 	if want := e.Schema.Fingerprint(); st.SchemaFingerprint != want {
-		return c, fmt.Errorf("writd runs schema %s, not this schema (%s): build writd with this schema's generated code", st.SchemaFingerprint, want)
+		return c, fmt.Errorf("writd runs schema %s, not this schema (%s): the writd binary ignored --schema (fix: use a writd that supports --schema DIR)", st.SchemaFingerprint, want)
 	}
 	return c, nil
 }
@@ -205,7 +202,8 @@ func (c *cluster) start(n *node, join bool) error {
 		return err
 	}
 	args := []string{"--node-id", n.name, "--data-dir", n.dir, "--api-addr", n.api, "--raft-addr", n.raft,
-		"--gossip-addr", n.gossip, "--plugin", c.plugin, "--log-level", "info"}
+		"--gossip-addr", n.gossip, "--log-level", "info"}
+	args = append(args, c.args...)
 	if join {
 		args = append(args, "--join", c.nodes[0].gossip)
 	}

@@ -1,8 +1,9 @@
 // Command writ is the developer CLI of writ: it generates Go from a CUE
 // schema (gen, gen --check), reports static findings (vet), compares two
 // schemas for a rolling upgrade (schema diff), runs the conformance suite
-// (conformance) and prints the classification table of the embedded jobs
-// schema or of any schema directory (table).
+// (conformance), prints the classification table of the embedded jobs
+// schema or of any schema directory (table) and scaffolds a new control-plane
+// project in its own module (init, templates in internal/scaffold).
 //
 // Run from the repository root, every command defaults to the reference
 // schema in examples/jobs/schema and its generated package

@@ -9,6 +9,9 @@ import (
 const usage = `usage: writ <command> [flags]
 
 commands:
+  init   DIR [--module PATH] [--name NAME] [--replace WRIT_SRC]
+         scaffold a new control-plane project: a schema, its generated Go,
+         a handler plugin with tests, a Makefile and a README
   gen    [--schema DIR] [--out DIR] [--package NAME] [--check]
          generate Go from the schema; --check regenerates in memory and
          exits 1 with a diff when the files on disk are stale
@@ -37,6 +40,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch args[0] {
+	case "init":
+		return cmdInit(args[1:], stdout, stderr)
 	case "gen":
 		return cmdGen(args[1:], stdout, stderr)
 	case "vet":
