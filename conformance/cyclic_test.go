@@ -61,7 +61,10 @@ func TestCyclicGuardAndFactSequences(t *testing.T) {
 		if c.Tier != TierProperty {
 			continue
 		}
-		if c.Result != Pass {
+		// The cyclic domain declares no config type, so the reload check
+		// has nothing to activate: NOT RUN is its truthful answer.
+		noConfig := c.ID == "property.reload-after-snapshot" && c.Result == NotRun
+		if c.Result != Pass && !noConfig {
 			t.Errorf("%s: %s %s %v", c.ID, c.Result, c.Reason, c.Findings)
 		}
 		t.Logf("%s: %d cases", c.ID, c.Cases)
