@@ -51,7 +51,7 @@ done
 for a in "${archives[@]}"; do
 	name=${a%.tar.gz}
 	list=$(tar -tzf "$DIST/$a")
-	for f in "${BINARIES[@]}" LICENSE README.md deploy/compose.yaml deploy/writd.service deploy/writd.yaml docs/operator.md; do
+	for f in "${BINARIES[@]}" LICENSE README.md deploy/compose.yaml deploy/writd.service deploy/writd.yaml docs/deploy.md; do
 		grep -qx "$name/$f" <<<"$list" || { echo "release: $a lacks $f"; exit 1; }
 	done
 	if grep -qv "^$name/" <<<"$list"; then echo "release: $a has entries outside $name/"; exit 1; fi
