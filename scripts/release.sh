@@ -22,8 +22,8 @@ VPKG=github.com/writ-dev/writ/version
 LDFLAGS="-s -w -X $VPKG.version=$VERSION -X $VPKG.commit=$COMMIT -X $VPKG.date=$DATE"
 BINARIES=(writd writctl writ writ-jobs)
 EXTRAS=(LICENSE README.md docs deploy)
-# Archive entries get the commit's time, so a rebuild of one commit differs
-# only where the compiler output does.
+# Archive entries get the commit's time and owner 0, so two runs of one
+# commit with the same DATE produce identical archives.
 MTIME=$(git log -1 --format=%cI 2>/dev/null || echo "$DATE")
 
 rm -rf "$DIST"
