@@ -242,7 +242,8 @@ func readDockerfile(t *testing.T, path string) []dockerInstr {
 // produces; the exposed ports are writd's default API, raft and gossip
 // ports plus the documented metrics port; the default command is a
 // configuration writd accepts, with its data directory on the declared
-// volume; and it does not run as root.
+// volume; it does not run as root; and .dockerignore keeps what the build
+// copies.
 func TestDockerfileMatchesTree(t *testing.T) {
 	checkDockerfile(t, filepath.Join(repoRoot, "Dockerfile"))
 }
@@ -257,6 +258,23 @@ func checkDockerfile(t *testing.T, path string) {
 	makefile, err := os.ReadFile(filepath.Join(repoRoot, "Makefile"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	ignore, err := os.ReadFile(filepath.Join(repoRoot, ".dockerignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ignored []string
+	for _, l := range strings.Split(string(ignore), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			ignored = append(ignored, l)
+		}
+	}
+	for _, need := range []string{"go.mod", "go.sum", "Makefile", "cmd", "examples"} {
+		for _, p := range ignored {
+			if ok, _ := filepath.Match(p, need); ok {
+				t.Errorf(".dockerignore %s excludes %s, which the build needs", p, need)
+			}
+		}
 	}
 	var stages, exposed, binaries []string
 	var volume, user string
@@ -291,6 +309,11 @@ func checkDockerfile(t *testing.T, path string) {
 			for _, s := range srcs {
 				if _, err := os.Stat(filepath.Join(repoRoot, s)); err != nil {
 					t.Errorf("COPY %s: %v", s, err)
+				}
+				for _, p := range ignored {
+					if ok, _ := filepath.Match(p, s); ok {
+						t.Errorf("COPY %s: excluded from the build context by .dockerignore %s", s, p)
+					}
 				}
 			}
 		case "RUN":
