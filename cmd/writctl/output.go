@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -118,13 +119,22 @@ func jsonNodeFrom(dec *json.Decoder) (*yaml.Node, error) {
 		}
 		return n, nil
 	case string:
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v}, nil
+		n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v}
+		if strings.IndexFunc(v, func(r rune) bool { return r != '\n' && unicode.IsControl(r) }) >= 0 {
+			// The encoder may put a tab into a block scalar, which YAML
+			// parsers (its own included) refuse: quote and escape instead.
+			n.Style = yaml.DoubleQuotedStyle
+		}
+		return n, nil
 	case json.Number:
-		tag := "!!int"
-		if strings.ContainsAny(string(v), ".eE") {
+		tag, val := "!!int", string(v)
+		if strings.ContainsAny(val, ".eE") {
 			tag = "!!float"
 		}
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: string(v)}, nil
+		if val == "-0" { // as a YAML int it would read back as 0
+			tag, val = "!!float", "-0.0"
+		}
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: val}, nil
 	case bool:
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: fmt.Sprint(v)}, nil
 	case nil:
@@ -271,8 +281,17 @@ func cell(n *yaml.Node) string {
 	return flat(s)
 }
 
-// flat keeps a table cell on one line and in one column.
-func flat(s string) string { return strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(s) }
+// flat keeps a table cell on one line and in one column: every control
+// character (tab, newline, and the \v and \f that tabwriter also treats as
+// cell and line ends) becomes a space.
+func flat(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+}
 
 func compactJSON(n *yaml.Node) string {
 	var v any
