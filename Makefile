@@ -14,7 +14,7 @@ DATE      ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 VPKG      := github.com/writ-dev/writ/version
 LDFLAGS   := -X $(VPKG).version=$(VERSION) -X $(VPKG).commit=$(COMMIT) -X $(VPKG).date=$(DATE)
 
-.PHONY: all build demo test unit verify fmt vet staticcheck tidy-check gen gen-check bench soak clean
+.PHONY: all build demo test unit verify fmt vet staticcheck tidy-check gen gen-check bench soak release clean
 
 all: build
 
@@ -65,5 +65,10 @@ bench:
 soak:
 	$(GO) test $(RACE) -timeout 60m -tags soak $(PKGS)
 
+# Versioned archives for linux/amd64 and linux/arm64 and their checksums in
+# dist/ (scripts/release.sh; docs/deploy.md).
+release:
+	GO=$(GO) VERSION=$(VERSION) COMMIT=$(COMMIT) DATE=$(DATE) ./scripts/release.sh
+
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) dist

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -134,9 +133,10 @@ func (a *app) benchCmd() *cobra.Command {
 			}
 			res := BenchResult{Type: typ, Kind: kind, Clients: clients, Ops: ops, Size: size, Seconds: el.Seconds(),
 				OpsPerSec: float64(ops) / el.Seconds(), P50: pct(0.50), P90: pct(0.90), P99: pct(0.99), Max: pct(1), Outcomes: counts}
-			if a.output == "json" {
-				b, _ := json.Marshal(res)
-				fmt.Fprintln(a.out, string(b))
+			if a.structured() {
+				if err := a.printAny(res); err != nil {
+					return err
+				}
 			} else {
 				fmt.Fprintf(a.out, "%s (%s): %d ops, %d clients, %d-byte padding in %.2fs\n", typ, kind, ops, clients, size, res.Seconds)
 				fmt.Fprintf(a.out, "  throughput  %.0f ops/s\n", res.OpsPerSec)

@@ -34,7 +34,7 @@ func (a *app) configShowCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.output == "json" {
+			if a.structured() {
 				return a.printAny(map[string]any{"type": r.Type, "tag": r.Tag, "index": r.Index, "activated": r.Activated, "document": rawOrString(r.Document)})
 			}
 			switch {
@@ -217,14 +217,14 @@ func hasExt(f string, exts ...string) bool {
 }
 
 func (a *app) say(format string, args ...any) {
-	if a.output == "json" {
+	if a.structured() {
 		return
 	}
 	fmt.Fprintf(a.out, format+"\n", args...)
 }
 
 func (a *app) emit(p *writv1.ConfigProgress) {
-	if a.output == "json" {
+	if a.structured() {
 		_ = a.printJSON(p)
 		return
 	}

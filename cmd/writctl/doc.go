@@ -14,6 +14,6 @@
 //	writctl completion bash|zsh|fish|powershell
 //
 // Global flags: --addr host:port (env WRITCTL_ADDR, default 127.0.0.1:7070),
-// -o text|json, --timeout. Exit codes: 0 success, 1 error, 2 usage,
+// -o text|json|yaml|table, --timeout. Exit codes: 0 success, 1 error, 2 usage,
 // 3 REJECTED, 4 UNAVAILABLE, 5 UNCERTAIN or config upgrade failed.
 package main

@@ -73,7 +73,7 @@ is back. The key in use (primary) cannot be removed.`,
 				if err != nil {
 					return a.keyringErr(strings.Fields(use)[0], err)
 				}
-				if a.output == "json" {
+				if a.structured() {
 					return a.printJSON(r)
 				}
 				return renderKeyring(a.out, r, req.Key)

@@ -60,6 +60,8 @@ type app struct {
 	conn   *grpc.ClientConn
 	client writv1.WritClient
 	code   int
+	// records counts structured records printed (stream separators).
+	records int
 }
 
 // Run executes writctl with args and returns the process exit code.
@@ -95,8 +97,8 @@ func (a *app) root() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			if a.output != "text" && a.output != "json" {
-				return fail(exitUsage, "-o %q: use -o text or -o json", a.output)
+			if err := checkOutput(a.output); err != nil {
+				return err
 			}
 			if !cmd.Flags().Changed("addr") {
 				if env := a.env("WRITCTL_ADDR"); env != "" {
@@ -108,7 +110,7 @@ func (a *app) root() *cobra.Command {
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.addr, "addr", DefaultAddr, "writd API address host:port (env WRITCTL_ADDR)")
-	pf.StringVarP(&a.output, "output", "o", "text", "output format: text or json")
+	pf.StringVarP(&a.output, "output", "o", "text", "output format: text, json, yaml or table")
 	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "deadline for each call")
 	addVersion(root)
 	root.AddCommand(a.statusCmd(), a.membersCmd(), a.submitCmd(), a.reportCmd(), a.deliverCmd(), a.watchCmd(),
@@ -201,8 +203,7 @@ func (a *app) printJSON(m proto.Message) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(a.out, string(b))
-	return err
+	return a.emitJSON(b)
 }
 
 func (a *app) printAny(v any) error {
@@ -210,8 +211,7 @@ func (a *app) printAny(v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(a.out, string(b))
-	return err
+	return a.emitJSON(b)
 }
 
 func (a *app) table() *tabwriter.Writer { return tabwriter.NewWriter(a.out, 2, 4, 2, ' ', 0) }
@@ -254,7 +254,7 @@ func (a *app) statusCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.output == "json" {
+			if a.structured() {
 				return a.printJSON(s)
 			}
 			role := "follower"
@@ -299,7 +299,7 @@ func (a *app) membersCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.output == "json" {
+			if a.structured() {
 				return a.printJSON(m)
 			}
 			return renderMembers(a.out, m)
@@ -362,12 +362,12 @@ func (a *app) submitCmd() *cobra.Command {
 			defer cancel()
 			r, err := c.Submit(ctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: args[0], Id: id, Payload: p}, TimeoutMs: uint32(timeout.Milliseconds())})
 			if err != nil {
-				if d, ok := api.OutcomeFromError(err); ok && a.output == "json" {
+				if d, ok := api.OutcomeFromError(err); ok && a.structured() {
 					_ = a.printJSON(d)
 				}
 				return a.rpcErr(err)
 			}
-			if a.output == "json" {
+			if a.structured() {
 				return a.printJSON(r)
 			}
 			fmt.Fprintf(a.out, "COMMITTED %s at index %d (served by %s)\n", r.RequestId, r.Index, r.ServedBy)
@@ -397,7 +397,7 @@ func (a *app) reportCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.output == "json" {
+			if a.structured() {
 				return a.printJSON(r)
 			}
 			fmt.Fprintf(a.out, "RECEIVED fact %s by %s (durable in its outbox); it will be committed without resending\n", r.FactId, r.NodeId)
@@ -423,7 +423,7 @@ func (a *app) deliverCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.output == "json" {
+			if a.structured() {
 				return a.printJSON(r)
 			}
 			fmt.Fprintf(a.out, "RECEIVED %s with %d items %s; per-item outcomes: writctl watch\n", r.RequestId, r.Items, strings.Join(r.ItemIds, " "))
@@ -468,7 +468,7 @@ func (a *app) watchCmd() *cobra.Command {
 					return a.rpcErr(err)
 				}
 				n++
-				if a.output == "json" {
+				if a.structured() {
 					if err := a.printJSON(ev); err != nil {
 						return err
 					}
@@ -510,12 +510,12 @@ func (a *app) getCmd() *cobra.Command {
 				return err
 			}
 			if !r.Found {
-				if a.output == "json" {
+				if a.structured() {
 					_ = a.printAny(map[string]any{"key": args[0], "found": false})
 				}
 				return fail(exitError, "%s: not found", args[0])
 			}
-			if a.output == "json" {
+			if a.structured() {
 				return a.printAny(map[string]any{"key": r.Record.Key, "found": true, "rev": r.Record.Rev, "value": rawOrString(r.Record.Value)})
 			}
 			fmt.Fprintf(a.out, "%s (rev %d)\n%s\n", r.Record.Key, r.Record.Rev, r.Record.Value)
@@ -541,7 +541,7 @@ func (a *app) listCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.output == "json" {
+			if a.structured() {
 				out := []any{}
 				for _, rec := range r.Records {
 					out = append(out, map[string]any{"key": rec.Key, "rev": rec.Rev, "value": rawOrString(rec.Value)})
@@ -569,7 +569,7 @@ func (a *app) outcomeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.output == "json" {
+			if a.structured() {
 				if err := a.printJSON(r); err != nil {
 					return err
 				}
@@ -598,7 +598,7 @@ func (a *app) factsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.output == "json" {
+			if a.structured() {
 				return a.printJSON(r)
 			}
 			fmt.Fprintf(a.out, "outbox of %s: %d facts, oldest %s\n", r.NodeId, r.Depth, time.Duration(r.OldestAgeMs)*time.Millisecond)
@@ -621,7 +621,7 @@ func (a *app) conflictsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.output == "json" {
+			if a.structured() {
 				out := []any{}
 				for _, x := range r.Conflicts {
 					out = append(out, map[string]any{"key": x.Key, "rev": x.Rev, "case": rawOrString(x.Case)})
@@ -647,7 +647,7 @@ func (a *app) pluginsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.output == "json" {
+			if a.structured() {
 				return a.printJSON(r)
 			}
 			w := a.table()

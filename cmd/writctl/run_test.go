@@ -31,7 +31,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"status", "--bogus"}, exitUsage, "unknown flag"},
 		{[]string{"submit", "job.submit"}, exitUsage, "accepts 2 arg"},
 		{[]string{"submit", "job.submit", "{not json"}, exitUsage, "not valid JSON"},
-		{[]string{"-o", "yaml", "status"}, exitUsage, "-o text or -o json"},
+		{[]string{"-o", "xml", "status"}, exitUsage, "-o text, -o json, -o yaml, -o table"},
 		{[]string{"config", "upgrade"}, exitUsage, "needs --file"},
 		{[]string{"config", "upgrade", "--file", bad}, exitUsage, "settings.commit_timeout"},
 		{[]string{"bench", "--type", "job.control"}, exitUsage, "--type"},
