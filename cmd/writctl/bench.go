@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -37,7 +40,7 @@ type BenchResult struct {
 
 func (a *app) benchCmd() *cobra.Command {
 	var clients, ops, size int
-	var typ, run string
+	var typ, run, payload, class, csvFile, plotFile string
 	var prepare bool
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -50,87 +53,168 @@ func (a *app) benchCmd() *cobra.Command {
 			if size < 0 || size > 1024 {
 				return fail(exitUsage, "--size %d: use 0 to 1024 bytes of padding", size)
 			}
-			if typ != "job.submit" && typ != "job.state_report" {
-				return fail(exitUsage, "--type %q: bench generates job.submit (request) or job.state_report (fact)", typ)
+			if payload == "" && typ != "job.submit" && typ != "job.state_report" {
+				return fail(exitUsage, "--type %q: without --payload bench generates job.submit (request) or job.state_report (fact); for any other type pass --payload @template.json", typ)
+			}
+			verb, ok := benchVerbs[class]
+			if !ok {
+				return fail(exitUsage, "--class %q: use auto, request, fact or receipt", class)
 			}
 			if run == "" {
 				run = fmt.Sprintf("b%x", time.Now().UnixNano()&0xffffffff)
+			}
+			var tmpl *benchTemplate
+			if payload != "" {
+				src, err := readBenchTemplate(payload)
+				if err != nil {
+					return fail(exitUsage, "%v", err)
+				}
+				if tmpl, err = parseBenchTemplate(src, run); err != nil {
+					return fail(exitUsage, "%v", err)
+				}
+				if ops > 1 && !tmpl.has(holeSeq) && !tmpl.has(holeRand) {
+					fmt.Fprintln(a.errw, "writctl: bench: the payload template has no {{seq}} or {{rand}}: every operation sends the same payload (facts with one ID are received once)")
+				}
+			} else if class == "auto" {
+				verb = verbSubmit
+				if factTypes[typ] {
+					verb = verbReport
+				}
 			}
 			c, err := a.dial()
 			if err != nil {
 				return err
 			}
-			if err := a.benchSetup(c, typ, run, ops, clients, prepare); err != nil {
-				return err
-			}
-			pad := strings.Repeat("x", size)
-			fact := factTypes[typ]
-			gen := func(i, w int) *writv1.Entry {
-				job := fmt.Sprintf("%s-%d", run, i)
-				if typ == "job.submit" {
-					cmd := "run"
-					if size > 0 {
-						cmd = pad
-					}
-					return &writv1.Entry{Type: typ, Id: "r-" + job, Payload: fmt.Appendf(nil, `{"job_id":%q,"queue":%q,"priority":1,"command":%q}`, job, benchQueue(run, w), cmd)}
+			var gen func(i, w int, rnd *rand.Rand) *writv1.Entry
+			if tmpl == nil {
+				if err := a.benchSetup(c, typ, run, ops, clients, prepare); err != nil {
+					return err
 				}
-				return &writv1.Entry{Type: typ, Payload: fmt.Appendf(nil, `{"report_id":%q,"job_id":%q,"state":"RUNNING","seq":1,"worker_id":%q,"message":%q}`, "rep-"+job, job, benchWorker(run, i), pad)}
+				gen = jobsBenchGen(typ, run, size)
+			} else {
+				gen = func(i, w int, rnd *rand.Rand) *writv1.Entry {
+					e := &writv1.Entry{Type: typ, Payload: tmpl.render(i, w, rnd)}
+					if verb == verbSubmit {
+						e.Id = fmt.Sprintf("r-%s-%d", run, i)
+					}
+					return e
+				}
 			}
+			tty := benchTTY(a.out) && !a.structured()
 			lat := make([]time.Duration, ops)
 			var mu sync.Mutex
 			counts := map[string]int{}
 			var next atomic.Int64
-			var wg sync.WaitGroup
 			start := time.Now()
+			stats := newBenchStats(start, ops)
+			probing := verb == verbAuto
+			do := func(i, w int, rnd *rand.Rand, v benchVerb) (string, *writv1.OutcomeDetail) {
+				e := gen(i, w, rnd)
+				ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+				defer cancel()
+				t0 := time.Now()
+				var err error
+				switch v {
+				case verbReport:
+					_, err = c.Report(ctx, &writv1.ReportRequest{Entry: e})
+				case verbDeliver:
+					_, err = c.Deliver(ctx, &writv1.DeliverRequest{Entry: e})
+				default:
+					_, err = c.Submit(ctx, &writv1.SubmitRequest{Entry: e})
+				}
+				end := time.Now()
+				k := v.ok()
+				var d *writv1.OutcomeDetail
+				if err != nil {
+					var isOutcome bool
+					if d, isOutcome = api.OutcomeFromError(err); isOutcome {
+						k = d.Outcome.String()
+					} else {
+						k = "ERROR"
+					}
+				}
+				if probing && d != nil && d.GetField() == "type" && strings.HasPrefix(d.GetReason(), "type is class ") {
+					return k, d // the wrong verb: refused before anything was written
+				}
+				lat[i] = end.Sub(t0)
+				stats.add(end, lat[i], k == v.ok())
+				mu.Lock()
+				counts[k]++
+				mu.Unlock()
+				return k, d
+			}
+			if verb == verbAuto {
+				// The first operation tells the type's class: a type sent
+				// with the wrong verb is refused before anything is written.
+				rnd := rand.New(rand.NewPCG(uint64(start.UnixNano()), 0))
+				for _, v := range []benchVerb{verbSubmit, verbReport, verbDeliver} {
+					k, d := do(0, 0, rnd, v)
+					if d != nil && d.GetField() == "type" && strings.HasPrefix(d.GetReason(), "type is class ") {
+						if strings.HasPrefix(d.GetReason(), "type is class config") {
+							return fail(exitUsage, "--type %s is a config-class type: stage and activate it with writctl config upgrade --type %s --file F", typ, typ)
+						}
+						continue
+					}
+					if k != v.ok() {
+						reason := "the call failed"
+						if d != nil {
+							reason = d.GetReason()
+							if d.GetField() != "" {
+								reason = d.GetField() + ": " + reason
+							}
+						}
+						return fail(exitError, "bench: the first %s operation was %s (%s): fix --payload", typ, k, reason)
+					}
+					verb = v
+					break
+				}
+				if verb == verbAuto {
+					return fail(exitError, "bench: %s is neither a request, a fact nor a receipt on this cluster", typ)
+				}
+				next.Store(1)
+				probing = false
+			}
+			var stop chan struct{}
+			var progressDone sync.WaitGroup
+			if tty {
+				stop = make(chan struct{})
+				progressDone.Add(1)
+				go func() { defer progressDone.Done(); stats.runProgress(a.out, stop) }()
+			}
+			var wg sync.WaitGroup
 			for w := 0; w < clients; w++ {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
+					rnd := rand.New(rand.NewPCG(uint64(start.UnixNano()), uint64(w)+1))
 					for {
 						i := int(next.Add(1)) - 1
 						if i >= ops {
 							return
 						}
-						e := gen(i, w)
-						ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
-						t0 := time.Now()
-						var err error
-						if fact {
-							_, err = c.Report(ctx, &writv1.ReportRequest{Entry: e})
-						} else {
-							_, err = c.Submit(ctx, &writv1.SubmitRequest{Entry: e})
-						}
-						lat[i] = time.Since(t0)
-						cancel()
-						k := "COMMITTED"
-						if fact {
-							k = "RECEIVED"
-						}
-						if err != nil {
-							if d, ok := api.OutcomeFromError(err); ok {
-								k = d.Outcome.String()
-							} else {
-								k = "ERROR"
-							}
-						}
-						mu.Lock()
-						counts[k]++
-						mu.Unlock()
+						do(i, w, rnd, verb)
 					}
 				}()
 			}
 			wg.Wait()
 			el := time.Since(start)
+			if tty {
+				close(stop)
+				progressDone.Wait()
+			}
+			if csvFile != "" {
+				if err := writeFileWith(csvFile, func(w io.Writer) error { return writeBenchCSV(w, stats.rows(el)) }); err != nil {
+					return fail(exitError, "bench: --csv: %v", err)
+				}
+			}
+			if plotFile != "" {
+				if err := writeFileWith(plotFile, func(w io.Writer) error { return writeBenchSVG(w, typ, stats.rows(el), lat) }); err != nil {
+					return fail(exitError, "bench: --plot: %v", err)
+				}
+			}
 			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-			pct := func(p float64) float64 {
-				idx := int(p*float64(len(lat))+0.5) - 1
-				idx = max(0, min(idx, len(lat)-1))
-				return float64(lat[idx].Microseconds()) / 1000
-			}
-			kind := "request"
-			if fact {
-				kind = "fact"
-			}
+			pct := func(p float64) float64 { return percentileMs(lat, p) }
+			kind := verb.kind()
 			res := BenchResult{Type: typ, Kind: kind, Clients: clients, Ops: ops, Size: size, Seconds: el.Seconds(),
 				OpsPerSec: float64(ops) / el.Seconds(), P50: pct(0.50), P90: pct(0.90), P99: pct(0.99), Max: pct(1), Outcomes: counts}
 			if a.structured() {
@@ -138,7 +222,11 @@ func (a *app) benchCmd() *cobra.Command {
 					return err
 				}
 			} else {
-				fmt.Fprintf(a.out, "%s (%s): %d ops, %d clients, %d-byte padding in %.2fs\n", typ, kind, ops, clients, size, res.Seconds)
+				if tmpl != nil {
+					fmt.Fprintf(a.out, "%s (%s): %d ops, %d clients, payload from template in %.2fs\n", typ, kind, ops, clients, res.Seconds)
+				} else {
+					fmt.Fprintf(a.out, "%s (%s): %d ops, %d clients, %d-byte padding in %.2fs\n", typ, kind, ops, clients, size, res.Seconds)
+				}
 				fmt.Fprintf(a.out, "  throughput  %.0f ops/s\n", res.OpsPerSec)
 				fmt.Fprintf(a.out, "  latency     p50 %.2fms  p90 %.2fms  p99 %.2fms  max %.2fms\n", res.P50, res.P90, res.P99, res.Max)
 				var ks []string
@@ -150,11 +238,7 @@ func (a *app) benchCmd() *cobra.Command {
 					fmt.Fprintf(a.out, "  %-12s %d\n", k, counts[k])
 				}
 			}
-			want := "COMMITTED"
-			if fact {
-				want = "RECEIVED"
-			}
-			if counts[want] != ops {
+			if want := verb.ok(); counts[want] != ops {
 				return fail(exitError, "%d of %d operations were not %s", ops-counts[want], ops, want)
 			}
 			return nil
@@ -163,11 +247,77 @@ func (a *app) benchCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.IntVarP(&clients, "clients", "c", 1, "concurrent clients")
 	f.IntVarP(&ops, "ops", "n", 1000, "total operations")
-	f.StringVarP(&typ, "type", "t", "job.submit", "entry type: job.submit (request) or job.state_report (fact)")
-	f.IntVarP(&size, "size", "s", 0, "bytes of padding in the payload (command or message field)")
-	f.StringVar(&run, "run", "", "run name used in generated IDs (default: time-based)")
+	f.StringVarP(&typ, "type", "t", "job.submit", "entry type: any request, fact or receipt type with --payload; without it job.submit (request) or job.state_report (fact)")
+	f.StringVarP(&payload, "payload", "p", "", "payload template, inline JSON or @file, with {{seq}}, {{rand}}, {{client}} and {{run}} placeholders")
+	f.StringVar(&class, "class", "auto", "how --type is sent: request, fact, receipt, or auto (the cluster tells)")
+	f.IntVarP(&size, "size", "s", 0, "bytes of padding in the payload (command or message field) when no --payload is given")
+	f.StringVar(&run, "run", "", "run name used in generated IDs and {{run}} (default: time-based)")
 	f.BoolVar(&prepare, "prepare", true, "for job.state_report: first submit and dispatch the jobs the reports are about (untimed)")
+	f.StringVar(&csvFile, "csv", "", "write per-second throughput and latency percentiles to this CSV file")
+	f.StringVar(&plotFile, "plot", "", "write an SVG of throughput over time and the latency CDF to this file")
 	return cmd
+}
+
+// benchTTY says whether bench draws its live progress line on w.
+var benchTTY = isTerminal
+
+// benchVerb is the API call bench sends its operations with.
+type benchVerb int
+
+const (
+	verbAuto benchVerb = iota
+	verbSubmit
+	verbReport
+	verbDeliver
+)
+
+var benchVerbs = map[string]benchVerb{"auto": verbAuto, "request": verbSubmit, "fact": verbReport, "receipt": verbDeliver}
+
+// ok is the outcome of a successful operation.
+func (v benchVerb) ok() string {
+	if v == verbSubmit {
+		return "COMMITTED"
+	}
+	return "RECEIVED"
+}
+
+func (v benchVerb) kind() string {
+	switch v {
+	case verbReport:
+		return "fact"
+	case verbDeliver:
+		return "receipt"
+	}
+	return "request"
+}
+
+// jobsBenchGen generates the reference domain's payloads (no --payload).
+func jobsBenchGen(typ, run string, size int) func(i, w int, rnd *rand.Rand) *writv1.Entry {
+	pad := strings.Repeat("x", size)
+	return func(i, w int, _ *rand.Rand) *writv1.Entry {
+		job := fmt.Sprintf("%s-%d", run, i)
+		if typ == "job.submit" {
+			cmd := "run"
+			if size > 0 {
+				cmd = pad
+			}
+			return &writv1.Entry{Type: typ, Id: "r-" + job, Payload: fmt.Appendf(nil, `{"job_id":%q,"queue":%q,"priority":1,"command":%q}`, job, benchQueue(run, w), cmd)}
+		}
+		return &writv1.Entry{Type: typ, Payload: fmt.Appendf(nil, `{"report_id":%q,"job_id":%q,"state":"RUNNING","seq":1,"worker_id":%q,"message":%q}`, "rep-"+job, job, benchWorker(run, i), pad)}
+	}
+}
+
+// writeFileWith creates path and writes it with f.
+func writeFileWith(path string, f func(io.Writer) error) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := f(fh); err != nil {
+		_ = fh.Close()
+		return err
+	}
+	return fh.Close()
 }
 
 // maxBenchQueues bounds the queues bench spreads jobs over: every job.submit
