@@ -133,7 +133,7 @@ func (a *app) benchCmd() *cobra.Command {
 						k = "ERROR"
 					}
 				}
-				if probing && d != nil && d.GetField() == "type" && strings.HasPrefix(d.GetReason(), "type is class ") {
+				if probing && wrongVerb(d) {
 					return k, d // the wrong verb: refused before anything was written
 				}
 				lat[i] = end.Sub(t0)
@@ -149,8 +149,8 @@ func (a *app) benchCmd() *cobra.Command {
 				rnd := rand.New(rand.NewPCG(uint64(start.UnixNano()), 0))
 				for _, v := range []benchVerb{verbSubmit, verbReport, verbDeliver} {
 					k, d := do(0, 0, rnd, v)
-					if d != nil && d.GetField() == "type" && strings.HasPrefix(d.GetReason(), "type is class ") {
-						if strings.HasPrefix(d.GetReason(), "type is class config") {
+					if wrongVerb(d) {
+						if strings.Contains(d.GetReason(), "type is class config") {
 							return fail(exitUsage, "--type %s is a config-class type: stage and activate it with writctl config upgrade --type %s --file F", typ, typ)
 						}
 						continue
@@ -256,6 +256,12 @@ func (a *app) benchCmd() *cobra.Command {
 	f.StringVar(&csvFile, "csv", "", "write per-second throughput and latency percentiles to this CSV file")
 	f.StringVar(&plotFile, "plot", "", "write an SVG of throughput over time and the latency CDF to this file")
 	return cmd
+}
+
+// wrongVerb reports whether d is the write path's refusal of a type sent
+// with the verb of another class (nothing is written then).
+func wrongVerb(d *writv1.OutcomeDetail) bool {
+	return d != nil && d.GetOutcome() == writv1.Outcome_REJECTED && d.GetField() == "type" && strings.Contains(d.GetReason(), "type is class ")
 }
 
 // benchTTY says whether bench draws its live progress line on w.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -26,12 +27,19 @@ import (
 // the test ends.
 func startNode(t *testing.T, host string, extra ...string) string {
 	t.Helper()
+	return startNodeWith(t, host, "github.com/writ-dev/writ/examples/jobs/cmd/writ-jobs", extra...)
+}
+
+// startNodeWith is startNode with the handler plugin built from package
+// plugin (extra carries --schema for a schema other than jobs).
+func startNodeWith(t *testing.T, host, plugin string, extra ...string) string {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a real writd process: skipped with -short")
 	}
 	bin := t.TempDir()
 	var out bytes.Buffer
-	b := exec.Command("go", "build", "-o", bin+"/", "github.com/writ-dev/writ/cmd/writd", "github.com/writ-dev/writ/examples/jobs/cmd/writ-jobs")
+	b := exec.Command("go", "build", "-o", bin+"/", "github.com/writ-dev/writ/cmd/writd", plugin)
 	b.Stdout, b.Stderr = &out, &out
 	if err := b.Run(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out.String())
@@ -39,7 +47,7 @@ func startNode(t *testing.T, host string, extra ...string) string {
 	data := t.TempDir()
 	addr := host + ":7070"
 	cmd := exec.Command(filepath.Join(bin, "writd"), "--data-dir", data, "--api-addr", addr, "--raft-addr", host+":7071", "--gossip-addr", host+":7072",
-		"--plugin", filepath.Join(bin, "writ-jobs"))
+		"--plugin", filepath.Join(bin, path.Base(plugin)))
 	cmd.Args = append(cmd.Args, extra...)
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
