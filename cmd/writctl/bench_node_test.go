@@ -102,14 +102,11 @@ func TestBenchAnyTypeAgainstRealNode(t *testing.T) {
 			t.Errorf("writctl %v: exit %d (want %d)\nstdout: %q\nstderr: %q\nwant one line with %q", args, code, c.code, out, errs, c.want)
 		}
 	}
-	code, _, errs := ctl("bench", "--type", "leases.config", "--payload", `{"version":"{{seq}}","settings":{}}`)
-	if code != exitError || !strings.Contains(errs, "config upgrade") {
-		// the schema refuses the empty settings before the class check:
-		// either way it is one line and nothing is written
-		if code == 0 || strings.Count(errs, "\n") != 1 {
-			t.Errorf("bench leases.config: exit %d stderr %q", code, errs)
-		}
+	code, out, errs := ctl("bench", "--type", "leases.config", "--payload", `{"version":"1.{{seq}}","settings":{"default_ttl_ms":1000,"max_ttl_ms":2000,"expiry_sweep":"1s","reclaim_expired":true}}`)
+	if code != exitUsage || !strings.Contains(errs, "writctl config upgrade --type leases.config") || strings.Count(errs, "\n") != 1 || out != "" {
+		t.Errorf("bench leases.config: exit %d stdout %q stderr %q", code, out, errs)
 	}
+	must(0, "no configuration of this type has activated", "config", "show", "--type", "leases.config")
 	must(1, "not found", "get", "_m/holder/x0")
 
 	// On a terminal, the live progress line: ops done, ops/s and p99.
