@@ -72,6 +72,9 @@ func (a *app) benchCmd() *cobra.Command {
 				if tmpl, err = parseBenchTemplate(src, run); err != nil {
 					return fail(exitUsage, "%v", err)
 				}
+				if n := len(tmpl.appendWith(nil, ops-1, clients-1, "0123456789abcdef")); n > api.MaxPayload {
+					return fail(exitUsage, "--payload: the rendered payload is %d bytes, the limit is %d: send a smaller template", n, api.MaxPayload)
+				}
 				if ops > 1 && !tmpl.has(holeSeq) && !tmpl.has(holeRand) {
 					fmt.Fprintln(a.errw, "writctl: bench: the payload template has no {{seq}} or {{rand}}: every operation sends the same payload (facts with one ID are received once)")
 				}

@@ -95,6 +95,7 @@ func TestBenchAnyTypeAgainstRealNode(t *testing.T) {
 		{exitUsage, "unknown placeholder {{id}}", []string{"--payload", `{"holder_id":"{{id}}","session_ttl_ms":60000}`}, 1},
 		{exitError, "session_ttl_ms", []string{"--payload", `{"holder_id":"x{{seq}}","session_ttl_ms":1}`}, 1},
 		{exitUsage, "--payload @template.json", []string{}, 1},
+		{exitUsage, "bytes, the limit is 1048576: send a smaller template", []string{"--payload", `{"holder_id":"{{seq}}","x":"` + strings.Repeat("y", 1<<20) + `"}`}, 1},
 	} {
 		args := append([]string{"bench", "--type", "holder.register", "--ops", "5"}, c.args...)
 		code, out, errs := ctl(args...)
