@@ -33,4 +33,6 @@
 //     the node called — gossip carries it to every node — never forwarded;
 //     a malformed key is InvalidArgument naming the key and the fix, and
 //     removing a key some node still encrypts with is FailedPrecondition.
+//     Keys leave the node only as fingerprints (KeyFingerprint: the first
+//     8 bytes of the key's SHA-256, hex), never as key material.
 package api

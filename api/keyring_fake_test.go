@@ -1,8 +1,11 @@
 package api
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +13,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/writ-dev/writ/api/writv1"
 )
@@ -106,8 +110,29 @@ func TestKeyring_FakeMembership(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := call(KeyList, "")
-	if err != nil || len(r.Keys) != 1 || r.Keys[nw] != 3 || r.PrimaryKeys[nw] != 3 {
-		t.Fatalf("list after rotation: %v %v", r, err)
+	fp := KeyFingerprint(nw)
+	if err != nil || len(r.Keys) != 1 || r.Keys[fp] != 3 || r.PrimaryKeys[fp] != 3 {
+		t.Fatalf("list after rotation: want fingerprint %s on 3 nodes: %v %v", fp, r, err)
+	}
+	raw, err := proto.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := base64.StdEncoding.DecodeString(nw)
+	if bytes.Contains(raw, []byte(nw)) || bytes.Contains(raw, kb) {
+		t.Fatalf("keyring list carries key material: %q", raw)
+	}
+}
+
+func TestKeyFingerprint(t *testing.T) {
+	k := key(7, 32)
+	fp := KeyFingerprint(k)
+	sum := sha256.Sum256(bytes.Repeat([]byte{7}, 32))
+	if fp != hex.EncodeToString(sum[:8]) || len(fp) != 16 {
+		t.Fatalf("fingerprint %q: want the first 8 bytes of the SHA-256 of the decoded key", fp)
+	}
+	if KeyFingerprint(" "+k+"\n") != fp || KeyFingerprint(key(8, 32)) == fp {
+		t.Fatal("fingerprint: surrounding space must not matter, different keys must differ")
 	}
 }
 

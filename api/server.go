@@ -422,7 +422,7 @@ func CheckKey(key string) error {
 	}
 	b, err := base64.StdEncoding.DecodeString(k)
 	if err != nil {
-		return fmt.Errorf("key %q is not valid base64 (%v): pass the standard base64 encoding of 16, 24 or 32 random bytes, e.g. from `head -c 32 /dev/urandom | base64`", k, err)
+		return fmt.Errorf("key is not valid base64 (%v): pass the standard base64 encoding of 16, 24 or 32 random bytes, e.g. from `head -c 32 /dev/urandom | base64`", err)
 	}
 	switch len(b) {
 	case 16, 24, 32:
@@ -459,27 +459,33 @@ func (s *Server) Keyring(ctx context.Context, r *writv1.KeyringRequest) (*writv1
 		}
 		if n := lr.PrimaryKeys[key]; n > 0 {
 			return nil, status.Errorf(codes.FailedPrecondition,
-				"key %s is the primary key (used to encrypt gossip) on %d of %d nodes and cannot be removed: make another installed key primary first with `writctl keyring use NEWKEY`", key, n, lr.NumNodes)
+				"key %s is the primary key (used to encrypt gossip) on %d of %d nodes and cannot be removed: make another installed key primary first with `writctl keyring use --key-file NEWKEYFILE`", KeyFingerprint(key), n, lr.NumNodes)
 		}
 	}
 	rep, err := s.cfg.Membership.Keyring(ctx, op, key)
 	if err != nil {
 		return nil, keyringStatus(err)
 	}
+	// Keys leave the node only as fingerprints, never as key material.
 	out := &writv1.KeyringResponse{Op: op, NumNodes: uint32(rep.NumNodes), NumResp: uint32(rep.NumResp), NumErr: uint32(rep.NumErr), Messages: rep.Messages}
-	if len(rep.Keys) > 0 {
-		out.Keys = make(map[string]uint32, len(rep.Keys))
-		for k, n := range rep.Keys {
-			out.Keys[k] = uint32(n)
-		}
-	}
-	if len(rep.PrimaryKeys) > 0 {
-		out.PrimaryKeys = make(map[string]uint32, len(rep.PrimaryKeys))
-		for k, n := range rep.PrimaryKeys {
-			out.PrimaryKeys[k] = uint32(n)
-		}
+	out.Keys = fingerprintCounts(rep.Keys)
+	out.PrimaryKeys = fingerprintCounts(rep.PrimaryKeys)
+	if op != KeyList {
+		out.Fingerprint = KeyFingerprint(key)
 	}
 	return out, nil
+}
+
+// fingerprintCounts maps per-key node counts to per-fingerprint counts.
+func fingerprintCounts(m map[string]int) map[string]uint32 {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]uint32, len(m))
+	for k, n := range m {
+		out[KeyFingerprint(k)] += uint32(n)
+	}
+	return out
 }
 
 func keyringStatus(err error) error {

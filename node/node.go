@@ -121,6 +121,11 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	if err := os.MkdirAll(n.dataDir, 0o700); err != nil {
 		return nil, startErr("data_dir %s: %v: point data_dir at a writable directory", n.dataDir, err)
 	}
+	if c, err := privateTree(n.dataDir); err != nil {
+		return nil, startErr("data_dir %s: %v: make it and its files owned by this user", n.dataDir, err)
+	} else if c > 0 {
+		n.log.Warn("writd: data_dir was readable by group or others: narrowed to 0700 (directories) and 0600 (files)", "data_dir", n.dataDir, "entries", c)
+	}
 	lis, err := net.Listen("tcp", cfg.APIAddr)
 	if err != nil {
 		return nil, startErr("api.addr %s: %v: stop whatever uses it or set api.addr (flag --api-addr)", cfg.APIAddr, unwrapNet(err))
@@ -232,6 +237,9 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 			n.fatal <- fmt.Errorf("raft stopped: %w", n.rs.Err())
 		}
 	}()
+	for _, w := range cfg.Warnings {
+		n.log.Warn("writd: " + w)
+	}
 	n.log.Info("writd: started", "api", n.APIAddr(), "raft", n.rs.Addr(), "gossip", n.mem.Addr(), "data_dir", n.dataDir, "bootstrap", cfg.Bootstrap)
 	return n, nil
 }

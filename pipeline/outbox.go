@@ -76,13 +76,13 @@ type pendingItem struct {
 // OpenOutbox opens (creating if needed) the outbox in dir and returns the
 // items that were retained, in the order they were received.
 func OpenOutbox(dir string) (*Outbox, []OutboxItem, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("pipeline: outbox: %w", err)
 	}
 	o := &Outbox{dir: dir, live: map[string]*OutboxItem{}, seq: map[string]uint64{}, pending: map[string]pendingItem{}, sync: (*os.File).Sync}
 	o.cond = sync.NewCond(&o.mu)
 	path := filepath.Join(dir, outboxFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, nil, fmt.Errorf("pipeline: outbox: %w", err)
 	}
@@ -302,7 +302,7 @@ func (o *Outbox) Done(id string) error {
 // compactLocked rewrites the file with only live items.
 func (o *Outbox) compactLocked() error {
 	tmp := filepath.Join(o.dir, outboxFile+".tmp")
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("pipeline: outbox: compact: %w", err)
 	}

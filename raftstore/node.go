@@ -236,7 +236,7 @@ func (n *Node) open() error {
 	cfg := n.cfg
 	walDir := filepath.Join(cfg.DataDir, "wal")
 	n.snapDir = filepath.Join(cfg.DataDir, "snap")
-	if err := os.MkdirAll(n.snapDir, 0o750); err != nil {
+	if err := os.MkdirAll(n.snapDir, 0o700); err != nil {
 		return fmt.Errorf("raftstore: create %s: %w", n.snapDir, err)
 	}
 	lg := zap.NewNop()

@@ -2225,9 +2225,13 @@ type KeyringResponse struct {
 	NumErr   uint32 `protobuf:"varint,4,opt,name=num_err,json=numErr,proto3" json:"num_err,omitempty"`
 	// Per-node error messages, by node ID.
 	Messages map[string]string `protobuf:"bytes,5,rep,name=messages,proto3" json:"messages,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	// LIST: for each base64 key, how many nodes hold it / encrypt with it.
-	Keys          map[string]uint32 `protobuf:"bytes,6,rep,name=keys,proto3" json:"keys,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
-	PrimaryKeys   map[string]uint32 `protobuf:"bytes,7,rep,name=primary_keys,json=primaryKeys,proto3" json:"primary_keys,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// LIST: for each key fingerprint, how many nodes hold it / encrypt with
+	// it. A fingerprint is the hex of the first 8 bytes of the SHA-256 of the
+	// decoded key; key material never leaves a node.
+	Keys        map[string]uint32 `protobuf:"bytes,6,rep,name=keys,proto3" json:"keys,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	PrimaryKeys map[string]uint32 `protobuf:"bytes,7,rep,name=primary_keys,json=primaryKeys,proto3" json:"primary_keys,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// INSTALL, USE, REMOVE: the fingerprint of the request's key.
+	Fingerprint   string `protobuf:"bytes,8,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2309,6 +2313,13 @@ func (x *KeyringResponse) GetPrimaryKeys() map[string]uint32 {
 		return x.PrimaryKeys
 	}
 	return nil
+}
+
+func (x *KeyringResponse) GetFingerprint() string {
+	if x != nil {
+		return x.Fingerprint
+	}
+	return ""
 }
 
 type PluginsRequest struct {
@@ -2959,7 +2970,7 @@ const file_writ_proto_rawDesc = "" +
 	"\aINSTALL\x10\x02\x12\a\n" +
 	"\x03USE\x10\x03\x12\n" +
 	"\n" +
-	"\x06REMOVE\x10\x04\"\x8e\x04\n" +
+	"\x06REMOVE\x10\x04\"\xb0\x04\n" +
 	"\x0fKeyringResponse\x12*\n" +
 	"\x02op\x18\x01 \x01(\x0e2\x1a.writ.v1.KeyringRequest.OpR\x02op\x12\x1b\n" +
 	"\tnum_nodes\x18\x02 \x01(\rR\bnumNodes\x12\x19\n" +
@@ -2967,7 +2978,8 @@ const file_writ_proto_rawDesc = "" +
 	"\anum_err\x18\x04 \x01(\rR\x06numErr\x12B\n" +
 	"\bmessages\x18\x05 \x03(\v2&.writ.v1.KeyringResponse.MessagesEntryR\bmessages\x126\n" +
 	"\x04keys\x18\x06 \x03(\v2\".writ.v1.KeyringResponse.KeysEntryR\x04keys\x12L\n" +
-	"\fprimary_keys\x18\a \x03(\v2).writ.v1.KeyringResponse.PrimaryKeysEntryR\vprimaryKeys\x1a;\n" +
+	"\fprimary_keys\x18\a \x03(\v2).writ.v1.KeyringResponse.PrimaryKeysEntryR\vprimaryKeys\x12 \n" +
+	"\vfingerprint\x18\b \x01(\tR\vfingerprint\x1a;\n" +
 	"\rMessagesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a7\n" +

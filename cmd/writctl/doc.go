@@ -10,7 +10,7 @@
 //	writctl outcome <request-id>
 //	writctl config show | config upgrade --file F
 //	writctl bench --clients N --ops M --type T --size B
-//	writctl keyring list | install KEY | use KEY | remove KEY   gossip key rotation
+//	writctl keyring list | install|use|remove --key-file FILE   gossip key rotation
 //	writctl completion bash|zsh|fish|powershell
 //
 // Global flags: --addr host:port (env WRITCTL_ADDR, default 127.0.0.1:7070),

@@ -5,9 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/writ-dev/writ/api"
 	"github.com/writ-dev/writ/api/writv1"
 )
 
@@ -20,12 +23,24 @@ func TestKeyringAgainstRealNode(t *testing.T) {
 		return base64.StdEncoding.EncodeToString(b)
 	}
 	oldKey, newKey := gen(), gen()
-	addr := startNode(t, "127.0.8.10", "--gossip-key", oldKey)
+	oldFP, newFP := api.KeyFingerprint(oldKey), api.KeyFingerprint(newKey)
+	dir := t.TempDir()
+	oldFile, newFile := filepath.Join(dir, "old.key"), filepath.Join(dir, "new.key")
+	if os.WriteFile(oldFile, []byte(oldKey+"\n"), 0o600) != nil || os.WriteFile(newFile, []byte(newKey), 0o600) != nil {
+		t.Fatal("cannot write key files")
+	}
+	addr := startNode(t, "127.0.23.10", "--gossip-key-file", oldFile)
+	stdin := ""
 	must := func(want int, contains string, args ...string) string {
 		t.Helper()
-		code, out, errs := run(t, "", append([]string{"--addr", addr, "--timeout", "30s"}, args...)...)
+		code, out, errs := run(t, stdin, append([]string{"--addr", addr, "--timeout", "30s"}, args...)...)
 		if code != want || !strings.Contains(out+errs, contains) {
 			t.Fatalf("writctl %v: exit %d (want %d)\nstdout: %s\nstderr: %s\nwant output containing %q", args, code, want, out, errs, contains)
+		}
+		for _, k := range []string{oldKey, newKey} {
+			if strings.Contains(out+errs, k) {
+				t.Fatalf("writctl %v printed key material:\n%s%s", args, out, errs)
+			}
 		}
 		return out
 	}
@@ -42,18 +57,20 @@ func TestKeyringAgainstRealNode(t *testing.T) {
 		}
 		return l
 	}
-	if l := list(); len(l.Keys) != 1 || l.Keys[oldKey] != 1 || l.PrimaryKeys[oldKey] != 1 {
-		t.Fatalf("start: %+v", l)
+	if l := list(); len(l.Keys) != 1 || l.Keys[oldFP] != 1 || l.PrimaryKeys[oldFP] != 1 {
+		t.Fatalf("start: want fingerprint %s: %+v", oldFP, l)
 	}
-	must(0, "installed "+newKey+" on 1 of 1 nodes", "keyring", "install", newKey)
-	must(1, "cannot be removed", "keyring", "remove", oldKey)
-	must(0, `"op":"USE"`, "-o", "json", "keyring", "use", newKey)
-	must(0, "removed "+oldKey, "keyring", "remove", oldKey)
-	if l := list(); len(l.Keys) != 1 || l.Keys[newKey] != 1 || l.PrimaryKeys[newKey] != 1 {
+	must(0, "installed key "+newFP+" on 1 of 1 nodes", "keyring", "install", "--key-file", newFile)
+	must(1, "key "+oldFP+" is the primary key", "keyring", "remove", "--key-file", oldFile)
+	stdin = newKey + "\n"
+	must(0, `"fingerprint":"`+newFP+`"`, "-o", "json", "keyring", "use", "--key-file", "-")
+	stdin = ""
+	must(0, "removed key "+oldFP, "keyring", "remove", "--key-file", oldFile)
+	if l := list(); len(l.Keys) != 1 || l.Keys[newFP] != 1 || l.PrimaryKeys[newFP] != 1 {
 		t.Fatalf("after rotation: %+v", l)
 	}
 	out := must(0, "1/1", "keyring", "list")
-	if !strings.Contains(out, newKey) || strings.Contains(out, oldKey) {
+	if !strings.Contains(out, "FINGERPRINT") || !strings.Contains(out, newFP) || strings.Contains(out, oldFP) {
 		t.Fatalf("keyring list:\n%s", out)
 	}
 }

@@ -18,6 +18,10 @@ func run(t *testing.T, stdin string, args ...string) (int, string, string) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	badKey, shortKey := filepath.Join(t.TempDir(), "bad.key"), filepath.Join(t.TempDir(), "short.key")
+	if os.WriteFile(badKey, []byte("not*base64\n"), 0o600) != nil || os.WriteFile(shortKey, []byte("c2hvcnQ="), 0o600) != nil {
+		t.Fatal("cannot write key files")
+	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	if err := os.WriteFile(bad, []byte("version: \"2\"\nsettings:\n  commit_timeout: soon\n  max_batch: 1\n  log_level: info\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -35,10 +39,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"config", "upgrade"}, exitUsage, "needs --file"},
 		{[]string{"config", "upgrade", "--file", bad}, exitUsage, "settings.commit_timeout"},
 		{[]string{"bench", "--type", "job.control"}, exitUsage, "--type"},
-		{[]string{"keyring", "install"}, exitUsage, "exactly one KEY"},
+		{[]string{"keyring", "install"}, exitUsage, "keyring install needs --key-file FILE"},
+		{[]string{"keyring", "install", "c2hvcnQ="}, exitUsage, "not as an argument: arguments are visible to every user in ps"},
 		{[]string{"keyring", "list", "extra"}, exitUsage, "takes no arguments"},
-		{[]string{"keyring", "use", "not*base64"}, exitUsage, "keyring use KEY: key \"not*base64\" is not valid base64"},
-		{[]string{"keyring", "remove", "c2hvcnQ="}, exitUsage, "keyring remove KEY: key decodes to 5 bytes"},
+		{[]string{"keyring", "use", "--key-file", badKey}, exitUsage, "keyring use --key-file " + badKey + ": key is not valid base64"},
+		{[]string{"keyring", "remove", "--key-file", shortKey}, exitUsage, "keyring remove --key-file " + shortKey + ": key decodes to 5 bytes"},
+		{[]string{"keyring", "remove", "--key-file", filepath.Join(t.TempDir(), "none")}, exitUsage, "no such file"},
 		{[]string{"--addr", "127.0.3.40:1", "--timeout", "2s", "status"}, exitUnavailable, "cannot reach writd at 127.0.3.40:1"},
 	} {
 		code, _, errs := run(t, "", c.args...)

@@ -58,6 +58,7 @@ type proc struct {
 	dir    string
 	join   string
 	args   []string // extra writd flags for this node
+	env    []string // extra environment for this node
 	cmd    *exec.Cmd
 	logf   *os.File
 	conn   *grpc.ClientConn
@@ -132,7 +133,7 @@ func (c *cluster) start(p *proc) {
 	p.logf = lf
 	p.cmd = exec.Command(filepath.Join(c.bin, "writd"), args...)
 	p.cmd.Stdout, p.cmd.Stderr = lf, lf
-	p.cmd.Env = cleanEnv()
+	p.cmd.Env = append(cleanEnv(), p.env...)
 	if err := p.cmd.Start(); err != nil {
 		c.t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/writ-dev/writ/api"
 	"github.com/writ-dev/writ/api/writv1"
 )
 
@@ -23,6 +24,16 @@ func newGossipKey(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return base64.StdEncoding.EncodeToString(b)
+}
+
+// keyFile writes key to a fresh 0600 file and returns its path.
+func keyFile(t *testing.T, key string) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "gossip.key")
+	if err := os.WriteFile(f, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 // writctl runs the real writctl binary against p's API.
@@ -56,7 +67,9 @@ type keyringJSON struct {
 // node holding the new key can.
 func TestCluster_KeyRotation(t *testing.T) {
 	oldKey, newKey := newGossipKey(t), newGossipKey(t)
-	c := newClusterArgs(t, []string{"--gossip-key", oldKey, "--membership-profile", "local"}, "127.0.8.1", "127.0.8.2", "127.0.8.3")
+	fp := api.KeyFingerprint
+	kf := func(key string) string { return keyFile(t, key) }
+	c := newClusterArgs(t, []string{"--gossip-key-file", kf(oldKey), "--membership-profile", "local"}, "127.0.8.1", "127.0.8.2", "127.0.8.3")
 	n1, n2, n3 := c.nodes[0], c.nodes[1], c.nodes[2]
 
 	must := func(p *proc, want int, contains string, args ...string) string {
@@ -64,6 +77,11 @@ func TestCluster_KeyRotation(t *testing.T) {
 		code, out, errs := c.writctl(p, args...)
 		if code != want || !strings.Contains(out+errs, contains) {
 			t.Fatalf("writctl %v on %s: exit %d (want %d)\nstdout: %s\nstderr: %s\nwant output containing %q", args, p.name, code, want, out, errs, contains)
+		}
+		for _, k := range []string{oldKey, newKey} {
+			if strings.Contains(out+errs, k) {
+				t.Fatalf("writctl %v on %s printed key material:\n%s%s", args, p.name, out, errs)
+			}
 		}
 		return out
 	}
@@ -86,30 +104,30 @@ func TestCluster_KeyRotation(t *testing.T) {
 	}
 
 	k := list(n1)
-	if len(k.Keys) != 1 || k.Keys[oldKey] != 3 || k.PrimaryKeys[oldKey] != 3 {
+	if len(k.Keys) != 1 || k.Keys[fp(oldKey)] != 3 || k.PrimaryKeys[fp(oldKey)] != 3 {
 		t.Fatalf("before rotation: want only the start key, on and primary on 3 nodes: %+v", k)
 	}
-	must(n1, 0, "installed "+newKey+" on 3 of 3 nodes", "keyring", "install", newKey)
+	must(n1, 0, "installed key "+fp(newKey)+" on 3 of 3 nodes", "keyring", "install", "--key-file", kf(newKey))
 	// Any node's API serves the rotation: gossip carries it everywhere.
 	k = list(n3)
-	if len(k.Keys) != 2 || k.Keys[newKey] != 3 || k.PrimaryKeys[oldKey] != 3 || k.PrimaryKeys[newKey] != 0 {
+	if len(k.Keys) != 2 || k.Keys[fp(newKey)] != 3 || k.PrimaryKeys[fp(oldKey)] != 3 || k.PrimaryKeys[fp(newKey)] != 0 {
 		t.Fatalf("after install: want both keys on 3 nodes, old still primary: %+v", k)
 	}
 	// The key in use cannot be removed; the refusal says why and what to do.
-	must(n2, 1, "primary key", "keyring", "remove", oldKey)
-	must(n2, 1, "writctl keyring use", "keyring", "remove", oldKey)
-	must(n2, 0, newKey+" is now the primary key on 3 of 3 nodes", "keyring", "use", newKey)
+	must(n2, 1, "primary key", "keyring", "remove", "--key-file", kf(oldKey))
+	must(n2, 1, "writctl keyring use", "keyring", "remove", "--key-file", kf(oldKey))
+	must(n2, 0, "key "+fp(newKey)+" is now the primary key on 3 of 3 nodes", "keyring", "use", "--key-file", kf(newKey))
 	k = list(n1)
-	if k.PrimaryKeys[newKey] != 3 || k.PrimaryKeys[oldKey] != 0 {
+	if k.PrimaryKeys[fp(newKey)] != 3 || k.PrimaryKeys[fp(oldKey)] != 0 {
 		t.Fatalf("after use: want the new key primary on 3 nodes: %+v", k)
 	}
-	must(n3, 0, "removed "+oldKey+" on 3 of 3 nodes", "keyring", "remove", oldKey)
+	must(n3, 0, "removed key "+fp(oldKey)+" on 3 of 3 nodes", "keyring", "remove", "--key-file", kf(oldKey))
 	k = list(n2)
-	if len(k.Keys) != 1 || k.Keys[newKey] != 3 || k.PrimaryKeys[newKey] != 3 {
+	if len(k.Keys) != 1 || k.Keys[fp(newKey)] != 3 || k.PrimaryKeys[fp(newKey)] != 3 {
 		t.Fatalf("after remove: want only the new key, on and primary on 3 nodes: %+v", k)
 	}
-	human := must(n1, 0, "KEY", "keyring", "list")
-	if !strings.Contains(human, newKey) || strings.Contains(human, oldKey) || !strings.Contains(human, "3/3") {
+	human := must(n1, 0, "FINGERPRINT", "keyring", "list")
+	if !strings.Contains(human, fp(newKey)) || strings.Contains(human, fp(oldKey)) || !strings.Contains(human, "3/3") {
 		t.Fatalf("keyring list (text): want the new key on 3/3 nodes only:\n%s", human)
 	}
 
@@ -121,7 +139,7 @@ func TestCluster_KeyRotation(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		k, ok := tryList(n3)
-		if ok && k.Keys[newKey] == 3 && k.PrimaryKeys[newKey] == 3 && len(k.Keys) == 1 {
+		if ok && k.Keys[fp(newKey)] == 3 && k.PrimaryKeys[fp(newKey)] == 3 && len(k.Keys) == 1 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -147,17 +165,17 @@ func TestCluster_KeyRotation(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	thirdKey := newGossipKey(t)
-	must(n1, 0, "on 2 of 2 nodes", "keyring", "install", thirdKey)
-	must(n2, 0, "on 2 of 2 nodes", "keyring", "use", thirdKey)
-	must(n1, 0, "on 2 of 2 nodes", "keyring", "remove", newKey)
-	n3.args = []string{"--gossip-key", thirdKey}
+	must(n1, 0, "on 2 of 2 nodes", "keyring", "install", "--key-file", kf(thirdKey))
+	must(n2, 0, "on 2 of 2 nodes", "keyring", "use", "--key-file", kf(thirdKey))
+	must(n1, 0, "on 2 of 2 nodes", "keyring", "remove", "--key-file", kf(newKey))
+	n3.args = []string{"--gossip-key-file", kf(thirdKey)}
 	c.start(n3)
 	c.waitReady(n3, 40*time.Second)
 	deadline = time.Now().Add(30 * time.Second)
 	for {
 		k, ok := tryList(n1)
-		if ok && k.Keys[thirdKey] == 3 && k.PrimaryKeys[thirdKey] == 3 {
-			if k.Keys[newKey] != 1 {
+		if ok && k.Keys[fp(thirdKey)] == 3 && k.PrimaryKeys[fp(thirdKey)] == 3 {
+			if k.Keys[fp(newKey)] != 1 {
 				t.Fatalf("the rejoined node should still hold the key it had: %+v", k)
 			}
 			break
@@ -167,20 +185,22 @@ func TestCluster_KeyRotation(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	must(n3, 0, "on 3 of 3 nodes", "keyring", "remove", newKey)
-	if k := list(n2); len(k.Keys) != 1 || k.Keys[thirdKey] != 3 {
+	must(n3, 0, "on 3 of 3 nodes", "keyring", "remove", "--key-file", kf(newKey))
+	if k := list(n2); len(k.Keys) != 1 || k.Keys[fp(thirdKey)] != 3 {
 		t.Fatalf("after removing the stale key everywhere: %+v", k)
 	}
 	newKey = thirdKey // the key a new node needs now
 
-	// Bad keys are refused before any call, naming the argument and the fix.
-	must(n1, 2, "not valid base64", "keyring", "install", "not*base64")
-	must(n1, 2, "16, 24 or 32 bytes", "keyring", "use", base64.StdEncoding.EncodeToString([]byte("short")))
-	must(n1, 2, "exactly one KEY", "keyring", "remove")
+	// Bad keys are refused before any call, naming the flag and the fix;
+	// a key is never taken as an argument.
+	must(n1, 2, "not valid base64", "keyring", "install", "--key-file", kf("not*base64"))
+	must(n1, 2, "16, 24 or 32 bytes", "keyring", "use", "--key-file", kf(base64.StdEncoding.EncodeToString([]byte("short"))))
+	must(n1, 2, "needs --key-file", "keyring", "remove")
+	must(n1, 2, "not as an argument", "keyring", "remove", newKey)
 
 	// A node that only knows the retired key cannot join: its start fails
 	// and the cluster never lists it.
-	stale := &proc{t: t, name: "n4", host: "127.0.8.4", dir: filepath.Join(t.TempDir(), "n4"), join: n1.gossip(), args: []string{"--gossip-key", oldKey}}
+	stale := &proc{t: t, name: "n4", host: "127.0.8.4", dir: filepath.Join(t.TempDir(), "n4"), join: n1.gossip(), args: []string{"--gossip-key-file", kf(oldKey)}}
 	c.nodes = append(c.nodes, stale)
 	c.start(stale)
 	select {
@@ -208,7 +228,7 @@ func TestCluster_KeyRotation(t *testing.T) {
 	}
 
 	// Control: the same kind of node with the new key joins and becomes a voter.
-	fresh := &proc{t: t, name: "n5", host: "127.0.8.5", dir: filepath.Join(t.TempDir(), "n5"), join: n2.gossip(), args: []string{"--gossip-key", newKey}}
+	fresh := &proc{t: t, name: "n5", host: "127.0.8.5", dir: filepath.Join(t.TempDir(), "n5"), join: n2.gossip(), args: []string{"--gossip-key-file", kf(newKey)}}
 	c.nodes = append(c.nodes[:3], fresh)
 	c.start(fresh)
 	c.waitReady(fresh, 40*time.Second)

@@ -18,6 +18,7 @@ import (
 )
 
 func main() {
+	privateUmask()
 	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
 }
 

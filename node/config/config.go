@@ -2,7 +2,6 @@ package config
 
 import (
 	"bytes"
-	"encoding/base64"
 	"fmt"
 	"net"
 	"os"
@@ -71,7 +70,8 @@ var Keys = []Key{
 	{Name: "api.addr", Kind: String, Default: "127.0.0.1:7070", Help: "client gRPC listen address (host:port; port 0 picks one)"},
 	{Name: "raft.addr", Kind: String, Default: "127.0.0.1:7071", Help: "raft peer transport address (host:port)"},
 	{Name: "gossip.addr", Kind: String, Default: "127.0.0.1:7072", Help: "serf gossip address (host:port)"},
-	{Name: "gossip.key", Kind: String, Default: "", Help: "base64 gossip encryption key of 16, 24 or 32 bytes (empty: no encryption)"},
+	{Name: "gossip.key", Kind: String, Default: "", Help: "base64 gossip encryption key of 16, 24 or 32 bytes (empty: no encryption; prefer gossip.key_file)"},
+	{Name: "gossip.key_file", Kind: String, Default: "", Help: "file holding the base64 gossip key, readable only by its owner (mode 0600); the recommended way to set the key"},
 	{Name: "raft.tick", Kind: Duration, Default: "100ms", Help: "raft tick interval", Min: D(time.Millisecond), Max: D(10 * time.Second)},
 	{Name: "raft.election_ticks", Kind: Int, Default: 10, Help: "ticks without a leader before an election", Min: 2, Max: 1000},
 	{Name: "raft.heartbeat_ticks", Kind: Int, Default: 1, Help: "ticks between leader heartbeats", Min: 1, Max: 1000},
@@ -136,6 +136,9 @@ type Node struct {
 	File string
 	// Dev is set when no file, variable or flag configured anything.
 	Dev bool
+	// Warnings are problems that do not stop the node, one line each, for
+	// the node to log at start.
+	Warnings []string
 }
 
 // Plugin is one configured handler plugin binary.
@@ -205,6 +208,7 @@ type Options struct {
 type source struct {
 	v    *viper.Viper
 	from map[string]string // key -> description of where it came from
+	file string            // the config file read, if any
 }
 
 // Load reads, merges and validates a node configuration.
@@ -221,6 +225,7 @@ func Load(o Options) (*Node, error) {
 	}
 	configured := false
 	if file != "" {
+		s.file = file
 		fv, err := readFile(file)
 		if err != nil {
 			return nil, err
@@ -298,6 +303,9 @@ func Load(o Options) (*Node, error) {
 	}
 	n.File = file
 	n.Dev = !configured
+	if w := configFileWarning(file); w != "" {
+		n.Warnings = append(n.Warnings, w)
+	}
 	return n, nil
 }
 
@@ -581,16 +589,8 @@ func (s source) node() (*Node, error) {
 		}
 		seen[a] = k
 	}
-	key, err := s.str("gossip.key")
-	if err != nil {
+	if err := s.gossipKey(n, s.file); err != nil {
 		return nil, err
-	}
-	if key != "" {
-		b, err := base64.StdEncoding.DecodeString(key)
-		if err != nil || (len(b) != 16 && len(b) != 24 && len(b) != 32) {
-			return nil, s.fail("gossip.key", "not a base64 key of 16, 24 or 32 bytes", "generate one with `head -c 32 /dev/urandom | base64`")
-		}
-		n.GossipKey = b
 	}
 	if err := s.tuning(n); err != nil {
 		return nil, err

@@ -340,6 +340,7 @@ func (h *Host) launch(pc PluginConfig, sum []byte) (*proc, error) {
 	}
 	stderr := &tail{}
 	cmd := newCmd(pc.Path, pc.Args)
+	cmd.Env = pluginEnv(os.Environ())
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig: plugin.HandshakeConfig{
 			ProtocolVersion:  pb.ProtocolVersion,
@@ -348,6 +349,7 @@ func (h *Host) launch(pc PluginConfig, sum []byte) (*proc, error) {
 		},
 		VersionedPlugins: versioned,
 		Cmd:              cmd,
+		SkipHostEnv:      true,
 		SecureConfig:     &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()},
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
