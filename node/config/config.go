@@ -550,19 +550,8 @@ func (s source) node() (*Node, error) {
 			return nil, s.fail("data_dir", err.Error(), "")
 		}
 	}
-	if n.Join, err = s.list("join"); err != nil {
+	if err := s.joinAndBootstrap(n); err != nil {
 		return nil, err
-	}
-	for _, j := range n.Join {
-		if err := CheckAddr(j, false); err != nil {
-			return nil, s.fail("join", err.Error(), "list gossip addresses as host:port")
-		}
-	}
-	if n.Bootstrap, err = s.boolean("bootstrap"); err != nil {
-		return nil, err
-	}
-	if len(n.Join) == 0 {
-		n.Bootstrap = true
 	}
 	if n.APIAddr, err = s.addr("api.addr", true); err != nil {
 		return nil, err
