@@ -1,8 +1,11 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // TestEmptyJoinIsAnError: every way of setting join to nothing is refused
@@ -81,4 +84,39 @@ func TestBootstrapOnlyWithoutJoin(t *testing.T) {
 	if err != nil || !n.Bootstrap || n.Dev {
 		t.Fatalf("explicit bootstrap: %+v, %v", n, err)
 	}
+}
+
+// TestJoinListProperty: for any WRIT_JOIN value built from commas, spaces
+// and valid seeds, Load joins exactly the seeds when there is at least one
+// and refuses the value (never bootstraps) when there is none.
+func TestJoinListProperty(t *testing.T) {
+	dir := t.TempDir()
+	rapid.Check(t, func(rt *rapid.T) {
+		parts := rapid.SliceOf(rapid.OneOf(
+			rapid.SampledFrom([]string{"", " ", "  ", "\t"}),
+			rapid.Custom(func(rt *rapid.T) string {
+				return fmt.Sprintf("127.0.21.%d:%d", rapid.IntRange(1, 254).Draw(rt, "host"), rapid.IntRange(1, 65535).Draw(rt, "port"))
+			}),
+		)).Draw(rt, "parts")
+		var seeds []string
+		for _, p := range parts {
+			if strings.TrimSpace(p) != "" {
+				seeds = append(seeds, p)
+			}
+		}
+		val := strings.Join(parts, ",")
+		n, err := Load(Options{Env: []string{"WRIT_DATA_DIR=" + dir, "WRIT_JOIN=" + val}})
+		if len(seeds) == 0 {
+			if err == nil || !strings.Contains(err.Error(), "lists no address") {
+				rt.Fatalf("WRIT_JOIN=%q: want the empty-join error, got %v (node %+v)", val, err, n)
+			}
+			return
+		}
+		if err != nil {
+			rt.Fatalf("WRIT_JOIN=%q: %v", val, err)
+		}
+		if n.Bootstrap || strings.Join(n.Join, ",") != strings.Join(seeds, ",") {
+			rt.Fatalf("WRIT_JOIN=%q: join %q bootstrap %v, want join %q and no bootstrap", val, n.Join, n.Bootstrap, seeds)
+		}
+	})
 }
