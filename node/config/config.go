@@ -66,7 +66,7 @@ func (k Key) Env() string {
 var Keys = []Key{
 	{Name: "node.id", Kind: String, Default: "node1", Help: "unique node ID ([a-z0-9][a-z0-9_.-]{0,62})"},
 	{Name: "data_dir", Kind: String, Default: "", Help: "data directory (empty: a fresh temporary directory, dev mode)"},
-	{Name: "bootstrap", Kind: Bool, Default: false, Help: "start a new cluster with this node as its only voter (implied when join is empty)"},
+	{Name: "bootstrap", Kind: Bool, Default: false, Help: "start a new cluster with this node as its only voter (implied when join is not set; refused together with join)"},
 	{Name: "join", Kind: List, Default: []string{}, Help: "gossip addresses (host:port) of nodes to join"},
 	{Name: "api.addr", Kind: String, Default: "127.0.0.1:7070", Help: "client gRPC listen address (host:port; port 0 picks one)"},
 	{Name: "raft.addr", Kind: String, Default: "127.0.0.1:7071", Help: "raft peer transport address (host:port)"},

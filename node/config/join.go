@@ -28,6 +28,9 @@ func (s source) joinAndBootstrap(n *Node) error {
 	if n.Bootstrap, err = s.boolean("bootstrap"); err != nil {
 		return err
 	}
+	if n.Bootstrap && len(n.Join) > 0 {
+		return s.fail("bootstrap", fmt.Sprintf("is set together with join (%d seed(s)): a node either starts a new cluster or joins one", len(n.Join)), "drop bootstrap to join the cluster at the seeds, or drop join to start a new cluster")
+	}
 	if len(n.Join) > 0 && n.DataDir == "" {
 		return s.fail("join", fmt.Sprintf("%d seed(s) given but data_dir is empty: a node on a temporary data directory cannot join a cluster as a voter", len(n.Join)), "set data_dir to a persistent directory")
 	}

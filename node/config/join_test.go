@@ -120,3 +120,25 @@ func TestJoinListProperty(t *testing.T) {
 		}
 	})
 }
+
+// TestBootstrapWithJoinIsAnError: asking to found a cluster and to join one
+// at once is refused, naming bootstrap and both ways out.
+func TestBootstrapWithJoinIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	for name, o := range map[string]Options{
+		"flags": {Flags: flags(t, "--data-dir", dir, "--bootstrap", "--join", "127.0.21.5:7072")},
+		"env":   {Env: []string{"WRIT_DATA_DIR=" + dir, "WRIT_BOOTSTRAP=true", "WRIT_JOIN=127.0.21.5:7072"}},
+		"file":  {File: write(t, "w.yaml", "data_dir: "+dir+"\nbootstrap: true\njoin: [\"127.0.21.5:7072\"]\n")},
+	} {
+		n, err := Load(o)
+		if err == nil {
+			t.Fatalf("%s: bootstrap and join both accepted: %+v", name, n)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "config: bootstrap (") || !strings.Contains(msg, "drop bootstrap") || !strings.Contains(msg, "drop join") {
+			t.Errorf("%s: %q does not name bootstrap and the fixes", name, msg)
+		}
+	}
+	if _, err := Load(Options{Env: []string{"WRIT_DATA_DIR=" + dir, "WRIT_BOOTSTRAP=false", "WRIT_JOIN=127.0.21.5:7072"}}); err != nil {
+		t.Fatalf("bootstrap=false with join: %v", err)
+	}
+}
