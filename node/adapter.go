@@ -19,6 +19,7 @@ import (
 	"github.com/writ-dev/writ/membership"
 	"github.com/writ-dev/writ/node/config"
 	"github.com/writ-dev/writ/pipeline"
+	"github.com/writ-dev/writ/schema/ir"
 )
 
 func base64Std(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
@@ -56,6 +57,9 @@ func (w *writer) Submit(ctx context.Context, e api.Entry, timeout time.Duration)
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
+	if err := w.n.wrongClass(e.Type, ir.ClassRequest); err != nil && w.n.isClass(e.Type, ir.ClassFact, ir.ClassReceipt) {
+		return api.SubmitResult{Outcome: api.Rejected, ID: e.ID, Reason: err.Reason, Field: "type"}
+	}
 	o := w.n.pl.Submit(ctx, toEntry(e))
 	id := o.ID
 	if id == "" {
@@ -73,6 +77,9 @@ func ackErr(a pipeline.Ack) error {
 }
 
 func (w *writer) Report(ctx context.Context, e api.Entry) (api.ReportResult, error) {
+	if err := w.n.wrongClass(e.Type, ir.ClassFact); err != nil {
+		return api.ReportResult{}, err
+	}
 	a := w.n.pl.Report(ctx, toEntry(e))
 	if !a.Received {
 		return api.ReportResult{}, ackErr(a)
@@ -81,6 +88,9 @@ func (w *writer) Report(ctx context.Context, e api.Entry) (api.ReportResult, err
 }
 
 func (w *writer) Deliver(ctx context.Context, e api.Entry) (api.DeliverResult, error) {
+	if err := w.n.wrongClass(e.Type, ir.ClassReceipt); err != nil {
+		return api.DeliverResult{}, err
+	}
 	a := w.n.pl.Deliver(ctx, toEntry(e))
 	if !a.Received {
 		return api.DeliverResult{}, ackErr(a)

@@ -208,7 +208,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 		FailedGrace: cfg.FailedGrace, Logger: n.log.With("component", "membership"),
 	}, n.rs)
 	if err != nil {
-		return nil, startErr("membership: %v", err)
+		return nil, startErr("%s", oneLine("membership", err))
 	}
 	mem := n.mem
 	cleanup = append(cleanup, func() { _ = mem.Shutdown() })

@@ -115,6 +115,7 @@ func (a *app) root() *cobra.Command {
 	addVersion(root)
 	root.AddCommand(a.statusCmd(), a.membersCmd(), a.submitCmd(), a.reportCmd(), a.deliverCmd(), a.watchCmd(),
 		a.getCmd(), a.listCmd(), a.outcomeCmd(), a.factsCmd(), a.conflictsCmd(), a.pluginsCmd(), a.configCmd(), a.benchCmd(), a.keyringCmd())
+	withUsageFix(root)
 	return root
 }
 
@@ -158,6 +159,9 @@ func (a *app) rpcErr(err error) error {
 		return outcomeErr(d)
 	}
 	st, _ := status.FromError(err)
+	if e := messageTooLarge(st); e != nil {
+		return e
+	}
 	switch st.Code() {
 	case codes.Unavailable:
 		return fail(exitUnavailable, "cannot reach writd at %s: %s: start writd there or pass --addr (env WRITCTL_ADDR)", a.addr, st.Message())
@@ -230,6 +234,9 @@ func (a *app) readPayload(arg string) ([]byte, error) {
 	}
 	if err != nil {
 		return nil, fail(exitUsage, "cannot read payload %s: %v", arg, err)
+	}
+	if err := checkPayloadSize(len(b)); err != nil {
+		return nil, err
 	}
 	if !json.Valid(b) {
 		return nil, fail(exitUsage, "payload is not valid JSON: pass a JSON object such as '{\"job_id\":\"j1\"}', @file or - for stdin")

@@ -99,6 +99,7 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 	// and reports the fingerprint of the schema it loaded.
 	addVersion(root, jobsgen.Catalog().Fingerprint())
 	root.AddCommand(recoverCmd(stdout, stderr))
+	withUsageFix(root)
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

@@ -65,7 +65,7 @@ func (k Key) Env() string {
 var Keys = []Key{
 	{Name: "node.id", Kind: String, Default: "node1", Help: "unique node ID ([a-z0-9][a-z0-9_.-]{0,62})"},
 	{Name: "data_dir", Kind: String, Default: "", Help: "data directory (empty: a fresh temporary directory, dev mode)"},
-	{Name: "bootstrap", Kind: Bool, Default: false, Help: "start a new cluster with this node as its only voter (implied when join is empty)"},
+	{Name: "bootstrap", Kind: Bool, Default: false, Help: "start a new cluster with this node as its only voter (implied when join is not set; refused together with join)"},
 	{Name: "join", Kind: List, Default: []string{}, Help: "gossip addresses (host:port) of nodes to join"},
 	{Name: "api.addr", Kind: String, Default: "127.0.0.1:7070", Help: "client gRPC listen address (host:port; port 0 picks one)"},
 	{Name: "raft.addr", Kind: String, Default: "127.0.0.1:7071", Help: "raft peer transport address (host:port)"},
@@ -558,19 +558,8 @@ func (s source) node() (*Node, error) {
 			return nil, s.fail("data_dir", err.Error(), "")
 		}
 	}
-	if n.Join, err = s.list("join"); err != nil {
+	if err := s.joinAndBootstrap(n); err != nil {
 		return nil, err
-	}
-	for _, j := range n.Join {
-		if err := CheckAddr(j, false); err != nil {
-			return nil, s.fail("join", err.Error(), "list gossip addresses as host:port")
-		}
-	}
-	if n.Bootstrap, err = s.boolean("bootstrap"); err != nil {
-		return nil, err
-	}
-	if len(n.Join) == 0 {
-		n.Bootstrap = true
 	}
 	if n.APIAddr, err = s.addr("api.addr", true); err != nil {
 		return nil, err
