@@ -41,7 +41,7 @@ func cyclicPlugin(t *testing.T) string {
 
 func cyclicOptions(t *testing.T, plugin string) Options {
 	return Options{SchemaDir: cyclicSchema, PluginPath: plugin, Catalogs: []ir.Catalog{cyclicgen.Catalog()},
-		Only: []Tier{TierProperty}, Cases: 2000}
+		OpenState: openRaftState, Only: []Tier{TierProperty}, Cases: 2000}
 }
 
 // TestCyclicGuardAndFactSequences runs the property tier over the cyclic

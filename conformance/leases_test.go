@@ -42,6 +42,7 @@ func leasesOptions(t *testing.T, cases int, tiers ...Tier) Options {
 		SchemaDir:  leasesSchema,
 		PluginPath: leasesPlugin(t),
 		Catalogs:   []ir.Catalog{leasesgen.Catalog()},
+		OpenState:  openRaftState,
 		Only:       tiers,
 		Cases:      cases,
 	}
