@@ -20,9 +20,10 @@ func maxID(prefix string, i int) string {
 }
 
 // maxDispatch is a job.dispatch at the schema's maximum: 512 items, every
-// identifier at its maximum length. The items share one job and worker when
-// shared is set (each item waits for the one before it on their keys).
-func maxDispatch(t *testing.T, id string, shared bool) []byte {
+// identifier at its maximum length. The first shared items address one job
+// and worker (each waits for the one before it on their keys), the others a
+// job and worker each.
+func maxDispatch(t *testing.T, id string, shared int) []byte {
 	t.Helper()
 	type item struct {
 		JobID    string `json:"job_id"`
@@ -31,7 +32,7 @@ func maxDispatch(t *testing.T, id string, shared bool) []byte {
 	items := make([]item, 512)
 	for i := range items {
 		k := i
-		if shared {
+		if i < shared {
 			k = 0
 		}
 		items[i] = item{JobID: maxID("j", k), WorkerID: maxID("w", k)}
@@ -78,7 +79,7 @@ func TestReceiptMaxItemsEveryOutcomeOnWatch_FakeLog(t *testing.T) {
 		t.Fatalf("submit: %s", o)
 	}
 	w := h.P.Watch(h.Log.Index()+1, pipeline.Filter{})
-	a := h.P.Deliver(ctx, pipeline.Entry{Type: "job.dispatch", Payload: maxDispatch(t, maxID("d", 0), true)})
+	a := h.P.Deliver(ctx, pipeline.Entry{Type: "job.dispatch", Payload: maxDispatch(t, maxID("d", 0), 512)})
 	if !a.Received || len(a.ItemIDs) != 512 {
 		t.Fatalf("deliver: received=%v items=%d %s", a.Received, len(a.ItemIDs), a.Reason)
 	}
@@ -189,4 +190,70 @@ func TestReceiptItemNotAppendedOnWatch_FakeLog(t *testing.T) {
 // after: a is later than b on the watch stream.
 func after(a, b pipeline.Event) bool {
 	return a.Index > b.Index || (a.Index == b.Index && a.Pos > b.Pos)
+}
+
+// TestReceiptMaxItemsEveryOutcomeOnWatch_RaftCluster is the max-size
+// receipt over a real 3-node raftstore cluster (etcd raft, WAL, gRPC on
+// 127.0.4.x) with a 2s commit timeout: delivered to a follower, 128 of its
+// 512 items share one job and worker, so they commit one after another for
+// longer than the timeout; the other 384 address a job each and go in
+// batches. Every item's outcome from the log must reach the
+// receiving node's watch stream; none may time out while queued
+// (UNAVAILABLE).
+func TestReceiptMaxItemsEveryOutcomeOnWatch_RaftCluster(t *testing.T) {
+	c := startRaftCluster(t, "127.0.4.%d", nil, &rcluster{t: t, eval: pipelinetest.NewFakeEvaluator(), commitTimeout: 2 * time.Second})
+	lead := c.leader(10 * time.Second)
+	job := fmt.Sprintf(`{"job_id":%q,"queue":"q","priority":1,"command":"x"}`, maxID("j", 0))
+	if o := submit(c.nodes[lead].p, "job.submit", "r0", job); o.Status != pipeline.StatusCommitted {
+		t.Fatalf("submit: %s", o)
+	}
+	fol := c.nodes[(lead+1)%3]
+	w := fol.p.Watch(fol.node.Status().Applied+1, pipeline.Filter{Types: []string{"job.assign"}})
+	a := fol.p.Deliver(context.Background(), pipeline.Entry{Type: "job.dispatch", Payload: maxDispatch(t, maxID("d", 0), 128)})
+	if !a.Received || len(a.ItemIDs) != 512 {
+		t.Fatalf("deliver: received=%v items=%d %s", a.Received, len(a.ItemIDs), a.Reason)
+	}
+	seen := map[string][]pipeline.Event{}
+	// logged: the item's outcome from the log (an UNCERTAIN event, a
+	// commit slower than the timeout on a loaded machine, is followed by it)
+	logged := func(id string) bool {
+		for _, ev := range seen[id] {
+			if ev.Status == pipeline.StatusCommitted || ev.Status == pipeline.StatusRejected {
+				return true
+			}
+		}
+		return false
+	}
+	start := time.Now()
+	for missing, last, stall := len(a.ItemIDs), time.Now(), 20*time.Second; ; {
+		watchIDs(t, w, seen)
+		n := 0
+		for _, id := range a.ItemIDs {
+			for _, ev := range seen[id] {
+				if ev.Status == pipeline.StatusUnavailable {
+					t.Fatalf("%s: UNAVAILABLE (%s) on a healthy cluster: the item should have been appended", id, ev.Reason)
+				}
+			}
+			if !logged(id) {
+				n++
+			}
+		}
+		if n == 0 {
+			break
+		}
+		if n < missing {
+			missing, last = n, time.Now()
+		}
+		if time.Since(last) > stall {
+			t.Fatalf("%d of %d receipt items have no outcome on the watch stream, none arrived for %s", n, len(a.ItemIDs), stall)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	uncertain := 0
+	for _, id := range a.ItemIDs {
+		if seen[id][0].Status == pipeline.StatusUncertain {
+			uncertain++
+		}
+	}
+	t.Logf("512 items, every outcome from the log on watch in %s (%d first UNCERTAIN)", time.Since(start).Round(time.Millisecond), uncertain)
 }
