@@ -865,7 +865,7 @@ func (p *Pipeline) startRequest(ctx context.Context, ps parsed, receiptItem, wai
 	// Built before taking the lock; dropped if the request is already in
 	// flight.
 	e := p.newEntry(kindRequest, ps, "req:", ps.id)
-	if !receiptItem {
+	if !receiptItem || canaryReceiptDropped {
 		e.deadline = p.deadlineAt(deadline) // a receipt item's starts at its proposal (receipt.go)
 	}
 	e.tm = p.mtiming(now)
@@ -1245,7 +1245,7 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 				continue
 			}
 			e.proposed = true
-			if e.receiptItem {
+			if e.receiptItem && !canaryReceiptDropped {
 				if now.IsZero() {
 					now = p.clock.Now()
 				}

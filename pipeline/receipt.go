@@ -29,6 +29,9 @@ func (p *Pipeline) armReceiptItemLocked(e *entry, now time.Time) {
 // event (or the applied index), so the ring stays ordered by (Index, Pos):
 // every command of an applied index is observed before the index is.
 func (p *Pipeline) receiptItemEventLocked(e *entry, out Outcome) {
+	if canaryReceiptDropped {
+		return
+	}
 	r := &p.ring
 	idx, pos := p.applied, 0
 	if r.n > 0 {
