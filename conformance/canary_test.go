@@ -97,6 +97,8 @@ var clusterCanaries = []struct {
 }{
 	// A restarted node forgets the facts its outbox holds.
 	{"canary_factlostonrestart", "cluster.facts-restart", CodeClusterScenario},
+	// A large receipt's later items time out while queued, unseen on watch.
+	{"canary_receiptdropped", "cluster.receipt-watch", CodeClusterScenario},
 }
 
 func TestClusterCanaryBuildsFailTheirCheck(t *testing.T) {

@@ -37,6 +37,8 @@ type rcluster struct {
 	observe func(n *rnode, p *pipeline.Pipeline) kv.ApplyObserver
 	// evaluator, when set, is used instead of eval (a real handler).
 	evaluator pipeline.Evaluator
+	// commitTimeout, when set, replaces the nodes' 10s commit timeout.
+	commitTimeout time.Duration
 }
 
 func newRaftCluster(t testing.TB) *rcluster { return newRaftClusterOn(t, "127.0.4.%d") }
@@ -63,8 +65,12 @@ func newRaftClusterWith(t testing.TB, hostFmt string, tweak func(*raftstore.Conf
 // newRaftClusterOpts starts the cluster with every option: tweak and observe
 // as in newRaftClusterWith, ev as in newRaftClusterEval (each may be nil).
 func newRaftClusterOpts(t testing.TB, hostFmt string, tweak func(*raftstore.Config), observe func(*rnode, *pipeline.Pipeline) kv.ApplyObserver, ev pipeline.Evaluator) *rcluster {
+	return startRaftCluster(t, hostFmt, tweak, &rcluster{t: t, eval: pipelinetest.NewFakeEvaluator(), observe: observe, evaluator: ev})
+}
+
+// startRaftCluster starts c's three nodes (see newRaftClusterOpts).
+func startRaftCluster(t testing.TB, hostFmt string, tweak func(*raftstore.Config), c *rcluster) *rcluster {
 	root := t.TempDir()
-	c := &rcluster{t: t, eval: pipelinetest.NewFakeEvaluator(), observe: observe, evaluator: ev}
 	var peers []raftstore.Peer
 	var lis []net.Listener
 	for i := 0; i < 3; i++ {
@@ -100,8 +106,12 @@ func (c *rcluster) start(i int) {
 	if c.evaluator != nil {
 		ev = c.evaluator
 	}
+	commitTimeout := 10 * time.Second
+	if c.commitTimeout != 0 {
+		commitTimeout = c.commitTimeout
+	}
 	p, err := pipeline.New(pipeline.Config{NodeID: n.cfg.NodeID, Catalog: jobsgen.Catalog(), Evaluator: ev, DataDir: n.outbox,
-		CommitTimeout: 10 * time.Second, ConfigTimeout: 10 * time.Second, RetryMin: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond,
+		CommitTimeout: commitTimeout, ConfigTimeout: 10 * time.Second, RetryMin: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond,
 		TickInterval: 5 * time.Millisecond, Logger: quiet(),
 		OnConfigActivated: func(a pipeline.ConfigActivation) { n.mu.Lock(); n.reloads = append(n.reloads, a.ID); n.mu.Unlock() }})
 	if err != nil {

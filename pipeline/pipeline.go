@@ -865,7 +865,9 @@ func (p *Pipeline) startRequest(ctx context.Context, ps parsed, receiptItem, wai
 	// Built before taking the lock; dropped if the request is already in
 	// flight.
 	e := p.newEntry(kindRequest, ps, "req:", ps.id)
-	e.deadline = p.deadlineAt(deadline)
+	if !receiptItem || canaryReceiptDropped {
+		e.deadline = p.deadlineAt(deadline) // a receipt item's starts at its proposal (receipt.go)
+	}
 	e.tm = p.mtiming(now)
 	e.receiptItem = receiptItem
 	p.mu.Lock()
@@ -1243,6 +1245,12 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 				continue
 			}
 			e.proposed = true
+			if e.receiptItem && !canaryReceiptDropped {
+				if now.IsZero() {
+					now = p.clock.Now()
+				}
+				p.armReceiptItemLocked(e, now)
+			}
 			if e.kind != kindRequest {
 				// facts and config decisions are proposed again when
 				// unconfirmed for a while (tick); requests have a deadline
@@ -1285,6 +1293,9 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 			if e.kind == kindFact {
 				p.factDoneLocked(e, e.planOut.Index, "already applied")
 				continue
+			}
+			if e.receiptItem {
+				p.receiptItemAgainLocked(e) // no apply carries its outcome now
 			}
 			p.finishLocked(e, *e.planOut)
 		case planRetry:
@@ -1709,8 +1720,10 @@ func (p *Pipeline) finishLocked(e *entry, out Outcome) {
 	out.ID, out.Type = e.userID, e.typ
 	if e.receiptItem && out.Status != StatusCommitted && out.Index == 0 {
 		// Nobody waits for a receipt item and nothing was recorded in the
-		// log: say so loudly (the scheduler sees no outcome on the watch).
+		// log: say so loudly, and put the outcome on the watch stream
+		// (receipt.go), the only place the scheduler looks.
 		p.lg.Warn("pipeline: receipt item not appended", "request_id", e.userID, "type", e.typ, "status", out.Status.String(), "reason", out.Reason)
+		p.receiptItemEventLocked(e, out)
 	}
 	if out.Verdict == VerdictNone && out.Status == StatusCommitted {
 		out.Verdict = e.verdict
