@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/node/config"
 	"github.com/writ-dev/writ/schema/ir"
 )
 
@@ -71,19 +72,64 @@ func scConfigMajorityDown(ctx context.Context, e *Env, c *cluster) Outcome {
 	return c.out
 }
 
-// drawConfigDocs draws n distinct valid documents of the config type.
+// drawConfigDocs draws n distinct valid documents of the config type, each
+// one the cluster will accept after the one before it: a document refused at
+// ingress would prove nothing about the barrier. A top-level "version" is
+// made to increase (writd refuses a lower version than the active one), and
+// writ's own cluster settings (config.ClusterType) are set to values that
+// keep the shared cluster under test usable (the schema may allow a 10ms or a
+// 999999h commit timeout; writd's table refuses the latter, and the former
+// would break the scenarios after this one); the document must then pass
+// writd's table of keys and ranges as well as the schema.
 func (e *Env) drawConfigDocs(cfg *ir.Entry, seed uint64, n int) [][]byte {
 	d := newDrawer(e.Schema, e.Opts.Seed, seed)
 	var out [][]byte
 	seen := map[string]bool{}
 	for try := 0; try < 100 && len(out) < n; try++ {
-		data, _ := json.Marshal(d.object(cfg.Fields))
+		doc := d.object(cfg.Fields)
+		if _, ok := doc["version"].(string); ok {
+			doc["version"] = fmt.Sprintf("%d", 1000+len(out))
+		}
+		if cfg.Name == config.ClusterType {
+			safeClusterSettings(cfg, doc)
+		}
+		data, _ := json.Marshal(doc)
+		if cfg.Name == config.ClusterType {
+			if _, err := config.ParseCluster(data, "json"); err != nil {
+				continue
+			}
+		}
 		if !seen[string(data)] && e.Load.CheckPayloadJSON(cfg.Name, data) == nil {
 			seen[string(data)] = true
 			out = append(out, data)
 		}
 	}
 	return out
+}
+
+// safeClusterSettings replaces the drawn values of writ's own settings with
+// the node defaults and drops the optional ones it has no default for, so
+// activating the document tests the barrier without retuning the cluster
+// under test.
+func safeClusterSettings(cfg *ir.Entry, doc map[string]any) {
+	st, ok := doc["settings"].(map[string]any)
+	if !ok {
+		return
+	}
+	optional := map[string]bool{}
+	if f, ok := cfg.Field("settings"); ok && f != nil {
+		for _, sf := range f.Fields {
+			optional[sf.Name] = sf.Optional
+		}
+	}
+	safe := map[string]any{"commit_timeout": "5s", "max_batch": 256, "log_level": "info"}
+	for k := range st {
+		if v, ok := safe[k]; ok {
+			st[k] = v
+		} else if optional[k] {
+			delete(st, k)
+		}
+	}
 }
 
 // upgrade runs one configuration upgrade through n and returns its last

@@ -153,7 +153,7 @@ func (a *app) benchCmd() *cobra.Command {
 				for _, v := range []benchVerb{verbSubmit, verbReport, verbDeliver} {
 					k, d := do(0, 0, rnd, v)
 					if wrongVerb(d) {
-						if strings.Contains(d.GetReason(), "type is class config") {
+						if c, _ := refusedClass(d); c == "config" {
 							return fail(exitUsage, "--type %s is a config-class type: stage and activate it with writctl config upgrade --type %s --file F", typ, typ)
 						}
 						continue
@@ -264,7 +264,24 @@ func (a *app) benchCmd() *cobra.Command {
 // wrongVerb reports whether d is the write path's refusal of a type sent
 // with the verb of another class (nothing is written then).
 func wrongVerb(d *writv1.OutcomeDetail) bool {
-	return d != nil && d.GetOutcome() == writv1.Outcome_REJECTED && d.GetField() == "type" && strings.Contains(d.GetReason(), "type is class ")
+	_, ok := refusedClass(d)
+	return ok
+}
+
+// refusedClass is the class a wrong-verb refusal names: the node says
+// "T is a fact type, not a request: send it with Report …" (and the write
+// path, behind it, "type is class fact: use Report").
+func refusedClass(d *writv1.OutcomeDetail) (string, bool) {
+	if d == nil || d.GetOutcome() != writv1.Outcome_REJECTED || d.GetField() != "type" {
+		return "", false
+	}
+	r := d.GetReason()
+	for _, c := range []string{"request", "fact", "receipt", "config"} {
+		if strings.Contains(r, " is a "+c+" type, not a") || strings.Contains(r, "type is class "+c) {
+			return c, true
+		}
+	}
+	return "", false
 }
 
 // benchTTY says whether bench draws its live progress line on w.
