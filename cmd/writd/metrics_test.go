@@ -190,6 +190,15 @@ func TestCluster_MetricsAndHealth(t *testing.T) {
 		t.Fatal("an invalid payload was accepted")
 	}
 
+	// A snapshot is taken in the background once enough entries applied:
+	// on a loaded machine it can land a little after the load ends.
+	for _, p := range c.nodes {
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if total(scrape(t, p)["writ_raft_snapshots_total"], nil) > 0 {
+				break
+			}
+		}
+	}
 	for _, p := range c.nodes {
 		fams := scrape(t, p)
 		for _, name := range metricsFamilies {
