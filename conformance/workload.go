@@ -111,6 +111,8 @@ type rig struct {
 	p   *pipeline.Pipeline
 	dir string
 	rec *commitRecorder
+	// clock is the rig's time; only drain moves it.
+	clock *pipelinetest.FakeClock
 }
 
 func newRig(dir string, cat ir.Catalog, ev pipeline.Evaluator) (*rig, error) {
@@ -119,8 +121,9 @@ func newRig(dir string, cat ir.Catalog, ev pipeline.Evaluator) (*rig, error) {
 
 func newRigStrict(dir string, cat ir.Catalog, ev pipeline.Evaluator, strict bool) (*rig, error) {
 	log := pipelinetest.NewFakeLog()
+	clock := pipelinetest.NewFakeClock()
 	p, err := pipeline.New(pipeline.Config{
-		NodeID: "conformance", Catalog: cat, Log: log, Evaluator: ev, Clock: pipelinetest.NewFakeClock(),
+		NodeID: "conformance", Catalog: cat, Log: log, Evaluator: ev, Clock: clock,
 		DataDir: dir, Manual: true, Strict: strict, CommitTimeout: time.Hour, ConfigTimeout: time.Hour,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
@@ -133,21 +136,53 @@ func newRigStrict(dir string, cat ir.Catalog, ev pipeline.Evaluator, strict bool
 	if err := p.Start(context.Background()); err != nil {
 		return nil, err
 	}
-	return &rig{log: log, p: p, dir: dir, rec: rec}, nil
+	return &rig{log: log, p: p, dir: dir, rec: rec, clock: clock}, nil
 }
 
+// drain runs the rig until the pipeline has decided every entry handed to
+// it, so that the caller reads the state they leave. Neither a fixed number
+// of commits nor an empty log means that: one receipt at its maximum items
+// queues hundreds of entries, and duplicates among them are answered from
+// the log's outcomes without a proposal; entries left queued would be
+// decided during a later delivery, and two rigs fed different sequences
+// would be read at different points of their queues. So drain goes on
+// while commits happen or the queue shrinks, and moves the rig's clock
+// past the longest backoff once when neither does (entries waiting to be
+// retried, as time passes on a node).
 func (r *rig) drain(ctx context.Context) {
-	for i := 0; i < 200; i++ {
+	queued, advanced := -1, false
+	for i := 0; i < maxDrainRounds && ctx.Err() == nil; i++ {
 		r.p.Flush(ctx)
-		if !r.log.CommitNext() {
-			r.p.Tick()
-			r.p.Flush(ctx)
-			if r.log.Pending() == 0 {
-				return
-			}
+		if r.log.CommitNext() {
+			advanced = false
+			continue
+		}
+		r.p.Tick()
+		r.p.Flush(ctx)
+		if r.log.Pending() > 0 {
+			continue
+		}
+		q := r.p.Status(ctx).Queued
+		switch {
+		case q == 0:
+			return
+		case queued < 0 || q < queued:
+			queued, advanced = q, false
+		case !advanced:
+			r.clock.Advance(drainBackoff)
+			advanced = true
+		default:
+			return // nothing moves: what is left waits for something else
 		}
 	}
 }
+
+// maxDrainRounds bounds one drain, far above what the largest entries the
+// schemas allow need; it only stops a pipeline that never settles.
+const maxDrainRounds = 1 << 20
+
+// drainBackoff is past the pipeline's longest retry backoff (RetryMax).
+const drainBackoff = 3 * time.Second
 
 func (r *rig) machine(ctx context.Context, m, inst string) (pipeline.MachineRecord, bool) {
 	rec, ok, err := r.log.Get(ctx, pipeline.MachineKey(m, inst), false)
