@@ -97,8 +97,10 @@ var clusterCanaries = []struct {
 }{
 	// A restarted node forgets the facts its outbox holds.
 	{"canary_factlostonrestart", "cluster.facts-restart", CodeClusterScenario},
-	// A large receipt's later items time out while queued, unseen on watch.
-	{"canary_receiptdropped", "cluster.receipt-watch", CodeClusterScenario},
+	// canary_receiptdropped (a large receipt's later items time out while
+	// queued, unseen on watch) is not here: on a real cluster it shows only
+	// when the machine is slow enough. pipeline's TestReceiptCanaryFailsItsTest
+	// catches it deterministically over the fake clock.
 }
 
 func TestClusterCanaryBuildsFailTheirCheck(t *testing.T) {
