@@ -44,15 +44,22 @@ func TestConfigDocAtDeclaredKey_FakeLog(t *testing.T) {
 	// the first activation in the log wins); the watch then shows its ID
 	// twice in a row. The order of distinct commands is what this test pins.
 	var ids []string
+	var last uint64
 	for len(ids) < 4 {
 		ev, err := w.Next(wctx)
 		if err != nil {
 			t.Fatalf("watch after %v: %v", ids, err)
 		}
 		if len(ids) > 0 && ids[len(ids)-1] == ev.ID {
+			// Only a recorded duplicate of the command just seen may
+			// repeat it; a second applied activation fails the test.
+			if !ev.Duplicate || ev.FirstIndex != last {
+				t.Fatalf("watch repeats %s at index %d without being a duplicate of index %d: %+v", ev.ID, ev.Index, last, ev)
+			}
 			continue
 		}
 		ids = append(ids, ev.ID)
+		last = ev.Index
 	}
 	want := []string{"cfg:c2:stage", "cfg:c2:activate", "cfg:c3:stage", "cfg:c3:activate"}
 	for i := range want {
