@@ -49,7 +49,7 @@ func TestDeclinedEntryMovesNoMachine_FakeLog(t *testing.T) {
 			drain := func() {
 				for i := 0; i < 50; i++ {
 					p.Flush(ctx)
-					if !log.CommitNext() && log.Pending() == 0 {
+					if !log.CommitNext() && pipelinetest.Idle(p, log) {
 						return
 					}
 				}

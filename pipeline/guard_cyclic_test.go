@@ -27,7 +27,7 @@ func TestCyclicLateOlderReportIsStale_FakeLog(t *testing.T) {
 			if !log.CommitNext() && log.Pending() == 0 {
 				p.Tick()
 				p.Flush(ctx)
-				if log.Pending() == 0 {
+				if pipelinetest.Idle(p, log) {
 					return
 				}
 			}

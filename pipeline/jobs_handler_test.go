@@ -49,7 +49,7 @@ func TestJobsDomain_InProcessHandler_FakeLog(t *testing.T) {
 			if !log.CommitNext() && log.Pending() == 0 {
 				p.Tick()
 				p.Flush(ctx)
-				if log.Pending() == 0 {
+				if pipelinetest.Idle(p, log) {
 					return
 				}
 			}

@@ -90,9 +90,9 @@ func TestReceiptItemsAlwaysOnWatchProperty_FakeLog(t *testing.T) {
 				h.Clock.Advance(100 * time.Millisecond)
 				h.P.Tick()
 			}
-			if h.Log.Pending() == 0 && round > 100 {
+			if round > 100 && pipelinetest.Idle(h.P, h.Log) {
 				h.P.Flush(ctx)
-				if h.Log.Pending() == 0 {
+				if pipelinetest.Idle(h.P, h.Log) {
 					break
 				}
 			}

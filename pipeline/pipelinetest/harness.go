@@ -90,11 +90,21 @@ func (h *Harness) Drain() {
 		if !h.Log.CommitNext() {
 			h.P.Tick()
 			h.P.Flush(context.Background())
-			if h.Log.Pending() == 0 {
+			if Idle(h.P, h.Log) {
 				return
 			}
 		}
 	}
+}
+
+// Idle reports whether a manually driven pipeline has nothing left to do:
+// no batch awaits commit in the log and no entry waits in the pipeline's
+// queue. Both are needed: a flush can finish every entry it took without
+// proposing anything (a duplicate, a rejection decided on confirmed
+// state), and entries queued behind those entries' key latches are taken
+// only by the next flush.
+func Idle(p *pipeline.Pipeline, l *FakeLog) bool {
+	return l.Pending() == 0 && p.Status(context.Background()).Queued == 0
 }
 
 // checkW1 is the reply instrumentation: any handle whose outcome is
