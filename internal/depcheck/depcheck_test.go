@@ -23,3 +23,9 @@ type fakeTB struct {
 
 func (f *fakeTB) Errorf(string, ...any) { f.failed = true }
 func (f *fakeTB) Helper()               {}
+
+// TestPKIIsStdlibOnly: certificates are made and checked with the standard
+// library's crypto only.
+func TestPKIIsStdlibOnly(t *testing.T) {
+	Forbid(t, "github.com/writ-dev/writ/pki", "github.com/", "go.etcd.io", "google.golang.org", "cuelang.org", "golang.org/x", "pgregory.net")
+}
