@@ -25,6 +25,9 @@ commands:
   table  [--schema DIR]
          print the classification table of the embedded jobs schema, or of
          any schema directory (through the runtime catalog)
+  certs  init|node|client [flags]
+         make a development CA and node or client certificates
+         (see docs/security.md)
   version
          print the build (module version, commit, date) and the embedded
          schema's fingerprint (also --version)
@@ -56,6 +59,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "writ schema: want `writ schema diff OLD NEW`\n%s", usage)
 		return 2
+	case "certs":
+		return cmdCerts(args[1:], stdout, stderr)
 	case "version", "--version":
 		return cmdVersion(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
