@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/writ-dev/writ/kv"
+	"github.com/writ-dev/writ/pki"
 )
 
 // Peer is one member of the initial static configuration.
@@ -84,6 +85,11 @@ type Config struct {
 	// and an empty batch: the entries a snapshot covers are not applied,
 	// nor reported, one by one.
 	Observer kv.ApplyObserver
+	// TLS, if set, authenticates peers with mutual TLS: each presents a
+	// certificate from the cluster CA whose identity (pki.NodeID) is its
+	// node ID, and every stream and message is bound to it (nil:
+	// plaintext). Reloading it takes effect on the next connection.
+	TLS *pki.Reloader
 	// Metrics, if set, receives the node's measurements.
 	Metrics Metrics
 	// Logger receives structured logs (default slog.Default()).

@@ -189,8 +189,14 @@ func Start(c Config) (*Node, error) {
 			_ = n.rn.Campaign()
 		}
 	}
+	cid, err := n.openClusterID(fresh && !cfg.Join, peers, addr)
+	if err != nil {
+		_ = lis.Close()
+		n.closeStorage()
+		return nil, err
+	}
 	// The transport starts after raft: it steps incoming messages into it.
-	n.tr = newTransport(n.id, lis, cfg.SendQueue, cfg.MaxBatchBytes, cfg.MaxFrameBytes, n, n.log)
+	n.tr = newTransport(n.id, lis, cfg.SendQueue, cfg.MaxBatchBytes, cfg.MaxFrameBytes, n, n.log, peerSecurity{tls: cfg.TLS, cluster: cid})
 	n.tr.metrics = cfg.Metrics
 	if cfg.hooks != nil {
 		n.tr.drop = cfg.hooks.dropMessage
@@ -207,6 +213,7 @@ func Start(c Config) (*Node, error) {
 			}
 		}
 	}
+	n.syncMembers(peers, fresh && !cfg.Join)
 	// The observer learns where the loaded state stands before any entry
 	// is reported to it: what came before was not observed one by one.
 	if ro, ok := cfg.Observer.(kv.RestoreObserver); ok {
@@ -227,7 +234,7 @@ func Start(c Config) (*Node, error) {
 		case <-n.stopc:
 		}
 	}()
-	n.log.Info("raftstore: started", "raft_id", n.id, "addr", n.tr.addr, "fresh", fresh, "join", cfg.Join, "applied", n.applied.Load())
+	n.log.Info("raftstore: started", "raft_id", n.id, "addr", n.tr.addr, "fresh", fresh, "join", cfg.Join, "applied", n.applied.Load(), "cluster_id", n.ClusterID(), "peer_tls", cfg.TLS != nil)
 	return n, nil
 }
 
@@ -719,6 +726,7 @@ func (n *Node) applyMemberChange(cc *raftpb.ConfChange) bool {
 		}
 		n.tr.removePeer(id)
 	}
+	n.syncMembersLocked()
 	return false
 }
 
@@ -739,6 +747,7 @@ func (n *Node) restoreSnapshot(s *raftpb.Snapshot) error {
 	n.mu.Lock()
 	old := n.members
 	n.members = members
+	n.syncMembersLocked()
 	n.mu.Unlock()
 	for id := range old {
 		if _, ok := members[id]; !ok && id != n.id {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/raft/v3"
@@ -21,6 +22,8 @@ import (
 	grpcpeer "google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/writ-dev/writ/pki"
 )
 
 // The peer transport is one gRPC service with a single client-streaming
@@ -31,7 +34,9 @@ import (
 //
 // Frames use a raw-bytes codec, so no generated code is needed. The stream
 // header carries the sender's raft ID and address, which lets a joiner reply
-// to a leader it has not yet learned about from the log.
+// to a leader it has not yet learned about from the log, and the cluster
+// ID. Peer authentication, the cluster ID and the member check are in
+// peerauth.go.
 
 const (
 	transportService = "writ.raftstore.v1.Transport"
@@ -101,6 +106,12 @@ type transport struct {
 	// messages it returns true for, like a lost packet.
 	drop func(m *raftpb.Message) bool
 
+	// tls, if set, authenticates every connection both ways (peerauth.go).
+	tls     *pki.Reloader
+	cluster *clusterID
+	// members is the member set messages are admitted from (admit).
+	members atomic.Pointer[map[uint64]struct{}]
+
 	lis net.Listener
 	srv *grpc.Server
 
@@ -112,17 +123,31 @@ type transport struct {
 	wg       sync.WaitGroup
 }
 
-func newTransport(self uint64, lis net.Listener, queueLen, maxBatch, maxFrame int, h raftHandler, log *slog.Logger) *transport {
+// peerSecurity is how a transport authenticates peers: TLS (nil:
+// plaintext) and the cluster ID (nil: none known, kept in memory).
+type peerSecurity struct {
+	tls     *pki.Reloader
+	cluster *clusterID
+}
+
+func newTransport(self uint64, lis net.Listener, queueLen, maxBatch, maxFrame int, h raftHandler, log *slog.Logger, sec peerSecurity) *transport {
 	t := &transport{
 		self: self, addr: lis.Addr().String(), queueLen: queueLen, maxBatch: maxBatch, maxFrame: maxFrame,
-		h: h, log: log, lis: lis,
+		h: h, log: log, lis: lis, tls: sec.tls, cluster: sec.cluster,
 		peers: map[uint64]*peer{}, removed: map[uint64]bool{}, draining: map[*peer]bool{},
+	}
+	if t.cluster == nil {
+		t.cluster = &clusterID{}
 	}
 	if ta, ok := lis.Addr().(*net.TCPAddr); ok && !ta.IP.IsUnspecified() {
 		t.localIP = ta.IP
 	}
-	t.srv = grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.MaxRecvMsgSize(maxFrame),
-		grpc.InitialWindowSize(flowWindow), grpc.InitialConnWindowSize(flowWindow))
+	opts := []grpc.ServerOption{grpc.ForceServerCodec(rawCodec{}), grpc.MaxRecvMsgSize(maxFrame),
+		grpc.InitialWindowSize(flowWindow), grpc.InitialConnWindowSize(flowWindow)}
+	if t.tls != nil {
+		opts = append(opts, grpc.Creds(t.serverCreds()))
+	}
+	t.srv = grpc.NewServer(opts...)
 	t.srv.RegisterService(&grpc.ServiceDesc{
 		ServiceName: transportService,
 		HandlerType: (*any)(nil),
@@ -159,17 +184,11 @@ func (t *transport) serve(ss grpc.ServerStream) (err error) {
 			err = status.Errorf(codes.InvalidArgument, "raftstore: malformed frame")
 		}
 	}()
-	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		ids, addrs := md.Get(mdFromID), md.Get(mdFromAddr)
-		if len(ids) == 1 && len(addrs) == 1 {
-			if id, err := strconv.ParseUint(ids[0], 10, 64); err == nil {
-				t.learnPeer(id, addrs[0])
-				// The peer is up (again): if our stream to it is down,
-				// reconnect now rather than after the backoff.
-				t.kickPeer(id)
-			}
-		}
+	auth, err := t.authStream(ctx, src)
+	if err != nil {
+		return status.Error(codes.PermissionDenied, err.Error())
 	}
+	nonMember := false
 	// Forwarded proposals are stepped off the stream: a handler may hold a
 	// proposal while this node knows no leader (a restarted node receiving
 	// proposals queued for it while it was the leader), and the heartbeats
@@ -195,6 +214,19 @@ func (t *transport) serve(ss grpc.ServerStream) (err error) {
 			t.mreceived(msgs[0].GetFrom(), len(msgs), len(frame))
 		}
 		for _, m := range msgs {
+			if auth.from != 0 && m.GetFrom() != auth.from {
+				t.log.Warn("raftstore: transport: dropping stream: message not from the authenticated peer", "source", src, "type", m.GetType().String(), "from", m.GetFrom(), "peer", auth.from, "node", auth.node)
+				return status.Error(codes.PermissionDenied, "raftstore: message From is not the authenticated peer")
+			}
+			if !t.admit(m.GetFrom()) {
+				// A removed member may still send for a while: drop its
+				// messages, logging the first of each stream.
+				if !nonMember {
+					t.log.Warn("raftstore: transport: dropping messages from a non-member", "source", src, "type", m.GetType().String(), "from", m.GetFrom())
+					nonMember = true
+				}
+				continue
+			}
 			if err := t.h.check(m); err != nil {
 				t.log.Warn("raftstore: transport: dropping stream: refused message", "source", src, "type", m.GetType().String(), "from", m.GetFrom(), "err", err)
 				return status.Error(codes.InvalidArgument, err.Error())
@@ -257,22 +289,20 @@ func decodeFrame(b []byte) ([]*raftpb.Message, error) {
 }
 
 // learnPeer records the address a peer announced in its stream header: a
-// joiner learns the leader this way, and a peer that restarted on another
-// port is reached at its new address. Removed peers are not re-added.
-func (t *transport) learnPeer(id uint64, addr string) {
+// joiner learns the leader this way. A header never re-points a peer this
+// node already knows (its address comes from the log), and removed peers
+// are not re-added. It reports whether the peer was added.
+func (t *transport) learnPeer(id uint64, addr string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.removed[id] || id == t.self || addr == "" {
-		return
+		return false
 	}
-	if p, ok := t.peers[id]; ok {
-		if p.addr == addr {
-			return
-		}
-		p.stop()
-		delete(t.peers, id)
+	if _, ok := t.peers[id]; ok {
+		return false
 	}
 	t.addPeerLocked(id, addr)
+	return true
 }
 
 // kickPeer cuts short the reconnect backoff of the stream to a peer.
@@ -410,8 +440,12 @@ func (p *peer) run() {
 	if p.t.localIP != nil {
 		dialer.LocalAddr = &net.TCPAddr{IP: p.t.localIP}
 	}
+	creds := insecure.NewCredentials()
+	if p.t.tls != nil {
+		creds = p.t.clientCreds(p.id)
+	}
 	conn, err := grpc.NewClient("passthrough:///"+p.addr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(creds),
 		grpc.WithInitialWindowSize(flowWindow), grpc.WithInitialConnWindowSize(flowWindow),
 		grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
 			return dialer.DialContext(ctx, "tcp", a)
@@ -435,7 +469,6 @@ func (p *peer) run() {
 		<-p.done
 		cancel()
 	}()
-	ctx = metadata.AppendToOutgoingContext(ctx, mdFromID, strconv.FormatUint(p.t.self, 10), mdFromAddr, p.t.addr)
 	backoff := backoffMin
 	var pending []*raftpb.Message
 	for {
@@ -444,7 +477,12 @@ func (p *peer) run() {
 			return
 		default:
 		}
-		stream, err := conn.NewStream(ctx, &grpc.StreamDesc{StreamName: "Stream", ClientStreams: true}, transportMethod)
+		// The cluster ID is read per stream: a joiner adopts it later.
+		sctx := metadata.AppendToOutgoingContext(ctx, mdFromID, strconv.FormatUint(p.t.self, 10), mdFromAddr, p.t.addr)
+		if cid := p.t.cluster.get(); cid != 0 {
+			sctx = metadata.AppendToOutgoingContext(sctx, mdClusterID, strconv.FormatUint(cid, 16))
+		}
+		stream, err := conn.NewStream(sctx, &grpc.StreamDesc{StreamName: "Stream", ClientStreams: true}, transportMethod)
 		if err == nil {
 			err = p.pump(stream, &pending)
 			backoff = backoffMin
