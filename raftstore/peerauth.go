@@ -120,7 +120,9 @@ func (t *transport) authStream(ctx context.Context, src string) (streamAuth, err
 	if err := t.checkCluster(md, src); err != nil {
 		return a, err
 	}
-	if hid != 0 {
+	if hid != 0 && t.admit(hid) {
+		// Only a member's address is learned (or, on a joiner that knows
+		// no member yet, the leader's that streams to it).
 		if t.learnPeer(hid, haddr) {
 			t.log.Info("raftstore: transport: learned a peer's address from its stream", "peer", hid, "addr", haddr, "source", src)
 		}
