@@ -24,6 +24,7 @@ import (
 	"github.com/writ-dev/writ/membership"
 	"github.com/writ-dev/writ/node/config"
 	"github.com/writ-dev/writ/pipeline"
+	"github.com/writ-dev/writ/pki"
 	"github.com/writ-dev/writ/plugins/host"
 	"github.com/writ-dev/writ/raftstore"
 	"github.com/writ-dev/writ/schema/ir"
@@ -58,11 +59,13 @@ type Node struct {
 	host *host.Host
 	pl   *pipeline.Pipeline
 	rs   *raftstore.Node
-	mem  *membership.Agent
-	gs   *grpc.Server
-	apis *api.Server
-	lis  net.Listener
-	obs  obsState
+	// peerTLS is the raft transport's certificate material (nil: plaintext).
+	peerTLS *pki.Reloader
+	mem     *membership.Agent
+	gs      *grpc.Server
+	apis    *api.Server
+	lis     net.Listener
+	obs     obsState
 
 	mu      sync.Mutex
 	current *config.Node
@@ -177,7 +180,12 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	cleanup = append(cleanup, func() { _ = pl.Stop() })
 
 	// 4. raftstore
+	peerTLS, err := n.loadPeerTLS(cfg)
+	if err != nil {
+		return nil, err
+	}
 	n.rs, err = raftstore.Start(raftstore.Config{
+		TLS: peerTLS, MaxFrameBytes: cfg.MaxFrameBytes,
 		NodeID: cfg.NodeID, DataDir: filepath.Join(n.dataDir, "raft"), RaftAddr: cfg.RaftAddr, Join: !cfg.Bootstrap,
 		TickInterval: cfg.RaftTick, ElectionTicks: cfg.ElectionTicks, HeartbeatTicks: cfg.HeartbeatTicks,
 		SnapshotCount: cfg.SnapshotEntries, Checker: n.pl.Checker(), Observer: n.pl, Metrics: n.raftMetrics(), Logger: n.log.With("component", "raft"),

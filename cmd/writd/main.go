@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"github.com/writ-dev/writ/examples/jobs/jobsgen"
 	"github.com/writ-dev/writ/node"
 	"github.com/writ-dev/writ/node/config"
-	"github.com/writ-dev/writ/raftstore"
 )
 
 func main() {
@@ -64,28 +62,17 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stdout, "  metrics http://%s/metrics (health: /livez /readyz /healthz)\n", a)
 			}
 			sig := make(chan os.Signal, 2)
-			signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+			signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 			defer signal.Stop(sig)
-			select {
-			case s := <-sig:
-				if s == syscall.SIGTERM {
-					fmt.Fprintln(stdout, "writd: SIGTERM: leaving the cluster")
-					n.Leave()
-				} else {
-					fmt.Fprintln(stdout, "writd: SIGINT: stopping (still a member; restart to rejoin)")
-					n.Stop()
-				}
-			case err := <-n.Fatal():
-				var ae *raftstore.ApplyError
-				if errors.As(err, &ae) {
-					// A restart stops at the same entry: say so, and exit
-					// with a code a supervisor can tell from a crash.
-					fmt.Fprintf(stderr, "writd: fatal apply stop at index %d (%s, command %q): %v\n", ae.Index, ae.Type, ae.CommandID, err)
-					code = exitApply
-				} else {
-					fmt.Fprintf(stderr, "writd: fatal: %v: stopping; restart recovers from %s\n", err, n.DataDir())
-					code = exitFatal
-				}
+			switch s, err := waitSignal(sig, n); {
+			case err != nil:
+				code = fatalCode(stderr, n, err)
+				n.Stop()
+			case s == syscall.SIGTERM:
+				fmt.Fprintln(stdout, "writd: SIGTERM: leaving the cluster")
+				n.Leave()
+			default:
+				fmt.Fprintln(stdout, "writd: SIGINT: stopping (still a member; restart to rejoin)")
 				n.Stop()
 			}
 			if n.TempDir() {

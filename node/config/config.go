@@ -76,6 +76,11 @@ var Keys = []Key{
 	{Name: "raft.election_ticks", Kind: Int, Default: 10, Help: "ticks without a leader before an election", Min: 2, Max: 1000},
 	{Name: "raft.heartbeat_ticks", Kind: Int, Default: 1, Help: "ticks between leader heartbeats", Min: 1, Max: 1000},
 	{Name: "raft.snapshot_entries", Kind: Int, Default: 10000, Help: "applied entries between snapshots", Min: 10, Max: 10_000_000},
+	// Peer transport security and limits (peertls.go).
+	{Name: "raft.tls.cert_file", Kind: String, Default: "", Help: "PEM certificate this node presents to its peers; its identity (URI SAN spiffe://writ/node/<node.id>) must be node.id (writ certs node); set with key_file and ca_file (empty: plaintext peers)"},
+	{Name: "raft.tls.key_file", Kind: String, Default: "", Help: "PEM private key of raft.tls.cert_file, mode 0600"},
+	{Name: "raft.tls.ca_file", Kind: String, Default: "", Help: "PEM CA certificate(s) every peer's certificate must be issued by"},
+	{Name: "raft.max_frame_bytes", Kind: Int, Default: 64 << 20, Help: "largest raft transport frame accepted from a peer, refused from its header before it is read; also bounds a snapshot sent in one frame", Min: 34 << 20, Max: 1 << 30},
 	{Name: "pipeline.commit_timeout", Kind: Duration, Default: "5s", Help: "how long a request waits for commit before UNCERTAIN", Min: D(10 * time.Millisecond), Max: D(10 * time.Minute)},
 	{Name: "pipeline.config_timeout", Kind: Duration, Default: "10s", Help: "how long a configuration change may take to stage and activate before it is aborted", Min: D(100 * time.Millisecond), Max: D(10 * time.Minute)},
 	{Name: "pipeline.max_batch", Kind: Int, Default: 256, Help: "most entries per proposal", Min: 1, Max: 4096},
@@ -109,6 +114,10 @@ type Node struct {
 	RaftAddr        string
 	GossipAddr      string
 	GossipKey       []byte
+	// RaftTLS is the peer mTLS material (zero: plaintext peers).
+	RaftTLS RaftTLS
+	// MaxFrameBytes bounds a raft transport frame (raft.max_frame_bytes).
+	MaxFrameBytes int
 	RaftTick        time.Duration
 	ElectionTicks   int
 	HeartbeatTicks  int
@@ -582,6 +591,9 @@ func (s source) node() (*Node, error) {
 		return nil, err
 	}
 	if err := s.tuning(n); err != nil {
+		return nil, err
+	}
+	if err := s.peerTLS(n); err != nil {
 		return nil, err
 	}
 	if n.SchemaDir, err = s.str("schema.dir"); err != nil {
