@@ -114,10 +114,6 @@ type Node struct {
 	RaftAddr        string
 	GossipAddr      string
 	GossipKey       []byte
-	// RaftTLS is the peer mTLS material (zero: plaintext peers).
-	RaftTLS RaftTLS
-	// MaxFrameBytes bounds a raft transport frame (raft.max_frame_bytes).
-	MaxFrameBytes int
 	RaftTick        time.Duration
 	ElectionTicks   int
 	HeartbeatTicks  int
@@ -141,6 +137,12 @@ type Node struct {
 	// mounts pprof on it.
 	MetricsAddr string
 	Pprof       bool
+
+	// RaftTLS is the peer mTLS material (zero: plaintext peers).
+	RaftTLS RaftTLS
+	// MaxFrameBytes bounds a raft transport frame (raft.max_frame_bytes).
+	MaxFrameBytes int
+
 	// File is the configuration file used, if any.
 	File string
 	// Dev is set when no file, variable or flag configured anything.
