@@ -37,6 +37,7 @@ type Agent struct {
 	refused     map[string]Refusal     // by node ID
 	dupRefused  map[string]Refusal     // by gossip address: duplicate IDs
 	failedSince map[string]time.Time
+	peerChecks  map[string]peerCheck // by node ID (peercheck.go)
 	joinDup     error
 	lastChange  string
 	lastError   string
@@ -67,6 +68,7 @@ func Start(cfg Config, voters Voters) (*Agent, error) {
 		refused:     make(map[string]Refusal),
 		dupRefused:  make(map[string]Refusal),
 		failedSince: make(map[string]time.Time),
+		peerChecks:  make(map[string]peerCheck),
 	}
 
 	sc := serf.DefaultConfig()
@@ -384,7 +386,7 @@ func (a *Agent) reconcileOnce() bool {
 	v := a.voters
 	a.mu.Unlock()
 	if v == nil {
-		a.updateRefused(p, now, nil, nil)
+		a.updateRefused(p, now, nil, nil, nil)
 		return false
 	}
 	members := v.Members()
@@ -397,13 +399,13 @@ func (a *Agent) reconcileOnce() bool {
 	if !admitted {
 		// A node outside the configuration cannot judge others (it would
 		// report the cluster itself as incompatible); it only waits.
-		a.updateRefused(p, now, nil, nil)
+		a.updateRefused(p, now, nil, nil, nil)
 		a.mu.Lock()
 		a.waiting = "this node is not in the raft configuration yet: waiting for the leader to admit it"
 		a.mu.Unlock()
 		return false
 	}
-	refused := a.updateRefused(p, now, gossip, members)
+	refused := a.updateRefused(p, now, gossip, members, v)
 	if !v.IsLeader() {
 		a.mu.Lock()
 		clear(a.failedSince)
@@ -440,7 +442,12 @@ func (a *Agent) reconcileOnce() bool {
 	case actAddLearner:
 		err = v.AddLearner(ctx, act.id, act.raftAddr)
 	case actPromote:
-		err = v.Promote(ctx, act.id)
+		if pv, ok := v.(PeerVerifier); ok {
+			err = pv.VerifyPeer(ctx, act.id, memberAddr(members, act.id))
+		}
+		if err == nil {
+			err = v.Promote(ctx, act.id)
+		}
 	case actRemove:
 		err = v.Remove(ctx, act.id)
 	}
@@ -461,8 +468,15 @@ func (a *Agent) reconcileOnce() bool {
 }
 
 // updateRefused recomputes the refusal list, logging each new refusal once.
-func (a *Agent) updateRefused(p policy, now time.Time, gossip []gossipMember, members []kv.Member) map[string]string {
+// On the leader, with v a PeerVerifier, candidates are also refused until
+// their peer credentials verify.
+func (a *Agent) updateRefused(p policy, now time.Time, gossip []gossipMember, members []kv.Member, v Voters) map[string]string {
 	reasons := refusals(p, gossip, members)
+	if v != nil && v.IsLeader() {
+		for id, r := range a.checkPeers(v, p, now, gossip, members, reasons) {
+			reasons[id] = r
+		}
+	}
 	byName := make(map[string]gossipMember, len(gossip))
 	for _, g := range gossip {
 		byName[g.Name] = g

@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -43,7 +44,12 @@ func (t *transport) serverCreds() credentials.TransportCredentials {
 // clientCreds is the TLS client side of the stream to peer id: the server
 // must prove it is that node.
 func (t *transport) clientCreds(id uint64) credentials.TransportCredentials {
-	return credentials.NewTLS(t.tls.ClientConfig(func(leaf *x509.Certificate) error {
+	return credentials.NewTLS(t.clientTLSConfig(id))
+}
+
+// clientTLSConfig requires the server to present node id's certificate.
+func (t *transport) clientTLSConfig(id uint64) *tls.Config {
+	return t.tls.ClientConfig(func(leaf *x509.Certificate) error {
 		nid, err := pki.NodeID(leaf)
 		if err != nil {
 			return err
@@ -52,7 +58,7 @@ func (t *transport) clientCreds(id uint64) credentials.TransportCredentials {
 			return fmt.Errorf("raftstore: transport: peer %x presented the certificate of node %q (raft ID %x)", id, nid, RaftID(nid))
 		}
 		return nil
-	}))
+	})
 }
 
 type loggedCreds struct {
