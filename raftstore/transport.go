@@ -218,6 +218,10 @@ func (t *transport) serve(ss grpc.ServerStream) (err error) {
 				t.log.Warn("raftstore: transport: dropping stream: message not from the authenticated peer", "source", src, "type", m.GetType().String(), "from", m.GetFrom(), "peer", auth.from, "node", auth.node)
 				return status.Error(codes.PermissionDenied, "raftstore: message From is not the authenticated peer")
 			}
+			if err := t.h.check(m); err != nil {
+				t.log.Warn("raftstore: transport: dropping stream: refused message", "source", src, "type", m.GetType().String(), "from", m.GetFrom(), "err", err)
+				return status.Error(codes.InvalidArgument, err.Error())
+			}
 			if !t.admit(m.GetFrom()) {
 				// A removed member may still send for a while: drop its
 				// messages, logging the first of each stream.
@@ -226,10 +230,6 @@ func (t *transport) serve(ss grpc.ServerStream) (err error) {
 					nonMember = true
 				}
 				continue
-			}
-			if err := t.h.check(m); err != nil {
-				t.log.Warn("raftstore: transport: dropping stream: refused message", "source", src, "type", m.GetType().String(), "from", m.GetFrom(), "err", err)
-				return status.Error(codes.InvalidArgument, err.Error())
 			}
 			if m.GetType() == raftpb.MsgProp {
 				select {
