@@ -215,7 +215,7 @@ func (t *transport) serve(ss grpc.ServerStream) (err error) {
 		}
 		for _, m := range msgs {
 			if auth.from != 0 && m.GetFrom() != auth.from {
-				t.log.Warn("raftstore: transport: dropping stream: message not from the authenticated peer", "source", src, "type", m.GetType().String(), "from", m.GetFrom(), "peer", auth.from, "node", auth.node)
+				t.log.Warn("raftstore: transport: dropping stream: message not from the authenticated peer", "source", src, "type", m.GetType().String(), "from", m.GetFrom(), "peer", auth.from, "peer_node", auth.node)
 				return status.Error(codes.PermissionDenied, "raftstore: message From is not the authenticated peer")
 			}
 			if err := t.h.check(m); err != nil {
