@@ -20,7 +20,9 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/writ-dev/writ/kv"
 	"github.com/writ-dev/writ/pki"
 )
 
@@ -114,20 +116,30 @@ func attackerTLS(t *testing.T, f pki.Files) credentials.TransportCredentials {
 // waitLog waits until the log holds a line with every one of parts.
 func waitLog(t *testing.T, logs *syncBuf, parts ...string) {
 	t.Helper()
+	waitLogN(t, logs, 1, parts...)
+}
+
+// waitLogN waits until the log holds n lines with every one of parts.
+func waitLogN(t *testing.T, logs *syncBuf, n int, parts ...string) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
+		found := 0
 		for _, line := range strings.Split(logs.String(), "\n") {
 			all := true
 			for _, p := range parts {
 				all = all && strings.Contains(line, p)
 			}
 			if all {
-				return
+				found++
 			}
+		}
+		if found >= n {
+			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("no log line with %q within 10s; log:\n%s", parts, logs.String())
+	t.Fatalf("fewer than %d log lines with %q within 10s; log:\n%s", n, parts, logs.String())
 }
 
 func TestPeerTLSRefusesEveryUnauthenticatedPeer(t *testing.T) {
@@ -251,5 +263,65 @@ func TestClusterIDDerivedPersistedAndAdopted(t *testing.T) {
 	_ = os.WriteFile(filepath.Join(dir, clusterIDFile), []byte("zz\n"), 0o600)
 	if _, err := loadClusterID(dir); err == nil || !strings.Contains(err.Error(), "not a cluster ID") {
 		t.Fatalf("garbage cluster_id: %v", err)
+	}
+}
+
+// TestPeerTLSNonMemberCannotProposeReconfigureOrRestore: a node holding a
+// valid certificate from the cluster CA but outside the configuration
+// sends a proposal, a conf change adding a voter and a snapshot; none is
+// stepped: no key, no member, no term change.
+func TestPeerTLSNonMemberCannotProposeReconfigureOrRestore(t *testing.T) {
+	c, caDir, logs := tlsCluster(t, 3)
+	lead := c.leader(10 * time.Second)
+	mustPropose(t, c.nodes[lead], put("b1", "k", "v"))
+	c.converge(10 * time.Second)
+	leader, follower := c.nodes[lead], c.nodes[(lead+1)%3]
+	stranger, err := pki.IssueNode(caDir, t.TempDir(), "n9", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := RaftID("n9")
+	cc, err := proto.Marshal(&raftpb.ConfChange{Type: raftpb.ConfChangeAddNode.Enum(), NodeId: new(RaftID("evil")), Context: encodeMemberContext("evil", authAddr(50)+":7071")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := leader.st.snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap.Metadata.Index = new(uint64(1 << 20))
+	snap.Metadata.Term = new(uint64(1000))
+	frames := []struct {
+		to    *Node
+		frame []byte
+	}{
+		{leader, encodeTestFrame(t, &raftpb.Message{Type: raftpb.MsgProp.Enum(), To: new(leader.id), From: new(from),
+			Entries: []*raftpb.Entry{{Data: encodeEnvelope(from, 1, []kv.Command{put("forged", "forged", "x")})}}})},
+		{leader, encodeTestFrame(t, &raftpb.Message{Type: raftpb.MsgProp.Enum(), To: new(leader.id), From: new(from),
+			Entries: []*raftpb.Entry{{Type: raftpb.EntryConfChange.Enum(), Data: cc}}})},
+		{follower, encodeTestFrame(t, &raftpb.Message{Type: raftpb.MsgSnap.Enum(), To: new(follower.id), From: new(from), Term: new(uint64(1000)), Snapshot: snap})},
+	}
+	md := metadata.Pairs(mdFromID, strconv.FormatUint(from, 10), mdFromAddr, authAddr(50)+":7071", mdClusterID, leader.ClusterID())
+	seen := map[*Node]int{}
+	for i, f := range frames {
+		_ = attackStream(t, f.to.Addr(), attackerTLS(t, stranger), md, f.frame)
+		seen[f.to]++
+		waitLogN(t, logs, seen[f.to], "non-member", "node="+f.to.ID(), "source="+authAddr(50))
+		t.Logf("frame %d refused", i)
+	}
+	// A proposal committed after the forged ones: had they been appended,
+	// they would be applied by now.
+	mustPropose(t, c.nodes[c.leader(10*time.Second)], put("b2", "k", "v2"))
+	c.converge(10 * time.Second)
+	for _, n := range c.nodes {
+		if _, ok, err := n.Get(context.Background(), "forged", false); ok || err != nil {
+			t.Fatalf("%s holds the forged key (err %v)", n.ID(), err)
+		}
+		if ms := n.Members(); len(ms) != 3 {
+			t.Fatalf("%s members %v: a non-member reconfigured the cluster", n.ID(), ms)
+		}
+		if term := n.Status().Term; term >= 1000 {
+			t.Fatalf("%s at term %d: the forged snapshot was stepped", n.ID(), term)
+		}
 	}
 }
