@@ -239,7 +239,7 @@ func TestClusterIDDerivedPersistedAndAdopted(t *testing.T) {
 	if deriveClusterID(peers) != deriveClusterID([]Peer{peers[1], peers[0]}) {
 		t.Fatal("static peers in another order derive another cluster ID")
 	}
-	if deriveClusterID(peers[:1]) == deriveClusterID(peers[:1]) {
+	if a, b := deriveClusterID(peers[:1]), deriveClusterID(peers[:1]); a == b {
 		t.Fatal("two single-node bootstraps derived the same cluster ID")
 	}
 	dir := t.TempDir()
