@@ -25,61 +25,74 @@ import (
 // latency percentiles and how many entries shared one WAL fsync.
 func BenchmarkReplicate(b *testing.B) {
 	for _, proposers := range []int{1, 64} {
-		b.Run(fmt.Sprintf("nodes=3/proposers=%d", proposers), func(b *testing.B) {
-			c := newCluster(b, 3, nil)
-			l := c.nodes[c.leader(10*time.Second)]
-			mustPropose(b, l, put("warmup", "warmup", "x"))
-			value := strings.Repeat("v", 256)
-			lat := make([]time.Duration, b.N)
-			var next atomic.Int64
-			fs0, en0 := l.fsyncs.Load(), l.entries.Load()
-			cpu0 := processCPU(b)
-			b.ResetTimer()
-			start := time.Now()
-			var wg sync.WaitGroup
-			for range proposers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					ctx := context.Background()
-					for {
-						i := next.Add(1) - 1
-						if i >= int64(b.N) {
-							return
-						}
-						key := fmt.Sprintf("bench/%d", i)
-						t0 := time.Now()
-						p, err := l.Propose(ctx, []kv.Command{{ID: key, Effect: kv.Effect{Writes: []kv.Write{{Key: key, Value: []byte(value), Unconditional: true}}}}})
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						res, err := p.Wait(ctx)
-						if err != nil || res[0].Status != kv.StatusApplied {
-							b.Errorf("wait: %v %+v", err, res)
-							return
-						}
-						lat[i] = time.Since(t0)
-					}
-				}()
+		for _, peerTLS := range []bool{false, true} {
+			name := fmt.Sprintf("nodes=3/proposers=%d", proposers)
+			var mut func(int, *Config)
+			if peerTLS {
+				name += "/peer-tls"
+				mut = peerTLSConfig(b)
 			}
-			wg.Wait()
-			elapsed := time.Since(start)
-			b.StopTimer()
-			cpu := processCPU(b) - cpu0
-			slices.Sort(lat)
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
-			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
-			// CPU time of the whole process (three nodes and the proposers)
-			// per operation: what bounds throughput on a small machine, and
-			// far less noisy than wall-clock numbers on a shared one.
-			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/op")
-			if fs := l.fsyncs.Load() - fs0; fs > 0 {
-				b.ReportMetric(float64(l.entries.Load()-en0)/float64(fs), "entries/fsync")
-			}
-		})
+			benchReplicate(b, name, proposers, mut)
+		}
 	}
+}
+
+// benchReplicate runs one BenchmarkReplicate case (mut configures nodes).
+func benchReplicate(b *testing.B, name string, proposers int, mut func(int, *Config)) {
+	b.Run(name, func(b *testing.B) {
+		c := newCluster(b, 3, mut)
+		l := c.nodes[c.leader(10*time.Second)]
+		mustPropose(b, l, put("warmup", "warmup", "x"))
+		value := strings.Repeat("v", 256)
+		lat := make([]time.Duration, b.N)
+		var next atomic.Int64
+		fs0, en0 := l.fsyncs.Load(), l.entries.Load()
+		cpu0 := processCPU(b)
+		b.ResetTimer()
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range proposers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx := context.Background()
+				for {
+					i := next.Add(1) - 1
+					if i >= int64(b.N) {
+						return
+					}
+					key := fmt.Sprintf("bench/%d", i)
+					t0 := time.Now()
+					p, err := l.Propose(ctx, []kv.Command{{ID: key, Effect: kv.Effect{Writes: []kv.Write{{Key: key, Value: []byte(value), Unconditional: true}}}}})
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					res, err := p.Wait(ctx)
+					if err != nil || res[0].Status != kv.StatusApplied {
+						b.Errorf("wait: %v %+v", err, res)
+						return
+					}
+					lat[i] = time.Since(t0)
+				}
+			}()
+		}
+		wg.Wait()
+		elapsed := time.Since(start)
+		b.StopTimer()
+		cpu := processCPU(b) - cpu0
+		slices.Sort(lat)
+		b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+		// CPU time of the whole process (three nodes and the proposers)
+		// per operation: what bounds throughput on a small machine, and
+		// far less noisy than wall-clock numbers on a shared one.
+		b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/op")
+		if fs := l.fsyncs.Load() - fs0; fs > 0 {
+			b.ReportMetric(float64(l.entries.Load()-en0)/float64(fs), "entries/fsync")
+		}
+	})
 }
 
 // processCPU is the user+system CPU time this process has used.

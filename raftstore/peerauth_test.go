@@ -325,3 +325,28 @@ func TestPeerTLSNonMemberCannotProposeReconfigureOrRestore(t *testing.T) {
 		}
 	}
 }
+
+// peerTLSConfig gives every node of a newCluster a certificate for its
+// node ID from one fresh CA.
+func peerTLSConfig(t testing.TB) func(int, *Config) {
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca")
+	if _, err := pki.NewCA(ca, "test"); err != nil {
+		t.Fatal(err)
+	}
+	issued := map[string]pki.Files{} // a benchmark starts clusters again
+	return func(_ int, c *Config) {
+		f, ok := issued[c.NodeID]
+		if !ok {
+			var err error
+			if f, err = pki.IssueNode(ca, filepath.Join(dir, "certs"), c.NodeID, nil); err != nil {
+				t.Fatal(err)
+			}
+			issued[c.NodeID] = f
+		}
+		var err error
+		if c.TLS, err = pki.NewReloader(f.Cert, f.Key, f.CA); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
