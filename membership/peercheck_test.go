@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/writ-dev/writ/kv"
 )
 
 // verifyingVoters adds a PeerVerifier to a fake node: ids in refuse fail
@@ -68,5 +70,36 @@ func TestAgent_FakeVoters_UnverifiedPeerIsRefusedNeverALearner(t *testing.T) {
 	waitFor(t, 15*time.Second, "n2 admitted once verified", func() bool {
 		v, _ := f.snapshot()
 		return join(v) == "n1,n2" && len(n1.Refused()) == 0
+	})
+}
+
+// TestAgent_FakeVoters_UnverifiedLearnerIsNeverPromoted: a learner whose
+// peer credentials stop verifying (its certificate expired or was
+// replaced) stays a learner: the leader checks again before promoting.
+func TestAgent_FakeVoters_UnverifiedLearnerIsNeverPromoted(t *testing.T) {
+	f := newFakeRaft("n1", "127.0.42.22:9000")
+	defer f.close()
+	f.mu.Lock()
+	f.members["n2"] = &kv.Member{ID: "n2", RaftAddr: "127.0.42.23:9000"}
+	f.mu.Unlock()
+	v1 := &verifyingVoters{Voters: f.node("n1"), refuse: map[string]bool{"n2": true}, probed: map[string]int{}}
+	n1 := startAgent(t, testConfig("n1", "127.0.42.22"), v1)
+	startAgent(t, testConfig("n2", "127.0.42.23", n1.Addr()), f.node("n2"))
+	// Each promotion attempt probes n2; after three, it is still a learner.
+	waitFor(t, 15*time.Second, "three promotion attempts", func() bool {
+		v1.mu.Lock()
+		defer v1.mu.Unlock()
+		return v1.probed["n2"] >= 3
+	})
+	if v, l := f.snapshot(); join(v) != "n1" || join(l) != "n2" {
+		t.Fatalf("configuration %v/%v: an unverified learner was promoted", v, l)
+	}
+	if e := n1.View().LastError; !strings.Contains(e, "TLS handshake") {
+		t.Fatalf("last error %q does not say why n2 is not promoted", e)
+	}
+	v1.set("n2", false)
+	waitFor(t, 15*time.Second, "n2 promoted once verified", func() bool {
+		v, _ := f.snapshot()
+		return join(v) == "n1,n2"
 	})
 }
