@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
+	"time"
 
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
@@ -196,4 +198,18 @@ func (t *transport) syncMembers(ids []uint64) {
 		next[id] = struct{}{}
 	}
 	t.members.Store(&next)
+}
+
+// logStreamFailure logs a failed stream to the peer at DEBUG; a failed
+// TLS handshake (the peer is not who the log says, or refuses this node)
+// is logged at WARN, once per distinct error.
+func (p *peer) logStreamFailure(err error, backoff time.Duration) {
+	if err != nil && p.t.tls != nil && strings.Contains(err.Error(), "authentication handshake failed") {
+		if msg := err.Error(); msg != p.lastAuthErr {
+			p.lastAuthErr = msg
+			p.t.log.Warn("raftstore: transport: cannot authenticate peer; retrying", "peer", p.id, "addr", p.addr, "err", err)
+		}
+		return
+	}
+	p.t.log.Debug("raftstore: transport: peer stream failed; reconnecting", "peer", p.id, "addr", p.addr, "err", err, "backoff", backoff)
 }

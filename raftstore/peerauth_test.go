@@ -350,3 +350,28 @@ func peerTLSConfig(t testing.TB) func(int, *Config) {
 		}
 	}
 }
+
+// TestPeerTLSDialerRequiresThePeersOwnCertificate: a node dialling peer n2
+// at an address where another node (n3, valid CA) answers never sends it
+// anything: the server must prove it is n2.
+func TestPeerTLSDialerRequiresThePeersOwnCertificate(t *testing.T) {
+	tlsFor := peerTLSConfig(t)
+	var ca, cb Config
+	ca.NodeID, cb.NodeID = "n1", "n3"
+	tlsFor(0, &ca)
+	tlsFor(0, &cb)
+	logs := &syncBuf{}
+	la := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	rb := &recorder{}
+	b := newTransport(RaftID("n3"), listen(t, authAddr(12)), 64, 1<<20, 64<<20, rb, testLogger(t), peerSecurity{tls: cb.TLS})
+	defer b.close()
+	a := newTransport(RaftID("n1"), listen(t, authAddr(11)), 64, 1<<20, 64<<20, &recorder{}, la, peerSecurity{tls: ca.TLS})
+	defer a.close()
+	n2 := RaftID("n2")
+	a.setPeer(n2, b.addr)
+	a.send([]*raftpb.Message{{Type: raftpb.MsgHeartbeat.Enum(), To: new(n2), From: new(RaftID("n1")), Term: new(uint64(1))}})
+	waitLog(t, logs, "level=WARN", "cannot authenticate peer", "presented the certificate of node", "n3")
+	if n := rb.count(); n != 0 {
+		t.Fatalf("the impostor received %d messages meant for n2", n)
+	}
+}

@@ -431,6 +431,8 @@ type peer struct {
 	kick chan struct{}
 	// lastSnap is when a snapshot was last queued (guarded by t.mu).
 	lastSnap time.Time
+	// lastAuthErr is the last TLS failure logged (run's goroutine only).
+	lastAuthErr string
 }
 
 func (p *peer) stop() { p.once.Do(func() { close(p.done) }) }
@@ -497,7 +499,7 @@ func (p *peer) run() {
 			}
 		}
 		pending = nil
-		p.t.log.Debug("raftstore: transport: peer stream failed; reconnecting", "peer", p.id, "addr", p.addr, "err", err, "backoff", backoff)
+		p.logStreamFailure(err, backoff)
 		select {
 		case <-p.done:
 			return
