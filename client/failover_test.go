@@ -84,6 +84,7 @@ func (l *submitLog) sentCount(id string) int {
 // ID, and the cluster must hold every job exactly once, under the ID the
 // client reported, with the same committed index on every node.
 func TestFailoverSameRequestID(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, "127.0.44.1", "127.0.44.2", "127.0.44.3")
 	a := c.leader()
 	eps := []string{a.api()}
