@@ -23,8 +23,9 @@ type tries struct {
 // server's UNAVAILABLE (definitely not appended) moves to the next endpoint
 // (the leader first when lead), for as long as ctx and the budget allow and
 // at most MaxAttempts times when the request may have left. Every attempt
-// has its own deadline perAttempt, and going round endpoints that do not
-// answer stops after perAttempt too. fn must be safe to repeat: requests carry
+// has its own deadline perAttempt; going round endpoints that answer
+// "unavailable" stops after perAttempt, and round endpoints that take no
+// request at all after maxDeadRounds rounds. fn must be safe to repeat: requests carry
 // their ID, so a repeat is deduplicated.
 func (c *Client) retry(ctx context.Context, lead bool, perAttempt time.Duration, fn func(context.Context, writv1.WritClient) error) tries {
 	if lead {
@@ -32,7 +33,8 @@ func (c *Client) retry(ctx context.Context, lead bool, perAttempt time.Duration,
 	}
 	var t tries
 	end := time.Now().Add(perAttempt)
-	sentAttempts, round := 0, 0
+	sentAttempts, round, deadRounds := 0, 0, 0
+	answered := false // some endpoint answered, or took the request, this round
 	tried := map[int]bool{}
 	for {
 		i, conn, addr, err := c.pick(lead, tried)
@@ -44,6 +46,14 @@ func (c *Client) retry(ctx context.Context, lead bool, perAttempt time.Duration,
 			// every endpoint was tried this round: wait a little and go
 			// round again (a leader is being elected, a node restarts)
 			tried = map[int]bool{}
+			if !answered {
+				// no endpoint even accepts a connection: say so soon
+				// rather than spin for the whole budget
+				if deadRounds++; deadRounds >= maxDeadRounds {
+					return t
+				}
+			}
+			answered = false
 			if !pause(ctx, end, min(50*time.Millisecond<<min(round, 4), 500*time.Millisecond)) {
 				return t
 			}
@@ -62,6 +72,7 @@ func (c *Client) retry(ctx context.Context, lead bool, perAttempt time.Duration,
 			c.up(i)
 			return t
 		}
+		answered = answered || sent.Load()
 		if d, ok := detail(err); ok {
 			c.up(i)
 			if statusOf(d.Outcome) != Unavailable {
@@ -88,6 +99,10 @@ func (c *Client) retry(ctx context.Context, lead bool, perAttempt time.Duration,
 		}
 	}
 }
+
+// maxDeadRounds is how many times retry goes round endpoints none of which
+// takes the request before it gives up.
+const maxDeadRounds = 3
 
 // pause waits d, or less when ctx or end come first; false: no time left.
 func pause(ctx context.Context, end time.Time, d time.Duration) bool {

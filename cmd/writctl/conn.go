@@ -122,7 +122,11 @@ func (a *app) writeErr(err error) error {
 		// overloaded: refused before anything was accepted
 		return outcomeErr(outcomeDetail(o))
 	case o.Status == client.Unavailable:
-		return fail(exitUnavailable, "cannot reach writd at %s: %s; nothing was sent: start writd there or pass --addr (env WRITCTL_ADDR)", a.addr, o.Reason)
+		why := o.Reason
+		if oe != nil && oe.Err != nil {
+			why = status.Convert(oe.Err).Message()
+		}
+		return fail(exitUnavailable, "cannot reach writd at %s (%s): the request never left writctl, nothing was appended: start writd there or pass --addr (env WRITCTL_ADDR)", a.addr, why)
 	}
 	if oe != nil && oe.Err != nil {
 		return a.rpcErr(oe.Err)
