@@ -103,7 +103,7 @@ func (c *Client) settle(t tries, id string) (Outcome, error) {
 		}
 		out = Outcome{Status: Unavailable, RequestID: id, Reason: reason + " (the request never left the client)"}
 		if t.maybe {
-			out = Outcome{Status: Uncertain, RequestID: id, Reason: reason + " after the request was sent: it may still commit"}
+			out = Outcome{Status: Uncertain, RequestID: id, Reason: reason + " after the request was sent"}
 		}
 	case status.Code(t.err) == codes.ResourceExhausted && !strings.Contains(status.Convert(t.err).Message(), "larger than max"):
 		// overloaded: refused before anything was accepted

@@ -104,7 +104,7 @@ func (a *app) root() *cobra.Command {
 		},
 	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.addr, "addr", DefaultAddr, "writd API address host:port (env WRITCTL_ADDR)")
+	pf.StringVar(&a.addr, "addr", DefaultAddr, "writd API address host:port, or several comma-separated (leader preferred, failover) (env WRITCTL_ADDR)")
 	pf.StringVarP(&a.output, "output", "o", "text", "output format: text, json, yaml or table")
 	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "deadline for each call")
 	addVersion(root)
