@@ -131,6 +131,9 @@ type Received struct {
 	NodeID string
 	// OutboxDepth is that outbox's depth after the fact (Report).
 	OutboxDepth uint64
+	// OutcomeID is what Client.Outcome looks the fact up by
+	// ("fact:<type>:<id>", Report).
+	OutcomeID string
 	// ItemIDs are the receipt's item request IDs (Deliver).
 	ItemIDs []string
 	// Endpoint is the endpoint that acknowledged.
@@ -154,7 +157,7 @@ func (c *Client) Report(ctx context.Context, typ string, payload []byte, opts ..
 		_, err := c.settle(t, o.id)
 		return Received{}, err
 	}
-	return Received{ID: resp.FactId, NodeID: resp.NodeId, OutboxDepth: resp.OutboxDepth, Endpoint: t.addr}, nil
+	return Received{ID: resp.FactId, OutcomeID: "fact:" + typ + ":" + resp.FactId, NodeID: resp.NodeId, OutboxDepth: resp.OutboxDepth, Endpoint: t.addr}, nil
 }
 
 // Deliver sends a receipt (a batch of items); the items' outcomes arrive on

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/writ-dev/writ/api/writv1"
@@ -46,13 +46,14 @@ type Watcher struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu      sync.Mutex
+	// read by Recv only (one goroutine at a time)
 	stream  writv1.Writ_WatchClient
 	addr    string
 	index   uint64 // index of the last delivered event (0: none yet)
 	atIndex int    // events delivered at index
 	skip    int    // events at index still to skip after a resume
-	resumes int
+
+	resumes atomic.Int64
 }
 
 // Watch opens a watch. It fails only when no endpoint can open it within
@@ -71,11 +72,7 @@ func (c *Client) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error)
 func (w *Watcher) Close() { w.cancel() }
 
 // Resumes counts the times the watch was reopened after a broken stream.
-func (w *Watcher) Resumes() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.resumes
-}
+func (w *Watcher) Resumes() int { return int(w.resumes.Load()) }
 
 // open (re)opens the stream after the last delivered event.
 func (w *Watcher) open() error {
@@ -122,10 +119,9 @@ func (w *Watcher) open() error {
 
 // Recv returns the next event. It blocks until one is committed, the
 // watch's context ends, or the stream fails in a way a resume cannot mend
-// (such as a position the cluster no longer retains).
+// (such as a position the cluster no longer retains). Call it from one
+// goroutine at a time.
 func (w *Watcher) Recv() (Event, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	for {
 		ev, err := w.stream.Recv()
 		if err == nil {
@@ -150,7 +146,7 @@ func (w *Watcher) Recv() (Event, error) {
 		// the endpoint went away (or ended the stream as it shut down):
 		// resume from the last delivered event
 		w.c.markDown(w.addr)
-		w.resumes++
+		w.resumes.Add(1)
 		if err := w.open(); err != nil {
 			return Event{}, err
 		}
