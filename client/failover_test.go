@@ -126,7 +126,7 @@ func TestFailoverSameRequestID(t *testing.T) {
 
 	// Pause the followers: A takes the next submit but cannot commit it.
 	for _, n := range others {
-		c.signal(n, syscall.SIGSTOP)
+		c.pause(n)
 	}
 	type result struct {
 		o   client.Outcome
