@@ -116,14 +116,17 @@ func (c *Client) learnLeader(ctx context.Context) {
 	if skip {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, min(c.cfg.DialTimeout, 2*time.Second))
+	sctx, cancel := context.WithTimeout(ctx, min(c.cfg.DialTimeout, 2*time.Second))
 	defer cancel()
 	i, conn, _, err := c.pick(false, nil)
 	if err != nil || i < 0 {
 		return
 	}
-	s, err := writv1.NewWritClient(conn).Status(ctx, &writv1.StatusRequest{})
+	s, err := writv1.NewWritClient(conn).Status(sctx, &writv1.StatusRequest{})
 	if err != nil {
+		if transportFailure(err) && ctx.Err() == nil {
+			c.down(i)
+		}
 		c.mu.Lock()
 		c.leaderSeen = time.Now()
 		c.mu.Unlock()
