@@ -114,7 +114,8 @@ func (c *Client) dialOptions() []grpc.DialOption {
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: c.cfg.DialTimeout}),
-		grpc.WithStatsHandler(sentHandler{}),
+		grpc.WithChainUnaryInterceptor(sentUnary),
+		grpc.WithChainStreamInterceptor(sentStream),
 	}
 	if c.cfg.Token != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearer{token: c.cfg.Token, secure: c.cfg.TLS != nil}))

@@ -9,7 +9,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/stats"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/writ-dev/writ/api/writv1"
@@ -156,7 +156,7 @@ func (c *Client) Invoke(ctx context.Context, method string, args, reply any, opt
 	if lead {
 		c.learnLeader(ctx)
 	}
-	tried := map[int]bool{}
+	var tried map[int]bool // made on the first failure
 	var last error
 	for {
 		i, conn, _, err := c.pick(lead, tried)
@@ -165,6 +165,9 @@ func (c *Client) Invoke(ctx context.Context, method string, args, reply any, opt
 		}
 		if i < 0 {
 			return last
+		}
+		if tried == nil {
+			tried = map[int]bool{}
 		}
 		tried[i] = true
 		actx, sent := trackSent(ctx)
@@ -239,31 +242,43 @@ func transportFailure(err error) bool {
 // sentKey carries a call's *atomic.Bool "the request may have left".
 type sentKey struct{}
 
-// trackSent returns ctx with a flag that sentHandler sets once the call's
-// headers are handed to a connection: from then on the request may have
-// reached the server.
+// trackSent returns ctx with a flag that the client's interceptors set once
+// the call got a stream on a connection (its headers handed to the
+// transport): from then on the request may have reached the server. A call
+// that fails before that (no connection, a handshake that never completes)
+// never left.
 func trackSent(ctx context.Context) (context.Context, *atomic.Bool) {
 	f := new(atomic.Bool)
 	return context.WithValue(ctx, sentKey{}, f), f
 }
 
-// sentHandler is the stats handler that sets the trackSent flag.
-type sentHandler struct{}
-
-func (sentHandler) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
-
-func (sentHandler) HandleRPC(ctx context.Context, s stats.RPCStats) {
-	switch s.(type) {
-	case *stats.OutHeader, *stats.OutPayload:
-		if f, ok := ctx.Value(sentKey{}).(*atomic.Bool); ok {
-			f.Store(true)
-		}
+// sentUnary and sentStream set the trackSent flag: gRPC fills a Peer call
+// option only for a call that got a transport stream.
+func sentUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	f, ok := ctx.Value(sentKey{}).(*atomic.Bool)
+	if !ok {
+		return invoker(ctx, method, req, reply, cc, opts...)
 	}
+	var p peer.Peer
+	err := invoker(ctx, method, req, reply, cc, append(opts, grpc.Peer(&p))...)
+	if p.Addr != nil {
+		f.Store(true)
+	}
+	return err
 }
 
-func (sentHandler) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
-
-func (sentHandler) HandleConn(context.Context, stats.ConnStats) {}
+func sentStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	f, ok := ctx.Value(sentKey{}).(*atomic.Bool)
+	if !ok {
+		return streamer(ctx, desc, cc, method, opts...)
+	}
+	var p peer.Peer
+	s, err := streamer(ctx, desc, cc, method, append(opts, grpc.Peer(&p))...)
+	if err != nil && p.Addr != nil {
+		f.Store(true)
+	}
+	return s, err
+}
 
 // markUp and markDown are up and down by endpoint address.
 func (c *Client) markUp(addr string) {
