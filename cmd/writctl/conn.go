@@ -6,11 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/writ-dev/writ/api"
 	"github.com/writ-dev/writ/api/writv1"
 	"github.com/writ-dev/writ/client"
 )
@@ -47,56 +45,6 @@ func (a *app) cli() (*client.Client, error) {
 	}
 	a.cl = c
 	return c, nil
-}
-
-// dial returns the writ.v1 stub over the client's endpoints.
-func (a *app) dial() (writv1.WritClient, error) {
-	c, err := a.cli()
-	if err != nil {
-		return nil, err
-	}
-	return c.Raw(), nil
-}
-
-func (a *app) ctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), a.timeout)
-}
-
-// call runs one unary RPC under the command's deadline; a failure comes
-// back as rpcErr's one line and exit code.
-func call[Req, Resp any](a *app, method func(writv1.WritClient, context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
-	var zero Resp
-	c, err := a.dial()
-	if err != nil {
-		return zero, err
-	}
-	ctx, cancel := a.ctx()
-	defer cancel()
-	r, err := method(c, ctx, req)
-	if err != nil {
-		return zero, a.rpcErr(err)
-	}
-	return r, nil
-}
-
-// rpcErr turns a call error into one clear line and an exit code.
-func (a *app) rpcErr(err error) error {
-	if d, ok := api.OutcomeFromError(err); ok {
-		return outcomeErr(d)
-	}
-	st, _ := status.FromError(err)
-	if e := messageTooLarge(st); e != nil {
-		return e
-	}
-	switch st.Code() {
-	case codes.Unavailable:
-		return fail(exitUnavailable, "cannot reach writd at %s: %s: start writd there or pass --addr (env WRITCTL_ADDR)", a.addr, st.Message())
-	case codes.DeadlineExceeded:
-		return fail(exitUnavailable, "no answer from writd at %s within %s: retry or raise --timeout", a.addr, a.timeout)
-	case codes.InvalidArgument, codes.FailedPrecondition:
-		return fail(exitUsage, "%s", st.Message())
-	}
-	return fail(exitError, "%s: %s", st.Code(), st.Message())
 }
 
 // writeErr turns the failure of a request-shaped call made through the
@@ -145,39 +93,6 @@ func outcomeDetail(o client.Outcome) *writv1.OutcomeDetail {
 		w = writv1.Outcome_UNAVAILABLE
 	}
 	return &writv1.OutcomeDetail{Outcome: w, RequestId: o.RequestID, Reason: o.Reason, Field: o.Field, Index: o.Index}
-}
-
-func outcomeErr(d *writv1.OutcomeDetail) error {
-	code := exitError
-	switch d.Outcome {
-	case writv1.Outcome_REJECTED:
-		code = exitRejected
-	case writv1.Outcome_UNAVAILABLE:
-		code = exitUnavailable
-	case writv1.Outcome_UNCERTAIN:
-		code = exitUncertain
-	}
-	msg := d.Outcome.String()
-	if d.RequestId != "" {
-		msg += " " + d.RequestId
-	}
-	if d.Reason != "" {
-		msg += ": " + d.Reason
-	}
-	if d.LeaderApi != "" {
-		msg += " (leader API " + d.LeaderApi + ")"
-	}
-	switch d.Outcome {
-	case writv1.Outcome_UNCERTAIN:
-		if d.RequestId != "" {
-			msg += "; it may still commit: look it up with `writctl outcome " + d.RequestId + "` or retry with --id " + d.RequestId
-		} else {
-			msg += "; it may still commit: retry the same command (the payload's id field deduplicates it)"
-		}
-	case writv1.Outcome_UNAVAILABLE:
-		msg += "; nothing was appended: retry when the cluster has a leader"
-	}
-	return fail(code, "%s", msg)
 }
 
 // commitBudget is the deadline of a submit: writctl's --timeout plus the
