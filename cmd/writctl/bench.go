@@ -16,6 +16,7 @@ import (
 
 	"github.com/writ-dev/writ/api"
 	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/client"
 )
 
 // factTypes are the reference domain's fact-class types: bench reports
@@ -98,7 +99,7 @@ func (a *app) benchCmd() *cobra.Command {
 				gen = func(i, w int, rnd *rand.Rand) *writv1.Entry {
 					e := &writv1.Entry{Type: typ, Payload: tmpl.render(i, w, rnd)}
 					if verb == verbSubmit {
-						e.Id = fmt.Sprintf("r-%s-%d", run, i)
+						e.Id = client.NewRequestID()
 					}
 					return e
 				}
@@ -327,7 +328,7 @@ func jobsBenchGen(typ, run string, size int) func(i, w int, rnd *rand.Rand) *wri
 			if size > 0 {
 				cmd = pad
 			}
-			return &writv1.Entry{Type: typ, Id: "r-" + job, Payload: fmt.Appendf(nil, `{"job_id":%q,"queue":%q,"priority":1,"command":%q}`, job, benchQueue(run, w), cmd)}
+			return &writv1.Entry{Type: typ, Id: client.NewRequestID(), Payload: fmt.Appendf(nil, `{"job_id":%q,"queue":%q,"priority":1,"command":%q}`, job, benchQueue(run, w), cmd)}
 		}
 		return &writv1.Entry{Type: typ, Payload: fmt.Appendf(nil, `{"report_id":%q,"job_id":%q,"state":"RUNNING","seq":1,"worker_id":%q,"message":%q}`, "rep-"+job, job, benchWorker(run, i), pad)}
 	}
@@ -419,7 +420,7 @@ func (a *app) benchSetup(c writv1.WritClient, typ, run string, ops, clients int,
 		job := fmt.Sprintf("%s-%d", run, i)
 		ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 		defer cancel()
-		_, err := c.Submit(ctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: "job.submit", Id: "r-" + job,
+		_, err := c.Submit(ctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: "job.submit", Id: client.NewRequestID(),
 			Payload: fmt.Appendf(nil, `{"job_id":%q,"queue":%q,"priority":1,"command":"run"}`, job, benchQueue(run, i%clients))}})
 		if err != nil {
 			return a.rpcErr(err)

@@ -13,7 +13,11 @@
 //	writctl keyring list | install|use|remove --key-file FILE   gossip key rotation
 //	writctl completion bash|zsh|fish|powershell
 //
-// Global flags: --addr host:port (env WRITCTL_ADDR, default 127.0.0.1:7070),
-// -o text|json|yaml|table, --timeout. Exit codes: 0 success, 1 error, 2 usage,
-// 3 REJECTED, 4 UNAVAILABLE, 5 UNCERTAIN or config upgrade failed.
+// Global flags: --addr host:port[,host:port...] (env WRITCTL_ADDR, default
+// 127.0.0.1:7070; several: leader preferred, failover), -o
+// text|json|yaml|table, --timeout. Exit codes: 0 success, 1 error, 2 usage,
+// 3 REJECTED, 4 UNAVAILABLE (a node said so, or the request never left
+// writctl: nothing appended), 5 UNCERTAIN (a node said so, or the request
+// may have reached a node and no answer came; the request ID and `writctl
+// outcome ID` are printed) or config upgrade failed.
 package main

@@ -34,6 +34,13 @@ func startNode(t *testing.T, host string, extra ...string) string {
 // plugin (extra carries --schema for a schema other than jobs).
 func startNodeWith(t *testing.T, host, plugin string, extra ...string) string {
 	t.Helper()
+	addr, _ := startNodeCmd(t, host, plugin, extra...)
+	return addr
+}
+
+// startNodeCmd is startNodeWith that also returns the writd process.
+func startNodeCmd(t *testing.T, host, plugin string, extra ...string) (string, *os.Process) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a real writd process: skipped with -short")
 	}
@@ -73,7 +80,7 @@ func startNodeWith(t *testing.T, host, plugin string, extra ...string) string {
 	for time.Now().Before(deadline) {
 		code, stdout, _ := run(t, "", "--addr", addr, "--timeout", "1s", "status", "-o", "json")
 		if code == 0 && strings.Contains(stdout, `"ready":true`) {
-			return addr
+			return addr, cmd.Process
 		}
 		select {
 		case <-done:
@@ -83,7 +90,7 @@ func startNodeWith(t *testing.T, host, plugin string, extra ...string) string {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("writd not ready:\n%s", logs.String())
-	return ""
+	return "", nil
 }
 
 // TestCommandsAgainstRealNode runs every writctl command in process

@@ -14,13 +14,13 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/writ-dev/writ/api"
 	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/client"
 )
 
 // Exit codes.
@@ -57,9 +57,8 @@ type app struct {
 	out, errw io.Writer
 	env       func(string) string
 
-	conn   *grpc.ClientConn
-	client writv1.WritClient
-	code   int
+	cl   *client.Client
+	code int
 	// records counts structured records printed (stream separators).
 	records int
 }
@@ -73,8 +72,8 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.Execute()
-	if a.conn != nil {
-		_ = a.conn.Close()
+	if a.cl != nil {
+		_ = a.cl.Close()
 	}
 	if err != nil {
 		var ee *exitErr
@@ -109,7 +108,7 @@ func (a *app) root() *cobra.Command {
 		},
 	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.addr, "addr", DefaultAddr, "writd API address host:port (env WRITCTL_ADDR)")
+	pf.StringVar(&a.addr, "addr", DefaultAddr, "writd API address host:port, or several comma-separated (leader preferred, failover) (env WRITCTL_ADDR)")
 	pf.StringVarP(&a.output, "output", "o", "text", "output format: text, json, yaml or table")
 	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "deadline for each call")
 	addVersion(root)
@@ -120,23 +119,18 @@ func (a *app) root() *cobra.Command {
 }
 
 func (a *app) dial() (writv1.WritClient, error) {
-	if a.client != nil {
-		return a.client, nil
-	}
-	c, err := grpc.NewClient(a.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	c, err := a.cli()
 	if err != nil {
-		return nil, fail(exitUsage, "--addr %q: %v: pass host:port of a writd API", a.addr, err)
+		return nil, err
 	}
-	a.conn = c
-	a.client = writv1.NewWritClient(c)
-	return a.client, nil
+	return c.Raw(), nil
 }
 
 func (a *app) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), a.timeout)
 }
 
-// call dials the node and runs one unary RPC under the command's deadline;
+// call runs one unary RPC through the client under the command's deadline;
 // a failure comes back as rpcErr's one line and exit code.
 func call[Req, Resp any](a *app, method func(writv1.WritClient, context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
 	var zero Resp
@@ -195,7 +189,11 @@ func outcomeErr(d *writv1.OutcomeDetail) error {
 	}
 	switch d.Outcome {
 	case writv1.Outcome_UNCERTAIN:
-		msg += "; it may still commit: check `writctl outcome " + d.RequestId + "` or retry with --id " + d.RequestId
+		if d.RequestId == "" {
+			msg += "; it may still commit: retry the same command (the payload's id field deduplicates it)"
+			break
+		}
+		msg += "; it may still commit: look it up with `writctl outcome " + d.RequestId + "` or retry with --id " + d.RequestId
 	case writv1.Outcome_UNAVAILABLE:
 		msg += "; nothing was appended: retry when the cluster has a leader"
 	}
@@ -361,30 +359,32 @@ func (a *app) submitCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := a.dial()
+			c, err := a.cli()
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), a.timeout+timeout)
+			ctx, cancel := a.commitBudget(timeout)
 			defer cancel()
-			r, err := c.Submit(ctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: args[0], Id: id, Payload: p}, TimeoutMs: uint32(timeout.Milliseconds())})
+			opts := []client.Option{client.WithCommitTimeout(timeout)}
+			if id != "" {
+				opts = append(opts, client.WithID(id))
+			}
+			r, err := c.Submit(ctx, args[0], p, opts...)
 			if err != nil {
-				if d, ok := api.OutcomeFromError(err); ok && a.structured() {
-					_ = a.printJSON(d)
-				}
-				return a.rpcErr(err)
+				a.printOutcome(err)
+				return a.writeErr(err)
 			}
 			if a.structured() {
-				return a.printJSON(r)
+				return a.printJSON(&writv1.SubmitResponse{Outcome: r.Wire, RequestId: r.RequestID, Index: r.Index, Result: r.Result, Reason: r.Reason, ServedBy: r.ServedBy})
 			}
-			fmt.Fprintf(a.out, "COMMITTED %s at index %d (served by %s)\n", r.RequestId, r.Index, r.ServedBy)
+			fmt.Fprintf(a.out, "COMMITTED %s at index %d (served by %s)\n", r.RequestID, r.Index, r.ServedBy)
 			if len(r.Result) > 0 {
 				fmt.Fprintf(a.out, "result: %s\n", r.Result)
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&id, "id", "", "request ID (retrying with the same ID is safe); empty: generated")
+	cmd.Flags().StringVar(&id, "id", "", "request ID (retrying with the same ID is safe); empty: a fresh one, printed with every outcome")
 	cmd.Flags().DurationVar(&timeout, "commit-timeout", 0, "commit timeout (0: the node's default)")
 	return cmd
 }
@@ -400,14 +400,21 @@ func (a *app) reportCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			r, err := call(a, writv1.WritClient.Report, &writv1.ReportRequest{Entry: &writv1.Entry{Type: args[0], Id: id, Payload: p}})
+			c, err := a.cli()
 			if err != nil {
 				return err
 			}
-			if a.structured() {
-				return a.printJSON(r)
+			ctx, cancel := a.ctx()
+			defer cancel()
+			r, err := c.Report(ctx, args[0], p, client.WithID(id))
+			if err != nil {
+				a.printOutcome(err)
+				return a.writeErr(err)
 			}
-			fmt.Fprintf(a.out, "RECEIVED fact %s by %s (durable in its outbox); it will be committed without resending\n", r.FactId, r.NodeId)
+			if a.structured() {
+				return a.printJSON(&writv1.ReportResponse{Received: true, FactId: r.ID, NodeId: r.NodeID, OutboxDepth: r.OutboxDepth})
+			}
+			fmt.Fprintf(a.out, "RECEIVED fact %s by %s (durable in its outbox); it will be committed without resending\n", r.ID, r.NodeID)
 			return nil
 		},
 	}
@@ -426,14 +433,21 @@ func (a *app) deliverCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			r, err := call(a, writv1.WritClient.Deliver, &writv1.DeliverRequest{Entry: &writv1.Entry{Type: args[0], Id: id, Payload: p}})
+			c, err := a.cli()
 			if err != nil {
 				return err
 			}
-			if a.structured() {
-				return a.printJSON(r)
+			ctx, cancel := a.ctx()
+			defer cancel()
+			r, err := c.Deliver(ctx, args[0], p, client.WithID(id))
+			if err != nil {
+				a.printOutcome(err)
+				return a.writeErr(err)
 			}
-			fmt.Fprintf(a.out, "RECEIVED %s with %d items %s; per-item outcomes: writctl watch\n", r.RequestId, r.Items, strings.Join(r.ItemIds, " "))
+			if a.structured() {
+				return a.printJSON(&writv1.DeliverResponse{Received: true, RequestId: r.ID, Items: uint32(len(r.ItemIDs)), ItemIds: r.ItemIDs})
+			}
+			fmt.Fprintf(a.out, "RECEIVED %s with %d items %s; per-item outcomes: writctl watch\n", r.ID, len(r.ItemIDs), strings.Join(r.ItemIDs, " "))
 			return nil
 		},
 	}
@@ -452,7 +466,7 @@ func (a *app) watchCmd() *cobra.Command {
 		Short: "Stream committed outcomes (resumable with --from)",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			c, err := a.dial()
+			c, err := a.cli()
 			if err != nil {
 				return err
 			}
@@ -461,10 +475,14 @@ func (a *app) watchCmd() *cobra.Command {
 				ctx, cancel = context.WithTimeout(context.Background(), dur)
 			}
 			defer cancel()
-			s, err := c.Watch(ctx, &writv1.WatchRequest{FromIndex: from, Types: types, Key: key})
+			s, err := c.Watch(ctx, client.WatchOptions{FromIndex: from, Types: types, Key: key})
 			if err != nil {
+				if dur > 0 && ctx.Err() != nil {
+					return nil
+				}
 				return a.rpcErr(err)
 			}
+			defer s.Close()
 			n := 0
 			for count == 0 || n < count {
 				ev, err := s.Recv()
@@ -476,12 +494,12 @@ func (a *app) watchCmd() *cobra.Command {
 				}
 				n++
 				if a.structured() {
-					if err := a.printJSON(ev); err != nil {
+					if err := a.printJSON(&writv1.WatchEvent{Index: ev.Index, Type: ev.Type, Key: ev.Key, Id: ev.ID, Status: ev.Status, Reason: ev.Reason, Class: ev.Class}); err != nil {
 						return err
 					}
 					continue
 				}
-				line := fmt.Sprintf("%d\t%s\t%s\t%s\t%s", ev.Index, ev.Type, ev.Key, ev.Status, ev.Id)
+				line := fmt.Sprintf("%d\t%s\t%s\t%s\t%s", ev.Index, ev.Type, ev.Key, ev.Status, ev.ID)
 				if ev.Reason != "" {
 					line += "\t" + ev.Reason
 				}

@@ -1,0 +1,164 @@
+package client
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/writ-dev/writ/api/writv1"
+)
+
+// Defaults of the Config durations.
+const (
+	DefaultDialTimeout    = 5 * time.Second
+	DefaultRequestTimeout = 10 * time.Second
+)
+
+// Config describes how a Client reaches a cluster.
+type Config struct {
+	// Endpoints are writd API addresses (host:port). At least one; the
+	// client fails over between them.
+	Endpoints []string
+	// TLS secures the connections; nil: plaintext.
+	TLS *tls.Config
+	// Token is sent with every call as "authorization: Bearer <Token>";
+	// empty: none. A token needs TLS unless InsecureToken is set.
+	Token string
+	// InsecureToken allows Token over a plaintext connection (tests on
+	// loopback only).
+	InsecureToken bool
+	// DialTimeout bounds how long a connection attempt to one endpoint may
+	// take (default DefaultDialTimeout).
+	DialTimeout time.Duration
+	// RequestTimeout bounds one attempt of a call on one endpoint (default
+	// DefaultRequestTimeout); Submit adds its commit timeout. The caller's
+	// context bounds the whole call, retries included.
+	RequestTimeout time.Duration
+	// MaxAttempts bounds the attempts of one call across endpoints (default:
+	// two per endpoint, at least 3).
+	MaxAttempts int
+	// DialOptions are appended to the client's own gRPC dial options.
+	DialOptions []grpc.DialOption
+}
+
+// Client talks to a writ cluster through a list of endpoints. It is safe
+// for concurrent use.
+type Client struct {
+	cfg Config
+	raw writv1.WritClient
+
+	mu         sync.Mutex
+	eps        []*endpoint
+	cur        int       // the endpoint calls stick to while it answers
+	leader     int       // index of the leader's endpoint, -1: unknown
+	leaderSeen time.Time // when the leader was last looked up
+	closed     bool
+}
+
+// New checks cfg and returns a Client. It does not connect: connections are
+// made on first use, so New succeeds while the cluster is down.
+func New(cfg Config) (*Client, error) {
+	if len(cfg.Endpoints) == 0 {
+		return nil, errors.New("client: Config.Endpoints is empty: list at least one writd API address host:port")
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = DefaultDialTimeout
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = max(3, 2*len(cfg.Endpoints))
+	}
+	if cfg.Token != "" && cfg.TLS == nil && !cfg.InsecureToken {
+		return nil, errors.New("client: Config.Token needs Config.TLS: a bearer token must not travel in plaintext (set InsecureToken only for loopback tests)")
+	}
+	c := &Client{cfg: cfg, leader: -1}
+	seen := map[string]bool{}
+	for i, a := range cfg.Endpoints {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			return nil, fmt.Errorf("client: Config.Endpoints[%d] is empty: give host:port of a writd API", i)
+		}
+		if seen[a] {
+			continue
+		}
+		seen[a] = true
+		conn, err := grpc.NewClient(a, c.dialOptions()...)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("client: endpoint %q: %w", a, err)
+		}
+		c.eps = append(c.eps, &endpoint{addr: a, conn: conn})
+	}
+	c.raw = writv1.NewWritClient(c)
+	return c, nil
+}
+
+func (c *Client) dialOptions() []grpc.DialOption {
+	creds := insecure.NewCredentials()
+	if c.cfg.TLS != nil {
+		creds = credentials.NewTLS(c.cfg.TLS)
+	}
+	bo := backoff.DefaultConfig
+	bo.MaxDelay = 2 * time.Second
+	opts := []grpc.DialOption{
+		grpc.WithTransportCredentials(creds),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: c.cfg.DialTimeout}),
+		grpc.WithChainUnaryInterceptor(sentUnary),
+		grpc.WithChainStreamInterceptor(sentStream),
+	}
+	if c.cfg.Token != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(bearer{token: c.cfg.Token, secure: c.cfg.TLS != nil}))
+	}
+	return append(opts, c.cfg.DialOptions...)
+}
+
+// Close closes every connection. Calls after Close fail.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	var errs []error
+	for _, e := range c.eps {
+		if e.conn != nil {
+			errs = append(errs, e.conn.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Endpoints returns the endpoint list, deduplicated, in order.
+func (c *Client) Endpoints() []string {
+	out := make([]string, len(c.eps))
+	for i, e := range c.eps {
+		out[i] = e.addr
+	}
+	return out
+}
+
+// Raw returns the generated writ.v1 stub over the client's endpoints: each
+// call goes to the current endpoint and moves to the next one only when the
+// request never left the client. Use it for calls without a typed method.
+func (c *Client) Raw() writv1.WritClient { return c.raw }
+
+// bearer sends the token as a per-call authorization header.
+type bearer struct {
+	token  string
+	secure bool
+}
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + b.token}, nil
+}
+
+func (b bearer) RequireTransportSecurity() bool { return b.secure }
