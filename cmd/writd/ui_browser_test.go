@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// chromiumPath finds the Debian Chromium the dashboard test drives. A
+// missing browser fails the test (with how to install it) unless
+// WRIT_SKIP_BROWSER=1 asks explicitly to skip.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "/usr/bin/chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("WRIT_SKIP_BROWSER") == "1" {
+		t.Skip("no chromium and WRIT_SKIP_BROWSER=1")
+	}
+	t.Fatal("dashboard test: chromium not found (fix: `apt-get install -y chromium`, or set WRIT_SKIP_BROWSER=1 to skip this test)")
+	return ""
+}
+
+// dashView is what the test reads off the rendered page.
+type dashView struct {
+	Rows    int               `json:"rows"`
+	Leaders int               `json:"leaders"`
+	Commit  string            `json:"commit"`
+	Leader  string            `json:"leader"`
+	Down    map[string]bool   `json:"down"`
+	Health  map[string]string `json:"health"`
+}
+
+const readDash = `(() => {
+  const rows = [...document.querySelectorAll("#members tbody tr")];
+  const down = {}, health = {};
+  for (const r of rows) { down[r.dataset.node] = r.classList.contains("down"); health[r.dataset.node] = r.cells[9].textContent; }
+  return {rows: rows.length, leaders: document.querySelectorAll("#members .badge.leader").length,
+    commit: document.getElementById("commit").textContent, leader: document.getElementById("leader").textContent, down, health};
+})()`
+
+// TestCluster_DashboardInChromium loads /ui from a real 3-node cluster in
+// headless Chromium: it shows 3 members and one leader, the commit index
+// it shows moves after submits, and a killed node's row turns unhealthy.
+func TestCluster_DashboardInChromium(t *testing.T) {
+	chrome := chromiumPath(t)
+	c := newMetricsCluster(t, nil, "127.0.46.1", "127.0.46.2", "127.0.46.3")
+
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chrome), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 900),
+		chromedp.Flag("headless", true), chromedp.Flag("no-sandbox", true), chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true), chromedp.Flag("no-first-run", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelA()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, 50*time.Second)
+	defer cancelT()
+
+	read := func() dashView {
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[dashView](readDash))
+		if err != nil {
+			t.Fatalf("reading the page: %v", err)
+		}
+		return v
+	}
+	waitFor := func(what string, d time.Duration, ok func(dashView) bool) dashView {
+		deadline := time.Now().Add(d)
+		for {
+			v := read()
+			if ok(v) {
+				return v
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("dashboard: %s not shown within %v; page shows %+v", what, d, v)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+
+	url := "http://" + c.nodes[0].host + ":7079/ui/"
+	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#members"))); err != nil {
+		t.Fatalf("loading %s: %v", url, err)
+	}
+	v := waitFor("3 members with one leader", 15*time.Second, func(v dashView) bool {
+		_, err := strconv.ParseUint(v.Commit, 10, 64)
+		return v.Rows == 3 && v.Leaders == 1 && v.Leader != "none" && err == nil
+	})
+	before, _ := strconv.ParseUint(v.Commit, 10, 64)
+
+	l := c.leader(10 * time.Second)
+	if _, err := submit(l, "queue.control", `{"queue":"q","action":"create"}`, 5*time.Second); err != nil {
+		t.Fatalf("create queue: %v", err)
+	}
+	for i := 0; i < 20; i++ {
+		if _, err := submit(l, "job.submit", fmt.Sprintf(`{"job_id":"ui-%d","queue":"q","priority":1,"command":"x"}`, i), 5*time.Second); err != nil {
+			t.Fatalf("submit %d: %v", i, err)
+		}
+	}
+	v = waitFor("a higher commit index", 10*time.Second, func(v dashView) bool {
+		n, err := strconv.ParseUint(v.Commit, 10, 64)
+		return err == nil && n >= before+20
+	})
+	t.Logf("commit index on the page: %d -> %s", before, v.Commit)
+
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	shot := filepath.Join(t.TempDir(), "dashboard.png")
+	if err := os.WriteFile(shot, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if dir := os.Getenv("WRIT_UI_SCREENSHOT_DIR"); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "dashboard.png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	victim := c.nodes[2]
+	c.kill(victim)
+	waitFor("the killed node as unhealthy", 10*time.Second, func(v dashView) bool {
+		return v.Down[victim.name] && v.Health[victim.name] == "unreachable"
+	})
+}
