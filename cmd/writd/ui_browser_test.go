@@ -52,6 +52,9 @@ const readDash = `(() => {
 // headless Chromium: it shows 3 members and one leader, the commit index
 // it shows moves after submits, and a killed node's row turns unhealthy.
 func TestCluster_DashboardInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process test: skipped with -short")
+	}
 	chrome := chromiumPath(t)
 	c := newMetricsCluster(t, nil, "127.0.46.1", "127.0.46.2", "127.0.46.3")
 
