@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 
+	"github.com/writ-dev/writ/api"
+	"github.com/writ-dev/writ/api/writv1"
 	"github.com/writ-dev/writ/metrics"
 )
 
@@ -12,7 +14,7 @@ import (
 // joined with the gossip and consensus view of `writctl members`.
 func (n *Node) uiStatus(ctx context.Context) metrics.UIStatus {
 	in := &info{n: n}
-	self := in.Status(ctx)
+	self := in.Status(api.WithoutStateHash(ctx))
 	out := metrics.UIStatus{
 		Node: n.cfg.NodeID, Version: self.Version, Fingerprint: self.Fingerprint, Leader: self.Log.LeaderID, Term: self.Log.Term,
 		Ready: self.Ready, NotReady: self.NotReadyReason, OutboxDepth: int(self.OutboxDepth), OpenConflicts: int(self.OpenConflicts),
@@ -44,7 +46,7 @@ func (n *Node) uiStatus(ctx context.Context) metrics.UIStatus {
 		wg.Add(1)
 		go func(addr string) {
 			defer wg.Done()
-			st, err := remoteStatus(ctx, addr)
+			st, err := remoteStatus(ctx, addr, &writv1.StatusRequest{WithoutStateHash: true})
 			if err != nil {
 				row.Error = "no answer from " + addr
 				return

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/writ-dev/writ/api/writv1"
 )
 
 // chromiumPath finds the Debian Chromium the dashboard test drives. A
@@ -131,6 +133,18 @@ func TestCluster_DashboardInChromium(t *testing.T) {
 		}
 		if err := os.WriteFile(filepath.Join(dir, "dashboard.png"), png, 0o644); err != nil {
 			t.Fatal(err)
+		}
+	}
+
+	// The page's polling asks members for their status without the
+	// applied-state hash (a full pass over the state every second).
+	for _, skip := range []bool{true, false} {
+		st, err := c.nodes[1].client.Status(context.Background(), &writv1.StatusRequest{WithoutStateHash: skip})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (st.StateHash == "") != skip {
+			t.Fatalf("Status without_state_hash=%v: state_hash %q", skip, st.StateHash)
 		}
 	}
 
