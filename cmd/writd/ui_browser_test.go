@@ -119,22 +119,7 @@ func TestCluster_DashboardInChromium(t *testing.T) {
 	})
 	t.Logf("commit index on the page: %d -> %s", before, v.Commit)
 
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatalf("screenshot: %v", err)
-	}
-	shot := filepath.Join(t.TempDir(), "dashboard.png")
-	if err := os.WriteFile(shot, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if dir := os.Getenv("WRIT_UI_SCREENSHOT_DIR"); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "dashboard.png"), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	screenshot(ctx, t, "dashboard.png")
 
 	// The page's polling asks members for their status without the
 	// applied-state hash (a full pass over the state every second).
@@ -153,4 +138,27 @@ func TestCluster_DashboardInChromium(t *testing.T) {
 	waitFor("the killed node as unhealthy", 10*time.Second, func(v dashView) bool {
 		return v.Down[victim.name] && v.Health[victim.name] == "unreachable"
 	})
+	screenshot(ctx, t, "dashboard-node-down.png")
+}
+
+// screenshot saves the page as a PNG in the test's temp dir and, when
+// WRIT_UI_SCREENSHOT_DIR is set, there too (CI keeps it as an artefact).
+func screenshot(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	dirs := []string{t.TempDir()}
+	if d := os.Getenv("WRIT_UI_SCREENSHOT_DIR"); d != "" {
+		dirs = append(dirs, d)
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, name), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -54,7 +54,9 @@ function render(s) {
   fill($("reasons"), reasons.map((r) => el("li", r)));
 
   const members = s.members || [];
-  $("member-count").textContent = "(" + members.length + ")";
+  const answering = members.filter((m) => m.reachable).length;
+  $("member-count").textContent = answering === members.length
+    ? "(" + members.length + ")" : "(" + answering + " of " + members.length + " answering)";
   fill($("members").tBodies[0], members.map((m) => {
     const role = el("td");
     role.appendChild(el("span", m.leader ? "leader" : (m.role || "not admitted"),
@@ -89,11 +91,16 @@ function render(s) {
     const span = el("span");
     span.style.width = (100 * r / max).toFixed(1) + "%";
     if (r > 0) bar.appendChild(span);
-    return row([el("td", k), el("td", r.toFixed(1), "num"), bar, el("td", outcomes[k], "num")]);
+    const tr = row([el("td", k), el("td", r.toFixed(1), "num"), bar, el("td", outcomes[k], "num")]);
+    if (!outcomes[k]) tr.className = "zero";
+    return tr;
   }));
   const types = s.committed_by_type || {};
-  fill($("types").tBodies[0], Object.keys(types).sort().map((k) =>
-    row([el("td", k, "mono"), el("td", rate(k, types, prev && prev.types, dt).toFixed(1), "num"), el("td", types[k], "num")])));
+  fill($("types").tBodies[0], Object.keys(types).sort().map((k) => {
+    const tr = row([el("td", k, "mono"), el("td", rate(k, types, prev && prev.types, dt).toFixed(1), "num"), el("td", types[k], "num")]);
+    if (!types[k]) tr.className = "zero";
+    return tr;
+  }));
   fill($("plugins").tBodies[0], (s.plugins || []).map((p) =>
     row([el("td", p.name), el("td", p.state, p.healthy ? "ok" : "bad"), el("td", p.restarts, "num")])));
 
