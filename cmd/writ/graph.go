@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -110,23 +109,14 @@ type machineGraph struct {
 	entry map[string][]string
 }
 
-// machineGraphs derives, for every machine, which entry types can drive
-// each declared transition: a type drives from → to when its declared
-// target can be to (a fixed state, a mapped field value, or a field whose
-// enum holds the state).
+// machineGraphs labels every declared transition with the entry types
+// that can drive it (ir.Schema.Drivers: those whose target can be its end
+// state).
 func machineGraphs(s *ir.Schema) []machineGraph {
 	var out []machineGraph
 	for _, m := range s.Machines {
 		g := machineGraph{m: m, labels: map[string][]string{}, entry: map[string][]string{}}
-		drives := map[string][]string{} // state → labels of types that target it
-		for _, e := range s.Entries {
-			if e.Machine != m.Name {
-				continue
-			}
-			for _, t := range targets(e) {
-				drives[t.state] = append(drives[t.state], t.label)
-			}
-		}
+		drives := s.Drivers(m)
 		for _, from := range m.States {
 			for _, to := range m.Transitions[from] {
 				g.labels[from+"\x00"+to] = drives[to]
@@ -138,37 +128,6 @@ func machineGraphs(s *ir.Schema) []machineGraph {
 		out = append(out, g)
 	}
 	return out
-}
-
-type target struct{ state, label string }
-
-func targets(e *ir.Entry) []target {
-	switch {
-	case e.ToState != "":
-		return []target{{e.ToState, e.Name}}
-	case e.ToMap != nil:
-		vals := make([]string, 0, len(e.ToMap))
-		for v := range e.ToMap {
-			vals = append(vals, v)
-		}
-		sort.Strings(vals)
-		var ts []target
-		for _, v := range vals {
-			ts = append(ts, target{e.ToMap[v], e.Name + ":" + v})
-		}
-		return ts
-	case e.To != "":
-		f, ok := e.Field(e.To)
-		if !ok {
-			return nil
-		}
-		var ts []target
-		for _, v := range f.Enum {
-			ts = append(ts, target{v, e.Name})
-		}
-		return ts
-	}
-	return nil
 }
 
 func renderDot(gs []machineGraph) string {
