@@ -30,6 +30,9 @@ type ServerConfig struct {
 	// UIStatus, when set, serves the dashboard on /ui/ and the status it
 	// polls on /ui/api/status.
 	UIStatus func(context.Context) UIStatus
+	// UISchema is the schema the dashboard shows (/ui/api/schema; nil:
+	// none).
+	UISchema func() UISchema
 }
 
 // Server is a running listener.

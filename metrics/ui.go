@@ -96,6 +96,7 @@ func mountUI(mux *http.ServeMux, c ServerConfig) {
 		http.Redirect(w, r, "/ui/", http.StatusFound)
 	})
 	mux.Handle("/ui/", securityHeaders(files))
+	mux.HandleFunc("/ui/api/schema", func(w http.ResponseWriter, _ *http.Request) { serveSchema(w, c) })
 	mux.HandleFunc("/ui/api/status", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 		defer cancel()
@@ -110,6 +111,16 @@ func mountUI(mux *http.ServeMux, c ServerConfig) {
 		enc.SetIndent("", " ")
 		_ = enc.Encode(resp)
 	})
+}
+
+func serveSchema(w http.ResponseWriter, c ServerConfig) {
+	s := UISchema{}
+	if c.UISchema != nil {
+		s = c.UISchema()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(s)
 }
 
 // securityHeaders keeps the page self-contained: it may load nothing from

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"github.com/writ-dev/writ/api"
@@ -67,4 +68,33 @@ func lag(commit, applied uint64) uint64 {
 		return commit - applied
 	}
 	return 0
+}
+
+// uiSchema is the dashboard's view of the schema this node runs: the
+// classification table and each machine with the entry types that drive
+// its transitions.
+func (n *Node) uiSchema() metrics.UISchema {
+	out := metrics.UISchema{Fingerprint: n.cat.Fingerprint()}
+	for _, d := range n.cat.Types() {
+		t := metrics.UIType{Number: d.Number, Name: d.Name, Class: d.Class.String(), Keys: strings.Join(d.Entry.Keys, " ")}
+		if d.Machine != nil {
+			t.Machine = d.Machine.Name
+		}
+		out.Types = append(out.Types, t)
+	}
+	s := n.cat.Schema()
+	for _, m := range s.Machines {
+		drives := s.Drivers(m)
+		um := metrics.UIMachine{Name: m.Name, Key: m.Key, States: m.States, Initial: m.Initial, Terminal: m.Terminal, Creators: map[string][]string{}}
+		for _, from := range m.States {
+			for _, to := range m.Transitions[from] {
+				um.Transitions = append(um.Transitions, metrics.UITransition{From: from, To: to, By: drives[to]})
+			}
+		}
+		for _, st := range m.Initial {
+			um.Creators[st] = drives[st]
+		}
+		out.Machines = append(out.Machines, um)
+	}
+	return out
 }

@@ -7,12 +7,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/examples/jobs/jobsgen"
 )
 
 // chromiumPath finds the Debian Chromium the dashboard test drives. A
@@ -34,25 +36,31 @@ func chromiumPath(t *testing.T) string {
 
 // dashView is what the test reads off the rendered page.
 type dashView struct {
-	Rows    int               `json:"rows"`
-	Leaders int               `json:"leaders"`
-	Commit  string            `json:"commit"`
-	Leader  string            `json:"leader"`
-	Down    map[string]bool   `json:"down"`
-	Health  map[string]string `json:"health"`
+	Rows    int             `json:"rows"`
+	Leaders int             `json:"leaders"`
+	Commit  string          `json:"commit"`
+	Leader  string          `json:"leader"`
+	Down    map[string]bool `json:"down"`
+	// Machines are the drawn machine diagrams, each with its states.
+	Machines map[string][]string `json:"machines"`
+	Classes  int                 `json:"classes"`
+	Health   map[string]string   `json:"health"`
 }
 
 const readDash = `(() => {
   const rows = [...document.querySelectorAll("#members tbody tr")];
   const down = {}, health = {};
   for (const r of rows) { down[r.dataset.node] = r.classList.contains("down"); health[r.dataset.node] = r.cells[9].textContent; }
-  return {rows: rows.length, leaders: document.querySelectorAll("#members .badge.leader").length,
+  const machines = {};
+  for (const m of document.querySelectorAll("svg.machine")) machines[m.dataset.machine] = [...m.querySelectorAll(".state")].map((s) => s.dataset.state);
+  return {machines, classes: document.querySelectorAll("#classes tbody tr").length, rows: rows.length, leaders: document.querySelectorAll("#members .badge.leader").length,
     commit: document.getElementById("commit").textContent, leader: document.getElementById("leader").textContent, down, health};
 })()`
 
 // TestCluster_DashboardInChromium loads /ui from a real 3-node cluster in
 // headless Chromium: it shows 3 members and one leader, the commit index
-// it shows moves after submits, and a killed node's row turns unhealthy.
+// it shows moves after submits, the schema's machines are drawn and its
+// classification table listed, and a killed node's row turns unhealthy.
 func TestCluster_DashboardInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test: skipped with -short")
@@ -103,6 +111,18 @@ func TestCluster_DashboardInChromium(t *testing.T) {
 		return v.Rows == 3 && v.Leaders == 1 && v.Leader != "none" && err == nil
 	})
 	before, _ := strconv.ParseUint(v.Commit, 10, 64)
+	cat := jobsgen.Catalog()
+	v = waitFor("the schema's machines and classification table", 5*time.Second, func(v dashView) bool {
+		if v.Classes != len(cat.Types()) || len(v.Machines) != len(cat.Schema().Machines) {
+			return false
+		}
+		for _, m := range cat.Schema().Machines {
+			if strings.Join(v.Machines[m.Name], " ") != strings.Join(m.States, " ") {
+				return false
+			}
+		}
+		return true
+	})
 
 	l := c.leader(10 * time.Second)
 	if _, err := submit(l, "queue.control", `{"queue":"q","action":"create"}`, 5*time.Second); err != nil {
