@@ -382,7 +382,10 @@ func (s *Server) Outbox(ctx context.Context, _ *writv1.OutboxRequest) (*writv1.O
 }
 
 // Status reports this node's state and readiness.
-func (s *Server) Status(ctx context.Context, _ *writv1.StatusRequest) (*writv1.StatusResponse, error) {
+func (s *Server) Status(ctx context.Context, req *writv1.StatusRequest) (*writv1.StatusResponse, error) {
+	if req.GetWithoutStateHash() {
+		ctx = WithoutStateHash(ctx)
+	}
 	st := s.cfg.Info.Status(ctx)
 	return &writv1.StatusResponse{
 		NodeId: st.Log.NodeID, LeaderId: st.Log.LeaderID, IsLeader: st.Log.IsLeader, Term: st.Log.Term,

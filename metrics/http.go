@@ -27,6 +27,12 @@ type ServerConfig struct {
 	Health func() (string, []string)
 	// Pprof mounts net/http/pprof under /debug/pprof/.
 	Pprof bool
+	// UIStatus, when set, serves the dashboard on /ui/ and the status it
+	// polls on /ui/api/status.
+	UIStatus func(context.Context) UIStatus
+	// UISchema is the schema the dashboard shows (/ui/api/schema; nil:
+	// none).
+	UISchema func() UISchema
 }
 
 // Server is a running listener.
@@ -75,6 +81,9 @@ func Handler(c ServerConfig) http.Handler {
 		}
 		_, _ = fmt.Fprintln(w, "ok")
 	})
+	if c.UIStatus != nil {
+		mountUI(mux, c)
+	}
 	if c.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

@@ -2,7 +2,8 @@
 // families, the hooks the pipeline, raftstore and plugin host report to
 // (each of those packages declares the small interface it needs; this
 // package implements them), and the HTTP listener that serves /metrics, the
-// health endpoints and, when enabled, pprof.
+// health endpoints, the built-in dashboard (/ui/, assets embedded from ui/)
+// and, when enabled, pprof.
 //
 // Families are registered in a Registry of their own; the listener also
 // serves the process-wide default registry, which holds the Go runtime and

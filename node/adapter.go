@@ -295,7 +295,7 @@ func (w *writer) reloadedEverywhere(ctx context.Context, tag string, d time.Dura
 	}
 }
 
-func remoteStatus(ctx context.Context, addr string) (*writv1.StatusResponse, error) {
+func remoteStatus(ctx context.Context, addr string, req ...*writv1.StatusRequest) (*writv1.StatusResponse, error) {
 	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return nil, err
@@ -303,7 +303,11 @@ func remoteStatus(ctx context.Context, addr string) (*writv1.StatusResponse, err
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	return writv1.NewWritClient(c).Status(ctx, &writv1.StatusRequest{})
+	r := &writv1.StatusRequest{}
+	if len(req) > 0 {
+		r = req[0]
+	}
+	return writv1.NewWritClient(c).Status(ctx, r)
 }
 
 // info adapts the node to api.Info.
@@ -344,8 +348,10 @@ func (i *info) Status(ctx context.Context) api.NodeStatus {
 	if ls.LeaderID != "" {
 		st.LeaderAPI = i.apiOf(ls.LeaderID)
 	}
-	if idx, h, err := n.rs.StateHash(); err == nil {
-		st.StateIndex, st.StateHash = idx, hex.EncodeToString(h[:])
+	if !api.StateHashSkipped(ctx) {
+		if idx, h, err := n.rs.StateHash(); err == nil {
+			st.StateIndex, st.StateHash = idx, hex.EncodeToString(h[:])
+		}
 	}
 	var why []string
 	if ls.LeaderID == "" {

@@ -1622,9 +1622,13 @@ func (x *OutboxResponse) GetFacts() []*OutboxFact {
 }
 
 type StatusRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Skip the applied-state hash (state_hash, state_index stay empty): a
+	// full pass over the state, too costly for callers that poll, such as
+	// the dashboard.
+	WithoutStateHash bool `protobuf:"varint,1,opt,name=without_state_hash,json=withoutStateHash,proto3" json:"without_state_hash,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *StatusRequest) Reset() {
@@ -1655,6 +1659,13 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
 	return file_writ_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *StatusRequest) GetWithoutStateHash() bool {
+	if x != nil {
+		return x.WithoutStateHash
+	}
+	return false
 }
 
 type StatusResponse struct {
@@ -2906,8 +2917,9 @@ const file_writ_proto_rawDesc = "" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x14\n" +
 	"\x05depth\x18\x02 \x01(\x04R\x05depth\x12\"\n" +
 	"\roldest_age_ms\x18\x03 \x01(\x03R\voldestAgeMs\x12)\n" +
-	"\x05facts\x18\x04 \x03(\v2\x13.writ.v1.OutboxFactR\x05facts\"\x0f\n" +
-	"\rStatusRequest\"\x96\x05\n" +
+	"\x05facts\x18\x04 \x03(\v2\x13.writ.v1.OutboxFactR\x05facts\"=\n" +
+	"\rStatusRequest\x12,\n" +
+	"\x12without_state_hash\x18\x01 \x01(\bR\x10withoutStateHash\"\x96\x05\n" +
 	"\x0eStatusResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\tleader_id\x18\x02 \x01(\tR\bleaderId\x12\x1b\n" +

@@ -3,11 +3,19 @@ package main
 import (
 	"io"
 
+	"github.com/spf13/cobra"
+
 	"github.com/writ-dev/writ/conformance"
 	"github.com/writ-dev/writ/examples/jobs/jobsgen"
 	"github.com/writ-dev/writ/raftstore"
 	"github.com/writ-dev/writ/schema/ir"
 )
+
+// conformanceCmd: the suite parses its own flags (shared with the plugins'
+// conformance mains).
+func (c *cli) conformanceCmd() *cobra.Command {
+	return c.flagCmd("conformance [flags]", "run the conformance suite (see docs/conformance.md; `writ conformance --help` lists its flags)", cmdConformance)
+}
 
 // cmdConformance runs the conformance suite (see docs/conformance.md). The
 // generated catalogs linked here are the ones whose generated code the

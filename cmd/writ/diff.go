@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 
@@ -17,19 +16,10 @@ type diffReport struct {
 	Findings []ir.Finding `json:"findings"`
 }
 
-func cmdSchemaDiff(args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("writ schema diff", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	asJSON := fl.Bool("json", false, "print the report as JSON")
-	if err := fl.Parse(args); err != nil {
-		return 2
-	}
-	if fl.NArg() != 2 {
-		fmt.Fprintln(stderr, "writ schema diff: want two schema directories, OLD and NEW")
-		return 2
-	}
+func cmdSchemaDiff(args []string, asJSONv bool, stdout, stderr io.Writer) int {
+	asJSON := &asJSONv
 	var schemas [2]*ir.Schema
-	for i, dir := range fl.Args() {
+	for i, dir := range args {
 		res, err := load.Dir(dir)
 		if err != nil {
 			fmt.Fprintf(stderr, "writ schema diff: %v\n", err)
@@ -43,7 +33,7 @@ func cmdSchemaDiff(args []string, stdout, stderr io.Writer) int {
 		schemas[i] = res.Schema
 	}
 	fs := ir.Diff(schemas[0], schemas[1])
-	rep := diffReport{Old: fl.Arg(0), New: fl.Arg(1), OK: !ir.AnyFails(fs), Findings: fs}
+	rep := diffReport{Old: args[0], New: args[1], OK: !ir.AnyFails(fs), Findings: fs}
 	if rep.Findings == nil {
 		rep.Findings = []ir.Finding{}
 	}

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
+
+	"github.com/spf13/cobra"
 
 	"github.com/writ-dev/writ/schema/gen"
 	"github.com/writ-dev/writ/schema/ir"
@@ -25,20 +26,39 @@ func printFindings(w io.Writer, fs []ir.Finding, onlyFailing bool) {
 	}
 }
 
-func cmdGen(args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("writ gen", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	schemaDir := fl.String("schema", defaultSchema, "directory holding the CUE schema package")
-	out := fl.String("out", defaultOut, "output directory for the generated *_gen.go files")
-	pkg := fl.String("package", "", "Go package name (default: the schema's go_package, else the output directory's name)")
-	check := fl.Bool("check", false, "do not write; exit 1 with a diff if the generated files are stale")
-	if err := fl.Parse(args); err != nil {
-		return 2
+type genOptions struct {
+	schema, out, pkg string
+	check            bool
+}
+
+func (c *cli) genCmd() *cobra.Command {
+	var o genOptions
+	cmd := &cobra.Command{
+		Use:   "gen [--schema DIR] [--out DIR] [--package NAME] [--check]",
+		Short: "generate Go from the schema; --check regenerates in memory and exits 1 with a diff when the files on disk are stale",
+		Args:  noArgsFix("use --schema DIR"),
+		Run:   func(*cobra.Command, []string) { c.code = cmdGen(o, c.out, c.errw) },
 	}
-	if fl.NArg() > 0 {
-		fmt.Fprintf(stderr, "writ gen: unexpected argument %q (fix: use --schema DIR)\n", fl.Arg(0))
-		return 2
+	fl := cmd.Flags()
+	fl.StringVar(&o.schema, "schema", defaultSchema, "directory holding the CUE schema package")
+	fl.StringVar(&o.out, "out", defaultOut, "output directory for the generated *_gen.go files")
+	fl.StringVar(&o.pkg, "package", "", "Go package name (default: the schema's go_package, else the output directory's name)")
+	fl.BoolVar(&o.check, "check", false, "do not write; exit 1 with a diff if the generated files are stale")
+	return cmd
+}
+
+// noArgsFix refuses positional arguments, naming the flag to use instead.
+func noArgsFix(fix string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return fmt.Errorf("unexpected argument %q (fix: %s)", args[0], fix)
+		}
+		return nil
 	}
+}
+
+func cmdGen(o genOptions, stdout, stderr io.Writer) int {
+	schemaDir, out, pkg, check := &o.schema, &o.out, &o.pkg, &o.check
 	res, err := load.Dir(*schemaDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "writ gen: %v\n", err)

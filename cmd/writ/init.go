@@ -1,45 +1,36 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/writ-dev/writ/cmd/writ/internal/scaffold"
 )
 
-// cmdInit scaffolds a new control-plane project (see scaffold).
-func cmdInit(args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("writ init", flag.ContinueOnError)
-	fl.SetOutput(stderr)
+func (c *cli) initCmd() *cobra.Command {
 	var o scaffold.Options
+	cmd := &cobra.Command{
+		Use:   "init DIR",
+		Short: "scaffold a new control-plane project: a schema, its generated Go, a handler plugin with tests, a Makefile and a README",
+		Args:  cobra.ExactArgs(1),
+		Run: func(_ *cobra.Command, args []string) {
+			o.Dir = args[0]
+			c.code = cmdInit(o, c.out, c.errw)
+		},
+	}
+	fl := cmd.Flags()
 	fl.StringVar(&o.Module, "module", "", "Go module path of the new project (default example.com/NAME)")
 	fl.StringVar(&o.Name, "name", "", "project name: CUE package, plugin writ-NAME, config type NAME.config (default: from DIR)")
 	fl.StringVar(&o.WritVersion, "writ-version", "", "writ module version to require (default: this writ's, else v0.0.0)")
 	fl.StringVar(&o.Replace, "replace", "", "build against the writ source tree at this directory (adds a replace to go.mod)")
-	fl.Usage = func() {
-		fmt.Fprintf(stderr, "usage: writ init DIR [--module PATH] [--name NAME] [--replace WRIT_SRC]\n\n")
-		fl.PrintDefaults()
-	}
-	// DIR may come before or after the flags.
-	var dir string
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
-		dir, args = args[0], args[1:]
-	}
-	if err := fl.Parse(args); err != nil {
-		return 2
-	}
-	if dir == "" && fl.NArg() > 0 {
-		dir = fl.Arg(0)
-		if err := fl.Parse(fl.Args()[1:]); err != nil {
-			return 2
-		}
-	}
-	if dir == "" || fl.NArg() > 0 {
-		fmt.Fprintln(stderr, "writ init: want exactly one directory (fix: writ init DIR [--module PATH] [--name NAME])")
-		return 2
-	}
-	o.Dir = dir
+	return cmd
+}
+
+// cmdInit scaffolds a new control-plane project (see scaffold).
+func cmdInit(o scaffold.Options, stdout, stderr io.Writer) int {
+	dir := o.Dir
 	files, err := scaffold.Write(o)
 	if err != nil {
 		fmt.Fprintf(stderr, "writ %v\n", err)

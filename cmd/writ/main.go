@@ -1,72 +1,104 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/spf13/cobra"
 )
-
-const usage = `usage: writ <command> [flags]
-
-commands:
-  init   DIR [--module PATH] [--name NAME] [--replace WRIT_SRC]
-         scaffold a new control-plane project: a schema, its generated Go,
-         a handler plugin with tests, a Makefile and a README
-  gen    [--schema DIR] [--out DIR] [--package NAME] [--check]
-         generate Go from the schema; --check regenerates in memory and
-         exits 1 with a diff when the files on disk are stale
-  vet    [--json] [DIR]
-         static findings; exits 1 on any BLOCKED or INCOMPLETE finding
-  schema diff [--json] OLD NEW
-         which changes between two schema directories are compatible with
-         a rolling upgrade; exits 1 on any BLOCKED or INCOMPLETE finding
-  conformance [flags]
-         run the conformance suite (see docs/conformance.md)
-  table  [--schema DIR]
-         print the classification table of the embedded jobs schema, or of
-         any schema directory (through the runtime catalog)
-  certs  init|node|client [flags]
-         make a development CA and node or client certificates
-         (see docs/security.md)
-  version
-         print the build (module version, commit, date) and the embedded
-         schema's fingerprint (also --version)
-`
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	switch args[0] {
-	case "init":
-		return cmdInit(args[1:], stdout, stderr)
-	case "gen":
-		return cmdGen(args[1:], stdout, stderr)
-	case "vet":
-		return cmdVet(args[1:], stdout, stderr)
-	case "conformance":
-		return cmdConformance(args[1:], stdout, stderr)
-	case "table":
-		return cmdTable(args[1:], stdout, stderr)
-	case "schema":
-		if len(args) > 1 && args[1] == "diff" {
-			return cmdSchemaDiff(args[2:], stdout, stderr)
-		}
-		fmt.Fprintf(stderr, "writ schema: want `writ schema diff OLD NEW`\n%s", usage)
-		return 2
-	case "certs":
-		return cmdCerts(args[1:], stdout, stderr)
-	case "version", "--version":
-		return cmdVersion(args[1:], stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	}
-	fmt.Fprintf(stderr, "writ: unknown command %q\n%s", args[0], usage)
-	return 2
+// cli carries the output streams and the exit code a command chose (0 ok,
+// 1 failure or findings, 2 usage).
+type cli struct {
+	out, errw io.Writer
+	code      int
 }
+
+// usageErr is a flag or argument error: one line naming the command's --help.
+type usageErr struct {
+	err  error
+	path string
+}
+
+func (e *usageErr) Error() string { return fmt.Sprintf("%v: see `%s --help`", e.err, e.path) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	c := &cli{out: stdout, errw: stderr}
+	root := c.root()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	if err := root.Execute(); err != nil {
+		var ue *usageErr
+		if !errors.As(err, &ue) {
+			// cobra's own argument errors (unknown command, …)
+			err = &usageErr{err: err, path: "writ"}
+		}
+		fmt.Fprintf(stderr, "writ: %v\n", err)
+		return 2
+	}
+	return c.code
+}
+
+func (c *cli) root() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "writ",
+		Short: "writ developer CLI: generate, vet, diff and graph a CUE schema; scaffold projects; run conformance",
+		Long: `writ is the developer CLI of writ.
+
+Run from the repository root, every command defaults to the reference
+schema in examples/jobs/schema and its generated package examples/jobs/jobsgen.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          cobra.NoArgs,
+		Version:       versionText(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(c.errw)
+			_ = cmd.Help()
+			c.code = 2
+			return nil
+		},
+	}
+	root.SetVersionTemplate("{{.Version}}")
+	root.AddCommand(c.initCmd(), c.genCmd(), c.vetCmd(), c.schemaCmd(), c.conformanceCmd(), c.tableCmd(), c.flagCmd("certs init|node|client [flags]", "make a development CA and node or client certificates (see docs/security.md)", cmdCerts), c.versionCmd())
+	withUsageFix(root)
+	return root
+}
+
+// flagCmd registers a command that parses its own arguments (with package
+// flag): cobra passes everything after the name through, --help included.
+func (c *cli) flagCmd(use, short string, f func(args []string, stdout, stderr io.Writer) int) *cobra.Command {
+	return &cobra.Command{
+		Use: use, Short: short, DisableFlagParsing: true,
+		Run: func(_ *cobra.Command, args []string) { c.code = f(args, c.out, c.errw) },
+	}
+}
+
+// withUsageFix makes every flag and argument error of cmd and its
+// subcommands one line (exit 2) that names the failing command's --help.
+func withUsageFix(cmd *cobra.Command) {
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageErr{err: err, path: c.CommandPath()} })
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if args := c.Args; args != nil {
+			c.Args = func(c *cobra.Command, a []string) error {
+				if err := args(c, a); err != nil {
+					return &usageErr{err: err, path: c.CommandPath()}
+				}
+				return nil
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(cmd)
+}
+
+var errNoSubcommand = errors.New("want a subcommand")

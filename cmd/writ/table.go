@@ -1,11 +1,12 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 
 	"github.com/writ-dev/writ/examples/jobs/jobsgen"
 	"github.com/writ-dev/writ/schema/ir"
@@ -16,17 +17,20 @@ import (
 // cmdTable prints the classification table: of the generated jobs catalog
 // by default, or of any schema directory through the runtime catalog (the
 // one `writd --schema DIR` serves).
-func cmdTable(args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("writ table", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	schemaDir := fl.String("schema", "", "print the table of the CUE schema package in this directory (default: the generated jobs catalog)")
-	if err := fl.Parse(args); err != nil {
-		return 2
+func (c *cli) tableCmd() *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "table [--schema DIR]",
+		Short: "print the classification table of the embedded jobs schema, or of any schema directory (through the runtime catalog)",
+		Args:  noArgsFix("use --schema DIR"),
+		Run:   func(*cobra.Command, []string) { c.code = cmdTable(dir, c.out, c.errw) },
 	}
-	if fl.NArg() > 0 {
-		fmt.Fprintf(stderr, "writ table: unexpected argument %q (fix: use --schema DIR)\n", fl.Arg(0))
-		return 2
-	}
+	cmd.Flags().StringVar(&dir, "schema", "", "print the table of the CUE schema package in this directory (default: the generated jobs catalog)")
+	return cmd
+}
+
+func cmdTable(dir string, stdout, stderr io.Writer) int {
+	schemaDir := &dir
 	if *schemaDir == "" {
 		cat := jobsgen.Catalog()
 		fmt.Fprintf(stdout, "jobs schema %s\n\n", cat.Fingerprint())

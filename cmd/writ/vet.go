@@ -2,9 +2,10 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/writ-dev/writ/schema/ir"
 	"github.com/writ-dev/writ/schema/load"
@@ -17,21 +18,26 @@ type vetReport struct {
 	Findings    []ir.Finding `json:"findings"`
 }
 
-func cmdVet(args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("writ vet", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	asJSON := fl.Bool("json", false, "print the report as JSON")
-	if err := fl.Parse(args); err != nil {
-		return 2
+func (c *cli) vetCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "vet [--json] [DIR]",
+		Short: "static findings of a schema directory; exits 1 on any BLOCKED or INCOMPLETE finding",
+		Args:  cobra.MaximumNArgs(1),
+		Run: func(_ *cobra.Command, args []string) {
+			dir := defaultSchema
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			c.code = cmdVet(dir, asJSON, c.out, c.errw)
+		},
 	}
-	dir := defaultSchema
-	if fl.NArg() > 1 {
-		fmt.Fprintln(stderr, "writ vet: at most one schema directory")
-		return 2
-	}
-	if fl.NArg() == 1 {
-		dir = fl.Arg(0)
-	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}
+
+func cmdVet(dir string, asJSONv bool, stdout, stderr io.Writer) int {
+	asJSON := &asJSONv
 	res, err := load.Dir(dir)
 	if err != nil {
 		fmt.Fprintf(stderr, "writ vet: %v\n", err)

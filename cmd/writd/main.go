@@ -59,7 +59,7 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "writd %s %s (%s)\n  api     %s\n  raft    %s\n  gossip  %s\n  data    %s\n  try     writctl --addr %s status\n",
 				cfg.NodeID, node.Version, mode, n.APIAddr(), n.RaftAddr(), n.GossipAddr(), data, n.APIAddr())
 			if a := n.MetricsAddr(); a != "" {
-				fmt.Fprintf(stdout, "  metrics http://%s/metrics (health: /livez /readyz /healthz)\n", a)
+				fmt.Fprintf(stdout, "  metrics http://%s/metrics (health: /livez /readyz /healthz)\n  ui      http://%s/ui/\n", a, a)
 			}
 			sig := make(chan os.Signal, 2)
 			signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
