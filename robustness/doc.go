@@ -30,5 +30,6 @@
 // docs/robustness.md.
 //
 // The suite sees the cluster only through writd processes, their logs and
-// the client API; it never imports raftstore, membership or node.
+// the client API; it never imports raftstore, membership or the node
+// runtime.
 package robustness

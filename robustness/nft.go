@@ -31,8 +31,14 @@ func partitionsAvailable() error {
 	if os.Geteuid() != 0 {
 		return errors.New("nft is not installed and the suite is not root, so it cannot install nftables")
 	}
-	if out, err := exec.Command("apt-get", "install", "-y", "nftables").CombinedOutput(); err != nil {
-		return fmt.Errorf("apt-get install -y nftables: %v: %s", err, lastLine(out))
+	if _, err := exec.Command("apt-get", "install", "-y", "nftables").CombinedOutput(); err != nil {
+		// A fresh machine may have no package lists yet.
+		if out, err := exec.Command("apt-get", "update").CombinedOutput(); err != nil {
+			return fmt.Errorf("apt-get update: %v: %s", err, lastLine(out))
+		}
+		if out, err := exec.Command("apt-get", "install", "-y", "nftables").CombinedOutput(); err != nil {
+			return fmt.Errorf("apt-get install -y nftables: %v: %s", err, lastLine(out))
+		}
 	}
 	if _, err := exec.LookPath("nft"); err != nil {
 		return errors.New("nftables installed but nft is not on PATH")

@@ -294,6 +294,7 @@ type Summary struct {
 	Refused              int
 	KeysChecked, KeysLin int
 	Uncertain            Uncertain
+	Recovery             []time.Duration
 }
 
 // Add folds one run into the summary.
@@ -323,6 +324,9 @@ func (s *Summary) Add(r *Result) {
 			}
 		}
 	}
+	if d, err := time.ParseDuration(r.Recovery); err == nil {
+		s.Recovery = append(s.Recovery, d)
+	}
 	s.KeysChecked += r.Lin.Checked
 	s.KeysLin += r.Lin.Linearized
 	s.Uncertain.Total += r.Uncertain.Total
@@ -340,7 +344,18 @@ func (s *Summary) Line() string {
 		total += n
 	}
 	sort.Strings(kinds)
-	return fmt.Sprintf("robustness: runs=%d failed=%d faults=%d (%s) ops=%d acknowledged-lost=%d facts-lost=%d keys-linearizable=%d/%d uncertain=%d (committed=%d not-committed=%d unresolved=%d; not yet a failure)",
+	return fmt.Sprintf("robustness: runs=%d failed=%d faults=%d (%s) ops=%d acknowledged-lost=%d facts-lost=%d keys-linearizable=%d/%d uncertain=%d (committed=%d not-committed=%d unresolved=%d; not yet a failure) recovery %s",
 		s.Runs, s.Failed, total, strings.Join(kinds, " "), s.Ops, s.AckLost, s.FactsLost, s.KeysLin, s.KeysChecked,
-		s.Uncertain.Total, s.Uncertain.Committed, s.Uncertain.NotCommitted, s.Uncertain.Unresolved)
+		s.Uncertain.Total, s.Uncertain.Committed, s.Uncertain.NotCommitted, s.Uncertain.Unresolved, percentiles(s.Recovery))
+}
+
+// percentiles describes durations as p50/p99/max.
+func percentiles(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "p50=- p99=- max=-"
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	at := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	return fmt.Sprintf("p50=%s p99=%s max=%s", at(0.5), at(0.99), s[len(s)-1])
 }
