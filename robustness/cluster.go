@@ -43,9 +43,14 @@ type Node struct {
 	expected bool     // the next exit is the nemesis' or the shutdown's
 	stopped  bool     // SIGSTOPped
 	exits    []string // exits nobody caused
-	logf     *os.File
-	conn     *grpc.ClientConn
-	client   writv1.WritClient
+	// joinExits are exits with writd's documented seed-join failure: a
+	// restarted node that cannot reach its gossip seed (killed or
+	// partitioned away too) exits 2, and the heal restarts it as a
+	// supervisor would.
+	joinExits []string
+	logf      *os.File
+	conn      *grpc.ClientConn
+	client    writv1.WritClient
 }
 
 // Client is the node's API client.
@@ -154,7 +159,11 @@ func (c *Cluster) Start(n *Node) error {
 		err := cmd.Wait()
 		n.mu.Lock()
 		if !n.expected {
-			n.exits = append(n.exits, fmt.Sprintf("%s exited on its own (%v)", n.Name, err))
+			if why, ok := joinFailure(n.Log); ok {
+				n.joinExits = append(n.joinExits, fmt.Sprintf("%s exited (%v) on restart: %s", n.Name, err, why))
+			} else {
+				n.exits = append(n.exits, fmt.Sprintf("%s exited on its own (%v)", n.Name, err))
+			}
 		}
 		if n.cmd == cmd {
 			n.cmd = nil
@@ -215,6 +224,38 @@ func (c *Cluster) Heal() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// joinFailure reports whether the log's tail holds writd's documented
+// seed-join failure.
+func joinFailure(log string) (string, bool) {
+	b, err := os.ReadFile(log)
+	if err != nil {
+		return "", false
+	}
+	if len(b) > 4096 {
+		b = b[len(b)-4096:]
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "could not join any seed") {
+			if len(l) > 160 {
+				l = l[:160] + "…"
+			}
+			return l, true
+		}
+	}
+	return "", false
+}
+
+// JoinExits are the nodes' exits with the documented seed-join failure.
+func (c *Cluster) JoinExits() []string {
+	var out []string
+	for _, n := range c.nodes {
+		n.mu.Lock()
+		out = append(out, n.joinExits...)
+		n.mu.Unlock()
+	}
+	return out
 }
 
 // Close stops every node at once (SIGINT: stop, still a member; SIGKILL

@@ -42,16 +42,20 @@ type Config struct {
 
 // Result is what run.json holds.
 type Result struct {
-	Seed      uint64            `json:"seed"`
-	Schema    string            `json:"schema"`
-	Timing    Timing            `json:"timing"`
-	Hosts     []string          `json:"hosts"`
-	Faults    []Fault           `json:"faults"`
-	Ops       map[string]int    `json:"ops_by_outcome"`
-	Uncertain Uncertain         `json:"uncertain"`
-	Checks    []CheckResult     `json:"checks"`
-	Lin       linResult         `json:"linearizability"`
-	Recovery  string            `json:"recovery_after_heal"`
+	Seed      uint64         `json:"seed"`
+	Schema    string         `json:"schema"`
+	Timing    Timing         `json:"timing"`
+	Hosts     []string       `json:"hosts"`
+	Faults    []Fault        `json:"faults"`
+	Ops       map[string]int `json:"ops_by_outcome"`
+	Uncertain Uncertain      `json:"uncertain"`
+	Checks    []CheckResult  `json:"checks"`
+	Lin       linResult      `json:"linearizability"`
+	Recovery  string         `json:"recovery_after_heal"`
+	// JoinExits are restarts that ended in writd's documented seed-join
+	// failure (exit 2) because the seed was down or partitioned away too;
+	// the heal restarted the node. Reported, not a failure.
+	JoinExits []string          `json:"join_exits,omitempty"`
 	Duration  string            `json:"duration"`
 	Phases    map[string]string `json:"phases"`
 	Error     string            `json:"error,omitempty"`
@@ -241,6 +245,7 @@ func Run(ctx context.Context, cfg Config) *Result {
 	mark("checks")
 	closeCluster()
 	mark("close")
+	res.JoinExits = cl.JoinExits()
 	g := checkLogs(cl, exits)
 	orph := checkOrphans(cfg.Bins.Plugins, 10*time.Second)
 	mark("orphans")
@@ -295,6 +300,7 @@ type Summary struct {
 	KeysChecked, KeysLin int
 	Uncertain            Uncertain
 	Recovery             []time.Duration
+	JoinExits            int
 }
 
 // Add folds one run into the summary.
@@ -327,6 +333,7 @@ func (s *Summary) Add(r *Result) {
 	if d, err := time.ParseDuration(r.Recovery); err == nil {
 		s.Recovery = append(s.Recovery, d)
 	}
+	s.JoinExits += len(r.JoinExits)
 	s.KeysChecked += r.Lin.Checked
 	s.KeysLin += r.Lin.Linearized
 	s.Uncertain.Total += r.Uncertain.Total
@@ -344,9 +351,9 @@ func (s *Summary) Line() string {
 		total += n
 	}
 	sort.Strings(kinds)
-	return fmt.Sprintf("robustness: runs=%d failed=%d faults=%d (%s) ops=%d acknowledged-lost=%d facts-lost=%d keys-linearizable=%d/%d uncertain=%d (committed=%d not-committed=%d unresolved=%d; not yet a failure) recovery %s",
+	return fmt.Sprintf("robustness: runs=%d failed=%d faults=%d (%s) ops=%d acknowledged-lost=%d facts-lost=%d keys-linearizable=%d/%d uncertain=%d (committed=%d not-committed=%d unresolved=%d; not yet a failure) seed-join-exits=%d recovery %s",
 		s.Runs, s.Failed, total, strings.Join(kinds, " "), s.Ops, s.AckLost, s.FactsLost, s.KeysLin, s.KeysChecked,
-		s.Uncertain.Total, s.Uncertain.Committed, s.Uncertain.NotCommitted, s.Uncertain.Unresolved, percentiles(s.Recovery))
+		s.Uncertain.Total, s.Uncertain.Committed, s.Uncertain.NotCommitted, s.Uncertain.Unresolved, s.JoinExits, percentiles(s.Recovery))
 }
 
 // percentiles describes durations as p50/p99/max.
