@@ -26,7 +26,7 @@ type firewall struct {
 // with apt-get when it is missing and the process may (root).
 func partitionsAvailable() error {
 	if _, err := exec.LookPath("nft"); err == nil {
-		return nil
+		return removeStaleTables()
 	}
 	if os.Geteuid() != 0 {
 		return errors.New("nft is not installed and the suite is not root, so it cannot install nftables")
@@ -43,7 +43,7 @@ func partitionsAvailable() error {
 	if _, err := exec.LookPath("nft"); err != nil {
 		return errors.New("nftables installed but nft is not on PATH")
 	}
-	return nil
+	return removeStaleTables()
 }
 
 func lastLine(b []byte) string {
@@ -101,5 +101,37 @@ func (f *firewall) heal() error {
 		return err
 	}
 	f.up = false
+	return nil
+}
+
+// tablePrefix names every table the suite makes: writ_robustness_<pid>_<seed>.
+const tablePrefix = "writ_robustness_"
+
+// removeStaleTables deletes the suite's tables whose process is gone (a
+// test binary killed before it could heal), so that they cannot cut a later
+// run's addresses. Tables of live processes and every other table are left
+// alone.
+func removeStaleTables() error {
+	out, err := exec.Command("nft", "list", "tables").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("robustness: nft list tables: %v: %s", err, lastLine(out))
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 3 || f[0] != "table" || f[1] != "inet" || !strings.HasPrefix(f[2], tablePrefix) {
+			continue
+		}
+		var pid int
+		var seed uint64
+		if _, err := fmt.Sscanf(strings.TrimPrefix(f[2], tablePrefix), "%d_%d", &pid, &seed); err != nil || pid <= 0 {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+			continue
+		}
+		if err := nft("delete", "table", "inet", f[2]); err != nil {
+			return err
+		}
+	}
 	return nil
 }

@@ -162,7 +162,7 @@ func Run(ctx context.Context, cfg Config) *Result {
 		return res
 	}
 	mark("start")
-	fw := &firewall{table: fmt.Sprintf("writ_robustness_%d_%d", os.Getpid(), cfg.Seed)}
+	fw := &firewall{table: fmt.Sprintf("%s%d_%d", tablePrefix, os.Getpid(), cfg.Seed)}
 	defer func() { _ = fw.heal() }()
 
 	h := newHistory()
