@@ -18,7 +18,10 @@ func TestRemoveStaleTables(t *testing.T) {
 			t.Skipf("cannot add nftables tables here: %v", err)
 		}
 	}
-	defer func() { _ = nft("delete", "table", "inet", live); _ = nft("delete", "table", "inet", "writ_robustness_keep") }()
+	defer func() {
+		_ = nft("delete", "table", "inet", live)
+		_ = nft("delete", "table", "inet", "writ_robustness_keep")
+	}()
 	if err := removeStaleTables(); err != nil {
 		t.Fatal(err)
 	}
