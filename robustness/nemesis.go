@@ -15,12 +15,18 @@ const (
 	StopLeader        = "stop-leader"        // SIGSTOP the leader for 2–3 election timeouts, SIGCONT
 	PartitionLeader   = "partition-leader"   // isolate the leader from the others (nftables)
 	PartitionFollower = "partition-follower" // isolate a follower from the others (nftables)
+	// KillIsolated isolates a follower (facts reported to it wait in its
+	// outbox), SIGKILLs it, restarts it still isolated, then heals: the
+	// facts it received must survive the restart and commit once.
+	KillIsolated = "kill-isolated-follower"
 )
 
 // FaultKinds are every kind the nemesis draws from.
-var FaultKinds = []string{KillLeader, KillFollower, KillTwo, StopLeader, PartitionLeader, PartitionFollower}
+var FaultKinds = []string{KillLeader, KillFollower, KillTwo, StopLeader, PartitionLeader, PartitionFollower, KillIsolated}
 
-func isPartition(kind string) bool { return kind == PartitionLeader || kind == PartitionFollower }
+func isPartition(kind string) bool {
+	return kind == PartitionLeader || kind == PartitionFollower || kind == KillIsolated
+}
 
 // Fault is one injected fault, timed on the history's base.
 type Fault struct {
@@ -123,15 +129,23 @@ func (ne *nemesis) inject(ctx context.Context, kind string) Fault {
 			iso = follower
 		}
 		victims = []*Node{iso}
-		var rest []string
-		for _, n := range ne.cl.nodes {
-			if n != iso {
-				rest = append(rest, n.Host)
-			}
-		}
-		err = ne.fw.cut([]string{iso.Host}, rest, true)
+		err = ne.fw.cut([]string{iso.Host}, hostsBut(ne.cl, iso), true)
 		d = ne.hold(3, 5, time.Second)
 		sleepCtx(ctx, d)
+		if e := ne.fw.heal(); e != nil && err == nil {
+			err = e
+		}
+	case KillIsolated:
+		victims = []*Node{follower}
+		err = ne.fw.cut([]string{follower.Host}, hostsBut(ne.cl, follower), true)
+		d = ne.hold(2, 3, 800*time.Millisecond)
+		sleepCtx(ctx, d)
+		for _, e := range []error{ne.cl.Kill(follower), ne.cl.Start(follower)} {
+			if e != nil && err == nil {
+				err = e
+			}
+		}
+		sleepCtx(ctx, 300*time.Millisecond)
 		if e := ne.fw.heal(); e != nil && err == nil {
 			err = e
 		}
@@ -158,4 +172,15 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// hostsBut are the addresses of every node but n.
+func hostsBut(cl *Cluster, n *Node) []string {
+	var out []string
+	for _, x := range cl.nodes {
+		if x != n {
+			out = append(out, x.Host)
+		}
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -78,6 +79,19 @@ func binaries(t *testing.T, tags string) Binaries {
 // cannot be had and WRIT_ROBUSTNESS_NO_PARTITIONS=1 says that is accepted.
 func faultKinds(t *testing.T) []string {
 	t.Helper()
+	if v := os.Getenv("WRIT_ROBUSTNESS_KINDS"); v != "" {
+		for _, k := range strings.Split(v, ",") {
+			if !slices.Contains(FaultKinds, k) {
+				t.Fatalf("WRIT_ROBUSTNESS_KINDS: unknown fault kind %q (use any of %s)", k, strings.Join(FaultKinds, ","))
+			}
+			if isPartition(k) {
+				if err := partitionsAvailable(); err != nil {
+					t.Fatalf("fault kind %s needs partitions: %v", k, err)
+				}
+			}
+		}
+		return strings.Split(v, ",")
+	}
 	err := partitionsAvailable()
 	if err == nil {
 		return FaultKinds
@@ -183,4 +197,36 @@ func TestRobustnessCatchesReplyBeforeCommit(t *testing.T) {
 		}
 	}
 	t.Fatalf("a writd that replies before commit passed: %v", r.Checks)
+}
+
+// TestRobustnessCatchesFactLostOnRestart: a writd built with the
+// canary_factlostonrestart tag forgets its outbox when it starts; the
+// kill-isolated-follower fault (facts wait in the isolated node's outbox,
+// the node is killed and restarted) must make facts-exactly-once fail.
+func TestRobustnessCatchesFactLostOnRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real writd processes: skipped with -short")
+	}
+	kinds := faultKinds(t)
+	if len(kinds) < len(FaultKinds) {
+		t.Skip("needs partitions (NOT RUN without nftables)")
+	}
+	bins := binaries(t, "canary_factlostonrestart")
+	root := runRoot(t)
+	defer os.RemoveAll(root)
+	r := Run(context.Background(), Config{
+		Seed: 2, SchemaDir: jobsSchema, Bins: bins, Hosts: canaryHosts, Root: root,
+		Faults: 2, Kinds: []string{KillIsolated}, ClientsPerNode: 2, Instances: 2, HealTimeout: 10 * time.Second,
+	})
+	t.Logf("canary run: %s %v", r.Duration, r.Phases)
+	if r.Error != "" {
+		t.Fatalf("the canary run did not complete: %s", r.Error)
+	}
+	for _, c := range r.Checks {
+		if c.Name == "facts-exactly-once" && !c.Pass {
+			t.Logf("caught: %s: %d facts, first: %v", c.Name, c.Failures, c.Detail[0])
+			return
+		}
+	}
+	t.Fatalf("a writd that forgets its outbox on restart passed: %v", r.Checks)
 }

@@ -38,6 +38,9 @@ type Config struct {
 	Instances int
 	// Reproduce is the command line that reruns this seed.
 	Reproduce string
+	// HealTimeout bounds the wait for readiness and convergence after heal
+	// (default 60 s).
+	HealTimeout time.Duration
 }
 
 // Result is what run.json holds.
@@ -207,10 +210,14 @@ func Run(ctx context.Context, cfg Config) *Result {
 		return res
 	}
 	hcheck := CheckResult{Name: "converged", Pass: true, Cases: 1}
-	if err := cl.WaitHealthy(ctx, 60*time.Second); err != nil {
+	healTimeout := cfg.HealTimeout
+	if healTimeout <= 0 {
+		healTimeout = 60 * time.Second
+	}
+	if err := cl.WaitHealthy(ctx, healTimeout); err != nil {
 		hcheck.fail("after heal: %v", err)
 	}
-	hash, err := cl.Converge(ctx, 60*time.Second)
+	hash, err := cl.Converge(ctx, healTimeout)
 	if err != nil {
 		hcheck.fail("state hashes: %v", err)
 	}
