@@ -55,6 +55,7 @@ type Result struct {
 	Checks    []CheckResult  `json:"checks"`
 	Lin       linResult      `json:"linearizability"`
 	Recovery  string         `json:"recovery_after_heal"`
+	StateHash string         `json:"state_hash,omitempty"` // every node's, after heal
 	// JoinExits are restarts that ended in writd's documented seed-join
 	// failure (exit 2) because the seed was down or partitioned away too;
 	// the heal restarted the node. Reported, not a failure.
@@ -223,7 +224,7 @@ func Run(ctx context.Context, cfg Config) *Result {
 	}
 	res.Recovery = time.Since(healStart).Round(time.Millisecond).String()
 	convergedAt := h.now()
-	_ = hash
+	res.StateHash = hash
 	mark("heal")
 
 	ops := h.Ops()
