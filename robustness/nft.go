@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // firewall cuts traffic between node addresses with nftables, in a table of
@@ -104,8 +105,15 @@ func (f *firewall) heal() error {
 	return nil
 }
 
-// tablePrefix names every table the suite makes: writ_robustness_<pid>_<seed>.
+// tablePrefix names every table the suite makes: writ_robustness_<pid>_<n>,
+// n counting the process's firewalls (runs may go on in parallel).
 const tablePrefix = "writ_robustness_"
+
+var firewalls atomic.Uint64
+
+func newFirewall() *firewall {
+	return &firewall{table: fmt.Sprintf("%s%d_%d", tablePrefix, os.Getpid(), firewalls.Add(1))}
+}
 
 // removeStaleTables deletes the suite's tables whose process is gone (a
 // test binary killed before it could heal), so that they cannot cut a later

@@ -1,7 +1,6 @@
 package robustness
 
 import (
-	"fmt"
 	"net"
 	"os"
 	"testing"
@@ -40,7 +39,7 @@ func TestFirewallCutsAndHeals(t *testing.T) {
 		}
 		return err
 	}
-	fw := &firewall{table: fmt.Sprintf("%s%d_0", tablePrefix, os.Getpid())}
+	fw := newFirewall()
 	defer func() { _ = fw.heal() }()
 	if err := dial("127.0.47.5"); err != nil {
 		t.Fatalf("before the cut: %v", err)

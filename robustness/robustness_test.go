@@ -11,10 +11,12 @@ import (
 	"time"
 )
 
-// The CI tier's nodes run on 127.0.47.1–3; the canary's on 127.0.48.1–3.
+// The CI tier's nodes run on 127.0.47.1–3, the canaries' on 127.0.48.1–3
+// and 127.0.48.11–13: the three tests run in parallel.
 var (
-	ciHosts     = []string{"127.0.47.1", "127.0.47.2", "127.0.47.3"}
-	canaryHosts = []string{"127.0.48.1", "127.0.48.2", "127.0.48.3"}
+	ciHosts      = []string{"127.0.47.1", "127.0.47.2", "127.0.47.3"}
+	canaryHosts  = []string{"127.0.48.1", "127.0.48.2", "127.0.48.3"}
+	canaryHosts2 = []string{"127.0.48.11", "127.0.48.12", "127.0.48.13"}
 )
 
 // jobs is the reference schema and its plugin; the suite drives any schema
@@ -132,6 +134,7 @@ func TestRobustness(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real writd processes: skipped with -short")
 	}
+	t.Parallel()
 	kinds := faultKinds(t)
 	bins := binaries(t, "")
 	runs := envInt(t, "WRIT_ROBUSTNESS_RUNS", 10)
@@ -180,6 +183,7 @@ func TestRobustnessCatchesReplyBeforeCommit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real writd processes: skipped with -short")
 	}
+	t.Parallel()
 	bins := binaries(t, "canary_replybeforecommit")
 	root := runRoot(t)
 	defer os.RemoveAll(root)
@@ -207,6 +211,7 @@ func TestRobustnessCatchesFactLostOnRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real writd processes: skipped with -short")
 	}
+	t.Parallel()
 	kinds := faultKinds(t)
 	if len(kinds) < len(FaultKinds) {
 		t.Skip("needs partitions (NOT RUN without nftables)")
@@ -215,8 +220,8 @@ func TestRobustnessCatchesFactLostOnRestart(t *testing.T) {
 	root := runRoot(t)
 	defer os.RemoveAll(root)
 	r := Run(context.Background(), Config{
-		Seed: 2, SchemaDir: jobsSchema, Bins: bins, Hosts: canaryHosts, Root: root,
-		Faults: 2, Kinds: []string{KillIsolated}, ClientsPerNode: 2, Instances: 2, HealTimeout: 10 * time.Second,
+		Seed: 2, SchemaDir: jobsSchema, Bins: bins, Hosts: canaryHosts2, Root: root,
+		Faults: 2, Kinds: []string{KillIsolated}, ClientsPerNode: 2, Instances: 2, HealTimeout: 5 * time.Second,
 	})
 	t.Logf("canary run: %s %v", r.Duration, r.Phases)
 	if r.Error != "" {

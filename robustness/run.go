@@ -166,7 +166,7 @@ func Run(ctx context.Context, cfg Config) *Result {
 		return res
 	}
 	mark("start")
-	fw := &firewall{table: fmt.Sprintf("%s%d_%d", tablePrefix, os.Getpid(), cfg.Seed)}
+	fw := newFirewall()
 	defer func() { _ = fw.heal() }()
 
 	h := newHistory()
