@@ -15,8 +15,9 @@ const (
 	StopLeader        = "stop-leader"        // SIGSTOP the leader for 2–3 election timeouts, SIGCONT
 	PartitionLeader   = "partition-leader"   // isolate the leader from the others (nftables)
 	PartitionFollower = "partition-follower" // isolate a follower from the others (nftables)
-	// KillIsolated isolates a follower (facts reported to it wait in its
-	// outbox), SIGKILLs it, restarts it still isolated, then heals: the
+	// KillIsolated isolates a follower for 4–6 election timeouts (at least
+	// 2 s; facts reported to it wait in its outbox), SIGKILLs it, restarts
+	// it still isolated, then heals: the
 	// facts it received must survive the restart and commit once.
 	KillIsolated = "kill-isolated-follower"
 )
@@ -138,7 +139,9 @@ func (ne *nemesis) inject(ctx context.Context, kind string) Fault {
 	case KillIsolated:
 		victims = []*Node{follower}
 		err = ne.fw.cut([]string{follower.Host}, hostsBut(ne.cl, follower), true)
-		d = ne.hold(2, 3, 800*time.Millisecond)
+		// Long enough for the isolated node's clients, whose other calls
+		// wait out their timeouts, to report facts.
+		d = ne.hold(4, 6, 2*time.Second)
 		sleepCtx(ctx, d)
 		for _, e := range []error{ne.cl.Kill(follower), ne.cl.Start(follower)} {
 			if e != nil && err == nil {

@@ -206,7 +206,8 @@ func TestRobustnessCatchesReplyBeforeCommit(t *testing.T) {
 // TestRobustnessCatchesFactLostOnRestart: a writd built with the
 // canary_factlostonrestart tag forgets its outbox when it starts; the
 // kill-isolated-follower fault (facts wait in the isolated node's outbox,
-// the node is killed and restarted) must make facts-exactly-once fail.
+// the node is killed and restarted; three times, with three clients per
+// node) must make facts-exactly-once fail.
 func TestRobustnessCatchesFactLostOnRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real writd processes: skipped with -short")
@@ -221,7 +222,7 @@ func TestRobustnessCatchesFactLostOnRestart(t *testing.T) {
 	defer os.RemoveAll(root)
 	r := Run(context.Background(), Config{
 		Seed: 2, SchemaDir: jobsSchema, Bins: bins, Hosts: canaryHosts2, Root: root,
-		Faults: 2, Kinds: []string{KillIsolated}, ClientsPerNode: 2, Instances: 2, HealTimeout: 5 * time.Second,
+		Faults: 3, Kinds: []string{KillIsolated}, ClientsPerNode: 3, Instances: 2, HealTimeout: 5 * time.Second,
 	})
 	t.Logf("canary run: %s %v", r.Duration, r.Phases)
 	if r.Error != "" {
