@@ -47,10 +47,11 @@ type Node struct {
 	// restarted node that cannot reach its gossip seed (killed or
 	// partitioned away too) exits 2, and the heal restarts it as a
 	// supervisor would.
-	joinExits []string
-	logf      *os.File
-	conn      *grpc.ClientConn
-	client    writv1.WritClient
+	joinExits  []string
+	joinExited bool // the last exit was one; waitReady restarts the node
+	logf       *os.File
+	conn       *grpc.ClientConn
+	client     writv1.WritClient
 }
 
 // Client is the node's API client.
@@ -153,13 +154,14 @@ func (c *Cluster) Start(n *Node) error {
 	}
 	done := make(chan struct{})
 	n.mu.Lock()
-	n.cmd, n.done, n.logf, n.expected, n.stopped = cmd, done, lf, false, false
+	n.cmd, n.done, n.logf, n.expected, n.stopped, n.joinExited = cmd, done, lf, false, false, false
 	n.mu.Unlock()
 	go func() {
 		err := cmd.Wait()
 		n.mu.Lock()
 		if !n.expected {
 			if why, ok := joinFailure(n.Log); ok {
+				n.joinExited = true
 				n.joinExits = append(n.joinExits, fmt.Sprintf("%s exited (%v) on restart: %s", n.Name, err, why))
 			} else {
 				n.exits = append(n.exits, fmt.Sprintf("%s exited on its own (%v)", n.Name, err))
@@ -306,6 +308,16 @@ func (c *Cluster) Status(ctx context.Context, n *Node) (*writv1.StatusResponse, 
 
 func (c *Cluster) waitReady(ctx context.Context, n *Node, d time.Duration) error {
 	return poll(ctx, d, func() (bool, string) {
+		n.mu.Lock()
+		restart := n.cmd == nil && n.joinExited
+		n.mu.Unlock()
+		if restart {
+			// The documented seed-join exit: start it again, as a
+			// supervisor would.
+			if err := c.Start(n); err != nil {
+				return false, err.Error()
+			}
+		}
 		st, err := c.Status(ctx, n)
 		switch {
 		case err != nil:
