@@ -14,7 +14,7 @@ DATE      ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 VPKG      := github.com/writ-dev/writ/version
 LDFLAGS   := -X $(VPKG).version=$(VERSION) -X $(VPKG).commit=$(COMMIT) -X $(VPKG).date=$(DATE)
 
-.PHONY: all build demo test unit verify fmt vet staticcheck tidy-check gen gen-check bench soak release clean
+.PHONY: all build demo test unit verify fmt vet staticcheck tidy-check gen gen-check bench soak robustness release clean
 
 all: build
 
@@ -64,6 +64,12 @@ bench:
 
 soak:
 	$(GO) test $(RACE) -timeout 60m -tags soak $(PKGS)
+
+# The robustness suite's CI tier alone (it also runs in `make test`; the
+# longer tier runs in `make soak`). WRIT_ROBUSTNESS_SEED=N reruns a seed;
+# see docs/robustness.md.
+robustness:
+	$(GO) test -count=1 -timeout 20m -run 'TestRobustness' -v ./robustness/
 
 # Versioned archives for linux/amd64 and linux/arm64 and their checksums in
 # dist/ (scripts/release.sh; docs/deploy.md).

@@ -193,7 +193,7 @@ func (s *Server) leaderConn(ctx context.Context) (*grpc.ClientConn, string) {
 	if c, ok := s.conns[st.LeaderAPI]; ok {
 		return c, st.LeaderAPI
 	}
-	c, err := grpc.NewClient(st.LeaderAPI, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	c, err := grpc.NewClient(st.LeaderAPI, grpc.WithTransportCredentials(insecure.NewCredentials()), boundDialer(st.APIAddr))
 	if err != nil {
 		s.log.Warn("api: cannot dial leader", "leader_api", st.LeaderAPI, "err", err)
 		return nil, ""

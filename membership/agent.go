@@ -84,9 +84,14 @@ func Start(cfg Config, voters Voters) (*Agent, error) {
 	sc.LogOutput = nil
 	mc := memberlistConfig(cfg.Profile)
 	mc.Name = cfg.NodeID
+	tr, err := newBoundTransport(cfg.BindAddr, cfg.BindPort, logger)
+	if err != nil {
+		return nil, err
+	}
+	mc.Transport = tr
 	mc.BindAddr = cfg.BindAddr
-	mc.BindPort = cfg.BindPort
-	mc.AdvertisePort = cfg.BindPort // memberlist replaces it when BindPort is 0
+	mc.BindPort = tr.GetAutoBindPort()
+	mc.AdvertisePort = mc.BindPort
 	if cfg.AdvertiseAddr != "" {
 		mc.AdvertiseAddr = cfg.AdvertiseAddr
 	}
@@ -110,6 +115,7 @@ func Start(cfg Config, voters Voters) (*Agent, error) {
 
 	s, err := serf.Create(sc)
 	if err != nil {
+		_ = tr.Shutdown()
 		return nil, fmt.Errorf("membership: start gossip on %s: %w", net.JoinHostPort(cfg.BindAddr, strconv.Itoa(cfg.BindPort)), err)
 	}
 	a.serf = s

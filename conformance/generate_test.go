@@ -1,0 +1,51 @@
+package conformance
+
+import "testing"
+
+// TestGeneratorDrawsValidEntries: for both example schemas the generator
+// draws creations, requests and facts addressing the given instance, each
+// valid by the catalog's own parser, facts carrying the given ID.
+func TestGeneratorDrawsValidEntries(t *testing.T) {
+	for _, dir := range []string{"../examples/jobs/schema", "../examples/leases/schema"} {
+		g, err := NewGenerator(dir, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		check := func(what string, d Drawn) {
+			t.Helper()
+			td, ok := g.Catalog().Type(d.Type)
+			if !ok {
+				t.Fatalf("%s: %s: undeclared type %s", dir, what, d.Type)
+			}
+			p, err := td.ParseJSON(d.Payload)
+			if err != nil || p.InstanceKey() != "rk-1" || d.Instance != "rk-1" || d.Machine == "" {
+				t.Fatalf("%s: %s %s %s: %v (instance %q)", dir, what, d.Type, d.Payload, err, d.Instance)
+			}
+		}
+		cs := g.Creations("rk-1")
+		if len(cs) == 0 {
+			t.Fatalf("%s: no creations", dir)
+		}
+		for _, d := range cs {
+			check("creation", d)
+		}
+		reqs, facts := 0, 0
+		for i := 0; i < 50; i++ {
+			if d, ok := g.Request("rk-1"); ok {
+				check("request", d)
+				reqs++
+			}
+			if d, ok := g.Fact("rk-1", "f-1", 1); ok {
+				check("fact", d)
+				if d.ID != "f-1" {
+					t.Fatalf("%s: fact %s has ID %q, want f-1", dir, d.Type, d.ID)
+				}
+				facts++
+			}
+		}
+		if reqs < 40 || facts < 40 {
+			t.Fatalf("%s: drew only %d requests and %d facts of 50", dir, reqs, facts)
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package robustness
+
+import (
+	"sync"
+	"time"
+)
+
+// Outcomes an Op can record, besides the API's four.
+const (
+	outReceived = "RECEIVED" // a fact acknowledged as received
+	outOK       = "OK"       // a read that answered
+	outError    = "ERROR"    // no answer: transport failure or deadline (unknown outcome)
+)
+
+// Op is one client call: what was asked of which node, when (nanoseconds
+// since the run's monotonic base) and what came back.
+type Op struct {
+	Client  int    `json:"client"`
+	Node    string `json:"node"`
+	Kind    string `json:"kind"` // submit, report, get (linearizable), sget (serializable)
+	Type    string `json:"type,omitempty"`
+	ID      string `json:"id,omitempty"`  // request ID or fact ID
+	Key     string `json:"key,omitempty"` // the machine key addressed or read
+	Payload string `json:"payload,omitempty"`
+	Start   int64  `json:"start"`
+	End     int64  `json:"end"`
+	Outcome string `json:"outcome"`
+	Index   uint64 `json:"index,omitempty"`
+	Found   bool   `json:"found,omitempty"`
+	Rev     uint64 `json:"rev,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// History records every call on one monotonic base.
+type History struct {
+	base time.Time
+	mu   sync.Mutex
+	ops  []Op
+}
+
+func newHistory() *History { return &History{base: time.Now()} }
+
+// now is the monotonic time since the base.
+func (h *History) now() int64 { return int64(time.Since(h.base)) }
+
+func (h *History) add(op Op) {
+	h.mu.Lock()
+	h.ops = append(h.ops, op)
+	h.mu.Unlock()
+}
+
+// Ops is a copy of the recorded calls.
+func (h *History) Ops() []Op {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]Op(nil), h.ops...)
+}

@@ -1,0 +1,189 @@
+package robustness
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Fault kinds of the first nemesis set.
+const (
+	KillLeader        = "kill-leader"        // SIGKILL the leader, restart it
+	KillFollower      = "kill-follower"      // SIGKILL a follower, restart it
+	KillTwo           = "kill-two"           // SIGKILL two nodes at once (quorum lost), restart both
+	StopLeader        = "stop-leader"        // SIGSTOP the leader for 2–3 election timeouts, SIGCONT
+	PartitionLeader   = "partition-leader"   // isolate the leader from the others (nftables)
+	PartitionFollower = "partition-follower" // isolate a follower from the others (nftables)
+	// KillIsolated isolates a follower for 4–6 election timeouts (at least
+	// 2 s; facts reported to it wait in its outbox), SIGKILLs it, restarts
+	// it still isolated, then heals: the
+	// facts it received must survive the restart and commit once.
+	KillIsolated = "kill-isolated-follower"
+)
+
+// FaultKinds are every kind the nemesis draws from.
+var FaultKinds = []string{KillLeader, KillFollower, KillTwo, StopLeader, PartitionLeader, PartitionFollower, KillIsolated}
+
+func isPartition(kind string) bool {
+	return kind == PartitionLeader || kind == PartitionFollower || kind == KillIsolated
+}
+
+// Fault is one injected fault, timed on the history's base.
+type Fault struct {
+	Kind   string   `json:"kind"`
+	Nodes  []string `json:"nodes"`
+	At     int64    `json:"at_ns"`
+	Healed int64    `json:"healed_ns"`
+	Hold   string   `json:"hold"`
+	Error  string   `json:"error,omitempty"`
+}
+
+// nemesis injects faults into a cluster, one at a time, each held and
+// then healed.
+type nemesis struct {
+	cl    *Cluster
+	fw    *firewall
+	h     *History
+	rng   *rand.Rand
+	kinds []string
+}
+
+// schedule draws n fault kinds.
+// The first is the seed's turn in the list of kinds, so that consecutive
+// seeds inject every kind.
+func (ne *nemesis) schedule(seed uint64, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = ne.kinds[ne.rng.IntN(len(ne.kinds))]
+		if i == 0 {
+			out[i] = ne.kinds[seed%uint64(len(ne.kinds))]
+		}
+	}
+	return out
+}
+
+// pick returns the leader (or, when none is found quickly, any node) and
+// the others.
+func (ne *nemesis) pick(ctx context.Context) (*Node, []*Node) {
+	l, err := ne.cl.Leader(ctx, 5*time.Second)
+	if err != nil {
+		l = ne.cl.nodes[ne.rng.IntN(len(ne.cl.nodes))]
+	}
+	var others []*Node
+	for _, n := range ne.cl.nodes {
+		if n != l {
+			others = append(others, n)
+		}
+	}
+	return l, others
+}
+
+// hold draws a duration of lo..hi election timeouts, at least min.
+func (ne *nemesis) hold(lo, hi float64, min time.Duration) time.Duration {
+	e := float64(ne.cl.timing.Election())
+	d := time.Duration(e * (lo + ne.rng.Float64()*(hi-lo)))
+	return max(d, min)
+}
+
+// inject runs one fault of kind to completion (inject, hold, heal).
+func (ne *nemesis) inject(ctx context.Context, kind string) Fault {
+	f := Fault{Kind: kind}
+	leader, others := ne.pick(ctx)
+	follower := others[ne.rng.IntN(len(others))]
+	var victims []*Node
+	var d time.Duration
+	var err error
+	f.At = ne.h.now()
+	switch kind {
+	case KillLeader, KillFollower, KillTwo:
+		victims = []*Node{leader}
+		switch kind {
+		case KillFollower:
+			victims = []*Node{follower}
+		case KillTwo:
+			victims = []*Node{leader, follower}
+		}
+		for _, n := range victims {
+			if e := ne.cl.Kill(n); e != nil && err == nil {
+				err = e
+			}
+		}
+		d = time.Duration(300+ne.rng.IntN(1500)) * time.Millisecond
+		sleepCtx(ctx, d)
+		for _, n := range victims {
+			if e := ne.cl.Start(n); e != nil && err == nil {
+				err = e
+			}
+		}
+	case StopLeader:
+		victims = []*Node{leader}
+		err = ne.cl.Pause(leader)
+		d = ne.hold(2, 3, 0)
+		sleepCtx(ctx, d)
+		if e := ne.cl.Resume(leader); e != nil && err == nil {
+			err = e
+		}
+	case PartitionLeader, PartitionFollower:
+		iso := leader
+		if kind == PartitionFollower {
+			iso = follower
+		}
+		victims = []*Node{iso}
+		err = ne.fw.cut([]string{iso.Host}, hostsBut(ne.cl, iso), true)
+		d = ne.hold(3, 5, time.Second)
+		sleepCtx(ctx, d)
+		if e := ne.fw.heal(); e != nil && err == nil {
+			err = e
+		}
+	case KillIsolated:
+		victims = []*Node{follower}
+		err = ne.fw.cut([]string{follower.Host}, hostsBut(ne.cl, follower), true)
+		// Long enough for the isolated node's clients, whose other calls
+		// wait out their timeouts, to report facts.
+		d = ne.hold(4, 6, 2*time.Second)
+		sleepCtx(ctx, d)
+		for _, e := range []error{ne.cl.Kill(follower), ne.cl.Start(follower)} {
+			if e != nil && err == nil {
+				err = e
+			}
+		}
+		sleepCtx(ctx, 300*time.Millisecond)
+		if e := ne.fw.heal(); e != nil && err == nil {
+			err = e
+		}
+	default:
+		err = fmt.Errorf("robustness: unknown fault kind %q", kind)
+	}
+	f.Healed = ne.h.now()
+	f.Hold = d.Round(time.Millisecond).String()
+	for _, n := range victims {
+		f.Nodes = append(f.Nodes, n.Name)
+	}
+	if err != nil {
+		f.Error = err.Error()
+	}
+	return f
+}
+
+// sleepCtx waits d or until ctx ends: the fault's hold time is the thing
+// being tested, not a synchronisation.
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// hostsBut are the addresses of every node but n.
+func hostsBut(cl *Cluster, n *Node) []string {
+	var out []string
+	for _, x := range cl.nodes {
+		if x != n {
+			out = append(out, x.Host)
+		}
+	}
+	return out
+}

@@ -1,0 +1,238 @@
+package robustness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The CI tier's nodes run on 127.0.47.1–3, the canaries' on 127.0.48.1–3
+// and 127.0.48.11–13: the three tests run in parallel.
+var (
+	ciHosts      = []string{"127.0.47.1", "127.0.47.2", "127.0.47.3"}
+	canaryHosts  = []string{"127.0.48.1", "127.0.48.2", "127.0.48.3"}
+	canaryHosts2 = []string{"127.0.48.11", "127.0.48.12", "127.0.48.13"}
+)
+
+// jobs is the reference schema and its plugin; the suite drives any schema
+// the same way (WRIT_ROBUSTNESS_SCHEMA and WRIT_ROBUSTNESS_PLUGIN_PKG pick
+// another).
+const (
+	jobsSchema = "../examples/jobs/schema"
+	jobsPlugin = "github.com/writ-dev/writ/examples/jobs/cmd/writ-jobs"
+	writdPkg   = "github.com/writ-dev/writ/cmd/writd"
+)
+
+var binDir string
+
+func TestMain(m *testing.M) {
+	d, err := os.MkdirTemp("", "writ-robustness-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = d
+	code := m.Run()
+	os.RemoveAll(d)
+	os.Exit(code)
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		t.Fatalf("%s=%q: give a non-negative integer", name, v)
+	}
+	return n
+}
+
+// binaries builds writd (with tags) and the schema's plugin, once per test
+// binary.
+func binaries(t *testing.T, tags string) Binaries {
+	t.Helper()
+	ctx := context.Background()
+	w, err := Build(ctx, binDir, writdPkg, tags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Build(ctx, binDir, envOr("WRIT_ROBUSTNESS_PLUGIN_PKG", jobsPlugin), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Binaries{Writd: w, Plugins: []string{p}}
+}
+
+// faultKinds is every kind, or every kind but partitions when nftables
+// cannot be had and WRIT_ROBUSTNESS_NO_PARTITIONS=1 says that is accepted.
+func faultKinds(t *testing.T) []string {
+	t.Helper()
+	if v := os.Getenv("WRIT_ROBUSTNESS_KINDS"); v != "" {
+		for _, k := range strings.Split(v, ",") {
+			if !slices.Contains(FaultKinds, k) {
+				t.Fatalf("WRIT_ROBUSTNESS_KINDS: unknown fault kind %q (use any of %s)", k, strings.Join(FaultKinds, ","))
+			}
+			if isPartition(k) {
+				if err := partitionsAvailable(); err != nil {
+					t.Fatalf("fault kind %s needs partitions: %v", k, err)
+				}
+			}
+		}
+		return strings.Split(v, ",")
+	}
+	err := partitionsAvailable()
+	if err == nil {
+		return FaultKinds
+	}
+	if os.Getenv("WRIT_ROBUSTNESS_NO_PARTITIONS") != "1" {
+		t.Fatalf("network partitions cannot run: %v (fix: run as root with apt-get available, install nftables, or set WRIT_ROBUSTNESS_NO_PARTITIONS=1 to run without them)", err)
+	}
+	t.Logf("partitions NOT RUN: %v (WRIT_ROBUSTNESS_NO_PARTITIONS=1)", err)
+	var out []string
+	for _, k := range FaultKinds {
+		if !isPartition(k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func runRoot(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("WRIT_ROBUSTNESS_DIR"); d != "" {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	d, err := os.MkdirTemp("", "writ-robustness-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestRobustness is the CI tier: WRIT_ROBUSTNESS_RUNS runs (default 10)
+// of WRIT_ROBUSTNESS_FAULTS faults each (default 2) on 3 real writd
+// processes, seeds from WRIT_ROBUSTNESS_SEED on (default: drawn and
+// printed). Every run must pass every check; the summary line is printed.
+func TestRobustness(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real writd processes: skipped with -short")
+	}
+	t.Parallel()
+	kinds := faultKinds(t)
+	bins := binaries(t, "")
+	runs := envInt(t, "WRIT_ROBUSTNESS_RUNS", 10)
+	faults := envInt(t, "WRIT_ROBUSTNESS_FAULTS", 2)
+	base := uint64(time.Now().UnixNano() % 1_000_000_000)
+	if s := os.Getenv("WRIT_ROBUSTNESS_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("WRIT_ROBUSTNESS_SEED=%q: give a non-negative integer", s)
+		}
+		base = v
+	}
+	root := runRoot(t)
+	var sum Summary
+	for i := 0; i < runs; i++ {
+		seed := base + uint64(i)
+		r := Run(context.Background(), Config{
+			Seed: seed, SchemaDir: envOr("WRIT_ROBUSTNESS_SCHEMA", jobsSchema), Bins: bins, Hosts: ciHosts, Root: root,
+			Faults: faults, Kinds: kinds, ClientsPerNode: 2, Instances: 3,
+			Reproduce: fmt.Sprintf("WRIT_ROBUSTNESS_SEED=%d WRIT_ROBUSTNESS_RUNS=1 WRIT_ROBUSTNESS_FAULTS=%d go test -count=1 -run 'TestRobustness$' ./robustness/", seed, faults),
+		})
+		sum.Add(r)
+		t.Logf("seed %d: %s, %d faults, recovery %s, %d ops, uncertain %d, keys linearizable %d/%d", seed, r.Duration, len(r.Faults), r.Recovery, opsOf(r), r.Uncertain.Total, r.Lin.Linearized, r.Lin.Checked)
+		if !r.Passed() {
+			t.Errorf("seed %d failed: %s\n  reproduce: %s\n  kept: %s", seed, strings.Join(r.Failures(), "; "), r.Reproduce, r.Dir)
+		}
+	}
+	if sum.Failed == 0 && os.Getenv("WRIT_ROBUSTNESS_DIR") == "" {
+		os.RemoveAll(root)
+	}
+	fmt.Println(sum.Line())
+}
+
+func opsOf(r *Result) int {
+	n := 0
+	for _, v := range r.Ops {
+		n += v
+	}
+	return n
+}
+
+// TestRobustnessCatchesReplyBeforeCommit: a writd built with the
+// canary_replybeforecommit tag answers requests COMMITTED when they are
+// proposed; the suite must fail on it (the acknowledged-not-lost check).
+func TestRobustnessCatchesReplyBeforeCommit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real writd processes: skipped with -short")
+	}
+	t.Parallel()
+	bins := binaries(t, "canary_replybeforecommit")
+	root := runRoot(t)
+	defer os.RemoveAll(root)
+	r := Run(context.Background(), Config{
+		Seed: 1, SchemaDir: jobsSchema, Bins: bins, Hosts: canaryHosts, Root: root,
+		Faults: 1, Kinds: []string{KillLeader}, ClientsPerNode: 1, Instances: 2,
+	})
+	if r.Error != "" {
+		t.Fatalf("the canary run did not complete: %s", r.Error)
+	}
+	for _, c := range r.Checks {
+		if c.Name == "acknowledged-not-lost" && !c.Pass {
+			t.Logf("caught: %s: %v", c.Name, c.Detail[0])
+			return
+		}
+	}
+	t.Fatalf("a writd that replies before commit passed: %v", r.Checks)
+}
+
+// TestRobustnessCatchesFactLostOnRestart: a writd built with the
+// canary_factlostonrestart tag forgets its outbox when it starts; the
+// kill-isolated-follower fault (facts wait in the isolated node's outbox,
+// the node is killed and restarted; three times, with three clients per
+// node) must make facts-exactly-once fail.
+func TestRobustnessCatchesFactLostOnRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real writd processes: skipped with -short")
+	}
+	t.Parallel()
+	kinds := faultKinds(t)
+	if len(kinds) < len(FaultKinds) {
+		t.Skip("needs partitions (NOT RUN without nftables)")
+	}
+	bins := binaries(t, "canary_factlostonrestart")
+	root := runRoot(t)
+	defer os.RemoveAll(root)
+	r := Run(context.Background(), Config{
+		Seed: 2, SchemaDir: jobsSchema, Bins: bins, Hosts: canaryHosts2, Root: root,
+		Faults: 3, Kinds: []string{KillIsolated}, ClientsPerNode: 3, Instances: 2, HealTimeout: 5 * time.Second,
+	})
+	t.Logf("canary run: %s %v", r.Duration, r.Phases)
+	if r.Error != "" {
+		t.Fatalf("the canary run did not complete: %s", r.Error)
+	}
+	for _, c := range r.Checks {
+		if c.Name == "facts-exactly-once" && !c.Pass {
+			t.Logf("caught: %s: %d facts, first: %v", c.Name, c.Failures, c.Detail[0])
+			return
+		}
+	}
+	t.Fatalf("a writd that forgets its outbox on restart passed: %v", r.Checks)
+}

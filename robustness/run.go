@@ -1,0 +1,376 @@
+package robustness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/conformance"
+)
+
+// Config is one run.
+type Config struct {
+	Seed uint64
+	// SchemaDir is the schema the nodes run (--schema); Bins.Plugins serve it.
+	SchemaDir string
+	Bins      Binaries
+	// Hosts are the nodes' loopback addresses (3); the run owns them.
+	Hosts []string
+	// Root is where the run's directory is made (run-<seed>); it is removed
+	// when every check passes, except run.json.
+	Root string
+	// Faults is how many faults the nemesis injects.
+	Faults int
+	// Kinds are the fault kinds drawn from (default FaultKinds).
+	Kinds []string
+	// ClientsPerNode is how many concurrent clients address each node.
+	ClientsPerNode int
+	// Instances is how many machine instances of each machine the workload
+	// addresses.
+	Instances int
+	// Reproduce is the command line that reruns this seed.
+	Reproduce string
+	// HealTimeout bounds the wait for readiness and convergence after heal
+	// (default 60 s).
+	HealTimeout time.Duration
+}
+
+// Result is what run.json holds.
+type Result struct {
+	Seed      uint64         `json:"seed"`
+	Schema    string         `json:"schema"`
+	Timing    Timing         `json:"timing"`
+	Hosts     []string       `json:"hosts"`
+	Faults    []Fault        `json:"faults"`
+	Ops       map[string]int `json:"ops_by_outcome"`
+	Uncertain Uncertain      `json:"uncertain"`
+	Checks    []CheckResult  `json:"checks"`
+	Lin       linResult      `json:"linearizability"`
+	Recovery  string         `json:"recovery_after_heal"`
+	StateHash string         `json:"state_hash,omitempty"` // every node's, after heal
+	// JoinExits are restarts that ended in writd's documented seed-join
+	// failure (exit 2) because the seed was down or partitioned away too;
+	// the heal restarted the node. Reported, not a failure.
+	JoinExits []string          `json:"join_exits,omitempty"`
+	Duration  string            `json:"duration"`
+	Phases    map[string]string `json:"phases"`
+	Error     string            `json:"error,omitempty"`
+	Reproduce string            `json:"reproduce"`
+	Dir       string            `json:"dir,omitempty"`
+}
+
+// Passed reports whether the run completed and every check passed.
+func (r *Result) Passed() bool {
+	if r.Error != "" {
+		return false
+	}
+	for _, c := range r.Checks {
+		if !c.Pass {
+			return false
+		}
+	}
+	return true
+}
+
+// Failures lists the failing checks with their first detail.
+func (r *Result) Failures() []string {
+	var out []string
+	if r.Error != "" {
+		out = append(out, "run: "+r.Error)
+	}
+	for _, c := range r.Checks {
+		if !c.Pass {
+			d := ""
+			if len(c.Detail) > 0 {
+				d = ": " + c.Detail[0]
+			}
+			out = append(out, c.Name+d)
+		}
+	}
+	return out
+}
+
+// drawTiming draws the cluster's timing from the seed: tick 20–50 ms,
+// 10–20 election ticks, a snapshot every 10–1000 entries, commit timeout
+// 0.5–3 s.
+func drawTiming(rng *rand.Rand) Timing {
+	return Timing{
+		Tick:            []time.Duration{20 * time.Millisecond, 30 * time.Millisecond, 50 * time.Millisecond}[rng.IntN(3)],
+		ElectionTicks:   10 + rng.IntN(11),
+		SnapshotEntries: []int{10, 25, 100, 1000}[rng.IntN(4)],
+		CommitTimeout:   []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 3 * time.Second}[rng.IntN(4)],
+	}
+}
+
+// Run runs one seed: cluster, workload, nemesis, heal, checks, report.
+func Run(ctx context.Context, cfg Config) *Result {
+	start := time.Now()
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5eed))
+	res := &Result{Seed: cfg.Seed, Schema: cfg.SchemaDir, Timing: drawTiming(rng), Hosts: cfg.Hosts, Ops: map[string]int{}, Reproduce: cfg.Reproduce, Phases: map[string]string{}}
+	phase := time.Now()
+	mark := func(name string) {
+		res.Phases[name] = time.Since(phase).Round(time.Millisecond).String()
+		phase = time.Now()
+	}
+	dir := filepath.Join(cfg.Root, fmt.Sprintf("run-%d", cfg.Seed))
+	_ = os.RemoveAll(dir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	defer func() {
+		res.Duration = time.Since(start).Round(time.Millisecond).String()
+		if !res.Passed() {
+			res.Dir = dir
+		}
+		b, _ := json.MarshalIndent(res, "", "  ")
+		if res.Passed() {
+			// Only run.json is kept for a passing run.
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+			}
+		}
+		_ = os.WriteFile(filepath.Join(dir, "run.json"), b, 0o600)
+	}()
+	kinds := cfg.Kinds
+	if len(kinds) == 0 {
+		kinds = FaultKinds
+	}
+	gen, err := conformance.NewGenerator(cfg.SchemaDir, cfg.Seed)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	defer gen.Close()
+	cl, err := StartCluster(ctx, cfg.Bins, gen.Dir(), dir, cfg.Hosts, res.Timing)
+	closed := false
+	var exits []string
+	closeCluster := func() {
+		if !closed {
+			closed = true
+			exits = cl.Close()
+		}
+	}
+	defer closeCluster()
+	if err != nil {
+		res.Error = "cluster did not start: " + err.Error()
+		return res
+	}
+	mark("start")
+	fw := newFirewall()
+	defer func() { _ = fw.heal() }()
+
+	h := newHistory()
+	w := &workload{cl: cl, h: h, timeout: res.Timing.CommitTimeout, gen: gen, run: fmt.Sprintf("s%d", cfg.Seed)}
+	for i := 0; i < max(1, cfg.Instances); i++ {
+		w.insts = append(w.insts, fmt.Sprintf("rk-%d", i))
+	}
+	w.setup(ctx)
+	if len(w.targets) == 0 {
+		res.Error = "the schema has no request type that creates a machine instance: nothing to drive"
+		return res
+	}
+	wctx, stopClients := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	cid := 1
+	for _, n := range cl.nodes {
+		for k := 0; k < max(1, cfg.ClientsPerNode); k++ {
+			wg.Add(1)
+			crng := rand.New(rand.NewPCG(cfg.Seed, uint64(cid)))
+			go func(id int, n *Node) { defer wg.Done(); w.client(wctx, id, n, crng) }(cid, n)
+			cid++
+		}
+	}
+	ne := &nemesis{cl: cl, fw: fw, h: h, rng: rng, kinds: kinds}
+	sleepCtx(ctx, 500*time.Millisecond) // traffic before the first fault
+	for _, kind := range ne.schedule(cfg.Seed, cfg.Faults) {
+		res.Faults = append(res.Faults, ne.inject(ctx, kind))
+		sleepCtx(ctx, time.Duration(200+rng.IntN(800))*time.Millisecond)
+	}
+	stopClients()
+	wg.Wait()
+	mark("faults")
+
+	// Heal everything, then wait for the cluster to recover and converge.
+	healStart := time.Now()
+	if err := fw.heal(); err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	if err := cl.Heal(); err != nil {
+		res.Error = "heal: " + err.Error()
+		return res
+	}
+	hcheck := CheckResult{Name: "converged", Pass: true, Cases: 1}
+	healTimeout := cfg.HealTimeout
+	if healTimeout <= 0 {
+		healTimeout = 60 * time.Second
+	}
+	if err := cl.WaitHealthy(ctx, healTimeout); err != nil {
+		hcheck.fail("after heal: %v", err)
+	}
+	hash, err := cl.Converge(ctx, healTimeout)
+	if err != nil {
+		hcheck.fail("state hashes: %v", err)
+	}
+	res.Recovery = time.Since(healStart).Round(time.Millisecond).String()
+	convergedAt := h.now()
+	res.StateHash = hash
+	mark("heal")
+
+	ops := h.Ops()
+	for _, op := range ops {
+		res.Ops[op.Kind+" "+op.Outcome]++
+	}
+	ids, order := byID(ops)
+	outs := outcomes(ctx, cl, order)
+	a, b, c, unc, cmds := checkAcknowledged(ids, order, outs, convergedAt)
+	res.Uncertain = unc
+
+	finals := finalRevisions(ctx, cl, w.targets)
+	lin := checkLinearizable(ops, finals, h.now(), cmds, dir, 20*time.Second)
+	res.Lin = lin
+	lc := CheckResult{Name: "linearizable", Pass: lin.ok(), Cases: lin.Checked}
+	for _, k := range lin.Illegal {
+		lc.fail("%s: not linearizable (visualisation in the run directory)", k)
+	}
+	for _, k := range lin.Unknown {
+		lc.fail("%s: porcupine could not decide within its timeout", k)
+	}
+	for _, k := range lin.Uncheckable {
+		lc.fail("%s", k)
+	}
+
+	mark("checks")
+	closeCluster()
+	mark("close")
+	res.JoinExits = cl.JoinExits()
+	g := checkLogs(cl, exits)
+	orph := checkOrphans(cfg.Bins.Plugins, 10*time.Second)
+	mark("orphans")
+	res.Checks = []CheckResult{hcheck, a, b, c, lc, g, orph}
+	if !res.Passed() {
+		writeHistory(filepath.Join(dir, "history.jsonl"), ops)
+	}
+	return res
+}
+
+// finalRevisions reads every target key on every node after convergence
+// (serializable: each node's own state).
+func finalRevisions(ctx context.Context, cl *Cluster, ts []target) map[string][]uint64 {
+	out := map[string][]uint64{}
+	for _, t := range ts {
+		for _, n := range cl.nodes {
+			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			r, err := n.client.Get(cctx, &writv1.GetRequest{Key: t.key, Serializable: true})
+			cancel()
+			if err != nil {
+				continue
+			}
+			rev := uint64(0)
+			if r.Found && r.Record != nil {
+				rev = r.Record.Rev
+			}
+			out[t.key] = append(out[t.key], rev)
+		}
+	}
+	return out
+}
+
+func writeHistory(path string, ops []Op) {
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	enc := json.NewEncoder(f)
+	for _, op := range ops {
+		_ = enc.Encode(op)
+	}
+}
+
+// Summary is the one line a tier prints over its runs.
+type Summary struct {
+	Runs, Failed         int
+	Faults               map[string]int
+	Ops                  int
+	AckLost, FactsLost   int
+	Refused              int
+	KeysChecked, KeysLin int
+	Uncertain            Uncertain
+	Recovery             []time.Duration
+	JoinExits            int
+}
+
+// Add folds one run into the summary.
+func (s *Summary) Add(r *Result) {
+	if s.Faults == nil {
+		s.Faults = map[string]int{}
+	}
+	s.Runs++
+	if !r.Passed() {
+		s.Failed++
+	}
+	for _, f := range r.Faults {
+		s.Faults[f.Kind]++
+	}
+	for _, n := range r.Ops {
+		s.Ops += n
+	}
+	for _, c := range r.Checks {
+		switch c.Name {
+		case "acknowledged-not-lost":
+			if !c.Pass {
+				s.AckLost += c.Failures
+			}
+		case "facts-exactly-once":
+			if !c.Pass {
+				s.FactsLost += c.Failures
+			}
+		}
+	}
+	if d, err := time.ParseDuration(r.Recovery); err == nil {
+		s.Recovery = append(s.Recovery, d)
+	}
+	s.JoinExits += len(r.JoinExits)
+	s.KeysChecked += r.Lin.Checked
+	s.KeysLin += r.Lin.Linearized
+	s.Uncertain.Total += r.Uncertain.Total
+	s.Uncertain.Committed += r.Uncertain.Committed
+	s.Uncertain.NotCommitted += r.Uncertain.NotCommitted
+	s.Uncertain.Unresolved += r.Uncertain.Unresolved
+}
+
+// Line is the summary line.
+func (s *Summary) Line() string {
+	kinds := make([]string, 0, len(s.Faults))
+	total := 0
+	for k, n := range s.Faults {
+		kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
+		total += n
+	}
+	sort.Strings(kinds)
+	return fmt.Sprintf("robustness: runs=%d failed=%d faults=%d (%s) ops=%d acknowledged-lost=%d facts-lost=%d keys-linearizable=%d/%d uncertain=%d (committed=%d not-committed=%d unresolved=%d; not yet a failure) seed-join-exits=%d recovery %s",
+		s.Runs, s.Failed, total, strings.Join(kinds, " "), s.Ops, s.AckLost, s.FactsLost, s.KeysLin, s.KeysChecked,
+		s.Uncertain.Total, s.Uncertain.Committed, s.Uncertain.NotCommitted, s.Uncertain.Unresolved, s.JoinExits, percentiles(s.Recovery))
+}
+
+// percentiles describes durations as p50/p99/max.
+func percentiles(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "p50=- p99=- max=-"
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	at := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	return fmt.Sprintf("p50=%s p99=%s max=%s", at(0.5), at(0.99), s[len(s)-1])
+}

@@ -1,0 +1,182 @@
+package robustness
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/writ-dev/writ/api"
+	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/conformance"
+	"github.com/writ-dev/writ/pipeline"
+)
+
+// target is one machine instance the workload addresses.
+type target struct {
+	machine, inst, key string
+}
+
+// workload runs concurrent clients against every node: requests (new IDs,
+// and retries under the same ID after an answer that decided nothing),
+// facts with IDs and per-instance orders, linearizable and serializable
+// reads of the instances' keys. Payloads come from the schema's catalog.
+type workload struct {
+	cl      *Cluster
+	h       *History
+	timeout time.Duration
+	run     string
+
+	genMu   sync.Mutex
+	gen     *conformance.Generator
+	insts   []string
+	targets []target
+
+	orders sync.Map // instance → *atomic.Uint64
+	seq    atomic.Uint64
+}
+
+func (w *workload) draw(f func(g *conformance.Generator) (conformance.Drawn, bool)) (conformance.Drawn, bool) {
+	w.genMu.Lock()
+	defer w.genMu.Unlock()
+	return f(w.gen)
+}
+
+// setup creates every instance with every creating request type, through
+// node 1, recorded as client 0's calls.
+func (w *workload) setup(ctx context.Context) {
+	seen := map[string]bool{}
+	for _, inst := range w.insts {
+		w.genMu.Lock()
+		cs := w.gen.Creations(inst)
+		w.genMu.Unlock()
+		for _, d := range cs {
+			key := pipeline.MachineKey(d.Machine, inst)
+			if !seen[key] {
+				seen[key] = true
+				w.targets = append(w.targets, target{machine: d.Machine, inst: inst, key: key})
+			}
+			w.submit(ctx, 0, w.cl.nodes[0], d, w.newID(0))
+		}
+	}
+}
+
+func (w *workload) newID(client int) string {
+	return fmt.Sprintf("%s-c%d-%d", w.run, client, w.seq.Add(1))
+}
+
+// client runs until ctx ends, on its own rng, addressing node home mostly
+// and any node sometimes.
+func (w *workload) client(ctx context.Context, id int, home *Node, rng *rand.Rand) {
+	var retry *conformance.Drawn
+	var retryID string
+	for ctx.Err() == nil {
+		n := home
+		if rng.IntN(4) == 0 {
+			n = w.cl.nodes[rng.IntN(len(w.cl.nodes))]
+		}
+		if retry != nil {
+			// The last answer decided nothing: retry under the same ID,
+			// on another node.
+			d, rid := *retry, retryID
+			retry = nil
+			w.submit(ctx, id, n, d, rid)
+			continue
+		}
+		switch k := rng.IntN(100); {
+		case k < 40:
+			inst := w.insts[rng.IntN(len(w.insts))]
+			d, ok := w.draw(func(g *conformance.Generator) (conformance.Drawn, bool) { return g.Request(inst) })
+			if !ok {
+				continue
+			}
+			rid := w.newID(id)
+			if out := w.submit(ctx, id, n, d, rid); (out == writv1.Outcome_UNCERTAIN.String() || out == outError) && rng.IntN(2) == 0 {
+				retry, retryID = &d, rid
+			}
+		case k < 55:
+			inst := w.insts[rng.IntN(len(w.insts))]
+			v, _ := w.orders.LoadOrStore(inst, new(atomic.Uint64))
+			order := v.(*atomic.Uint64).Add(1)
+			fid := fmt.Sprintf("%s-f%d", w.run, w.seq.Add(1))
+			d, ok := w.draw(func(g *conformance.Generator) (conformance.Drawn, bool) { return g.Fact(inst, fid, order) })
+			if !ok {
+				continue
+			}
+			w.report(ctx, id, n, d)
+		case k < 92:
+			w.get(ctx, id, n, w.targets[rng.IntN(len(w.targets))].key, false)
+		default:
+			w.get(ctx, id, n, w.targets[rng.IntN(len(w.targets))].key, true)
+		}
+	}
+}
+
+func (w *workload) submit(ctx context.Context, client int, n *Node, d conformance.Drawn, id string) string {
+	op := Op{Client: client, Node: n.Name, Kind: "submit", Type: d.Type, ID: id,
+		Key: pipeline.MachineKey(d.Machine, d.Instance), Payload: string(d.Payload)}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.timeout+3*time.Second)
+	op.Start = w.h.now()
+	r, err := n.client.Submit(cctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: d.Type, Id: id, Payload: d.Payload},
+		TimeoutMs: uint32(w.timeout.Milliseconds())})
+	op.End = w.h.now()
+	cancel()
+	switch {
+	case err == nil:
+		op.Outcome, op.Index, op.Reason = r.Outcome.String(), r.Index, r.Reason
+	default:
+		if od, ok := api.OutcomeFromError(err); ok {
+			op.Outcome, op.Index, op.Reason = od.Outcome.String(), od.Index, od.Reason
+		} else {
+			op.Outcome, op.Reason = outError, err.Error()
+		}
+	}
+	w.h.add(op)
+	return op.Outcome
+}
+
+func (w *workload) report(ctx context.Context, client int, n *Node, d conformance.Drawn) {
+	op := Op{Client: client, Node: n.Name, Kind: "report", Type: d.Type, ID: d.ID,
+		Key: pipeline.MachineKey(d.Machine, d.Instance), Payload: string(d.Payload)}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	op.Start = w.h.now()
+	r, err := n.client.Report(cctx, &writv1.ReportRequest{Entry: &writv1.Entry{Type: d.Type, Payload: d.Payload}})
+	op.End = w.h.now()
+	cancel()
+	switch {
+	case err == nil && r.Received:
+		op.Outcome = outReceived
+	case err == nil:
+		op.Outcome, op.Reason = outError, "answered without received"
+	default:
+		if od, ok := api.OutcomeFromError(err); ok {
+			op.Outcome, op.Reason = od.Outcome.String(), od.Reason
+		} else {
+			op.Outcome, op.Reason = outError, err.Error()
+		}
+	}
+	w.h.add(op)
+}
+
+func (w *workload) get(ctx context.Context, client int, n *Node, key string, serializable bool) {
+	op := Op{Client: client, Node: n.Name, Kind: "get", Key: key}
+	if serializable {
+		op.Kind = "sget"
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	op.Start = w.h.now()
+	r, err := n.client.Get(cctx, &writv1.GetRequest{Key: key, Serializable: serializable})
+	op.End = w.h.now()
+	cancel()
+	if err != nil {
+		op.Outcome, op.Reason = outError, err.Error()
+	} else {
+		op.Outcome, op.Found = outOK, r.Found
+		if r.Found && r.Record != nil {
+			op.Rev = r.Record.Rev
+		}
+	}
+	w.h.add(op)
+}
