@@ -41,6 +41,9 @@ type Config struct {
 	// NoForward disables forwarding to the leader (requests are processed
 	// locally).
 	NoForward bool
+	// Schema, if set, serves the Schema RPC: the fingerprint and model of
+	// the schema this node runs. nil answers Unimplemented.
+	Schema func() (fingerprint string, model []byte)
 }
 
 // Server implements writv1.WritServer over one node.

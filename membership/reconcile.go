@@ -99,7 +99,10 @@ type policy struct {
 	self        string
 	fingerprint string
 	compatible  func(local, remote string) error
-	grace       time.Duration
+	admit       AdmitFunc
+	// gossipByName is set by refusals for judge.
+	gossipByName map[string]gossipMember
+	grace        time.Duration
 	// unknownGrace applies to raft members absent from gossip altogether.
 	unknownGrace time.Duration
 	promoteLag   uint64
@@ -117,6 +120,10 @@ func refusals(p policy, gossip []gossipMember, raft []kv.Member) map[string]stri
 	for _, m := range raft {
 		inRaft[m.ID] = m
 		raftAddrOwner[m.RaftAddr] = m.ID
+	}
+	p.gossipByName = make(map[string]gossipMember, len(gossip))
+	for _, g := range gossip {
+		p.gossipByName[g.Name] = g
 	}
 	out := make(map[string]string)
 	for _, g := range gossip {
@@ -143,11 +150,12 @@ func refusals(p policy, gossip []gossipMember, raft []kv.Member) map[string]stri
 			out[g.Name] = fmt.Sprintf("role %q is unknown (want %q or %q)", role, RoleVoter, RoleLearner)
 			continue
 		}
-		if err := p.compatible(p.fingerprint, g.Tags[TagFingerprint]); err != nil {
-			out[g.Name] = "incompatible schema: " + err.Error()
+		if err := p.judge(g, raft, false); err != nil {
+			out[g.Name] = refusedSchemaPrefix + err.Error()
 			continue
 		}
 	}
+	refuseMembers(p, gossip, raft, out)
 	return out
 }
 
@@ -242,6 +250,9 @@ func decide(p policy, now time.Time, gossip []gossipMember, raft []kv.Member, co
 			}
 			g := byName[m.ID]
 			if m.ID != p.self && g.Tags[TagRole] != RoleVoter {
+				continue
+			}
+			if _, bad := refused[m.ID]; bad {
 				continue
 			}
 			if m.Match == 0 || m.Match+p.promoteLag < commit {

@@ -63,6 +63,7 @@ type Node struct {
 	apis *api.Server
 	lis  net.Listener
 	obs  obsState
+	sch  *schemas
 
 	mu      sync.Mutex
 	current *config.Node
@@ -149,6 +150,15 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 		n.log.Info("writd: using the activated cluster configuration", "version", c.Version)
 	}
 
+	// A start on a schema BLOCKED-incompatible with the one this data
+	// directory ran is refused (rolling.go).
+	if n.sch, err = newSchemas(n.cat); err != nil {
+		return nil, startErr("schema: %v", err)
+	}
+	if err := n.sch.checkLocal(n.dataDir); err != nil {
+		return nil, err
+	}
+
 	// 2. plugins
 	plugins, err := n.pluginConfigs(o.PluginName)
 	if err != nil {
@@ -205,16 +215,17 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 		NodeID: cfg.NodeID, BindAddr: ghost, BindPort: port, Seeds: cfg.Join,
 		RaftAddr: n.rs.Addr(), APIAddr: lis.Addr().String(), Fingerprint: n.cat.Fingerprint(), Version: Version,
 		Profile: cfg.GossipProfile, EncryptKey: ekey, KeyringFile: keyring, SnapshotPath: filepath.Join(n.dataDir, "serf.snapshot"),
-		FailedGrace: cfg.FailedGrace, Logger: n.log.With("component", "membership"),
+		FailedGrace: cfg.FailedGrace, Admit: n.sch.admit, Logger: n.log.With("component", "membership"),
 	}, n.rs)
 	if err != nil {
 		return nil, startErr("%s", oneLine("membership", err))
 	}
 	mem := n.mem
+	n.sch.setView(mem.View)
 	cleanup = append(cleanup, func() { _ = mem.Shutdown() })
 
 	// 6. API
-	n.apis, err = api.New(api.Config{Writer: &writer{n: n}, Store: n.rs, Info: &info{n: n}, Membership: &members{a: n.mem}, Logger: n.log.With("component", "api")})
+	n.apis, err = api.New(api.Config{Writer: &writer{n: n}, Store: n.rs, Info: &info{n: n}, Membership: &members{a: n.mem}, Schema: n.sch.serve, Logger: n.log.With("component", "api")})
 	if err != nil {
 		return nil, err
 	}
