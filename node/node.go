@@ -225,7 +225,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	cleanup = append(cleanup, func() { _ = mem.Shutdown() })
 
 	// 6. API
-	n.apis, err = api.New(api.Config{Writer: &writer{n: n}, Store: n.rs, Info: &info{n: n}, Membership: &members{a: n.mem}, Schema: n.sch.serve, Logger: n.log.With("component", "api")})
+	n.apis, err = api.New(api.Config{Writer: &writer{n: n}, Store: n.rs, Info: &info{n: n}, Membership: &members{a: n.mem}, Schema: n.sch.serve, Gate: n.sch.gate, Logger: n.log.With("component", "api")})
 	if err != nil {
 		return nil, err
 	}
