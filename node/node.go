@@ -248,6 +248,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 			n.fatal <- fmt.Errorf("raft stopped: %w", n.rs.Err())
 		}
 	}()
+	go n.watchRefusal()
 	for _, w := range cfg.Warnings {
 		n.log.Warn("writd: " + w)
 	}

@@ -346,3 +346,68 @@ func writeFileSync(p string, b []byte) error {
 	}
 	return os.Rename(tmp, p)
 }
+
+// refusalPoll is how often a node outside the raft configuration asks a
+// member why it is not admitted.
+const refusalPoll = time.Second
+
+// watchRefusal logs, on a node the cluster has not admitted, why the
+// members refuse it (once per distinct reason), so the refusal is in the
+// refused node's log as well as in the leader's.
+func (n *Node) watchRefusal() {
+	t := time.NewTicker(refusalPoll)
+	defer t.Stop()
+	last := ""
+	for {
+		select {
+		case <-n.done:
+			return
+		case <-t.C:
+		}
+		admitted := false
+		for _, m := range n.rs.Members() {
+			admitted = admitted || m.ID == n.cfg.NodeID
+		}
+		if admitted {
+			last = ""
+			continue
+		}
+		reason, from := n.askRefusal()
+		if reason != "" && reason != last {
+			n.log.Warn("writd: the cluster refuses this node", "reason", reason, "reported_by", from)
+		}
+		last = reason
+	}
+}
+
+// askRefusal asks the first member that answers why it refuses this node.
+func (n *Node) askRefusal() (reason, from string) {
+	for _, m := range n.mem.View().Members {
+		addr := m.Tags[membership.TagAPIAddr]
+		if m.ID == n.cfg.NodeID || addr == "" || m.Gossip != membership.GossipAlive {
+			continue
+		}
+		r, err := remoteMembers(addr)
+		if err != nil {
+			continue
+		}
+		for _, x := range r.Refused {
+			if x.Id == n.cfg.NodeID {
+				return x.Reason, m.ID
+			}
+		}
+		return "", m.ID
+	}
+	return "", ""
+}
+
+func remoteMembers(addr string) (*writv1.MembersResponse, error) {
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), fetchTimeout)
+	defer cancel()
+	return writv1.NewWritClient(c).Members(ctx, &writv1.MembersRequest{})
+}

@@ -327,10 +327,11 @@ func waitCount(t *testing.T, n *atomic.Int64, want int64, d time.Duration) {
 	}
 }
 
-// TestRollingUpgradeBlocked: a node on v3 (lease.release removed: BLOCKED)
-// is refused by a v1 cluster with the finding code and the fix, shown by
-// `writctl members`; a member restarted in place on v3 refuses to start,
-// naming the code; restarted on v1 it rejoins.
+// TestRollingUpgradeBlocked: a new node on v2 (compatible) is admitted to a
+// v1 cluster; a node on v3 (lease.release removed: BLOCKED) is refused
+// with the finding code and the fix, logged by the cluster and by the node
+// and shown by `writctl members`; a member restarted in place on v3
+// refuses to start, naming the code; restarted on v1 it rejoins.
 func TestRollingUpgradeBlocked(t *testing.T) {
 	vs := rollingVersions(t)
 	common := []string{"--membership-profile", "local"}
@@ -340,9 +341,17 @@ func TestRollingUpgradeBlocked(t *testing.T) {
 		p.args = vs["v1"]
 	}
 	n1, n2 := c.nodes[0], c.nodes[1]
+	root := filepath.Dir(n1.dir)
+
+	// a new node on v2 (compatible) is admitted: learner, then voter
+	n4 := &proc{t: t, name: "n4", host: "127.0.45.14", dir: filepath.Join(root, "n4"), join: n1.gossip(), args: vs["v2"]}
+	c.nodes = append(c.nodes, n4)
+	c.start(n4)
+	c.waitReady(n4, 40*time.Second)
+	c.waitMember(n1, "n4", "", 40*time.Second)
 
 	// a new node on v3
-	n3 := &proc{t: t, name: "n3", host: "127.0.45.13", dir: filepath.Join(filepath.Dir(n1.dir), "n3"), join: n1.gossip(), args: vs["v3"]}
+	n3 := &proc{t: t, name: "n3", host: "127.0.45.13", dir: filepath.Join(root, "n3"), join: n1.gossip(), args: vs["v3"]}
 	c.nodes = append(c.nodes, n3)
 	c.start(n3)
 	deadline := time.Now().Add(40 * time.Second)
@@ -375,6 +384,17 @@ func TestRollingUpgradeBlocked(t *testing.T) {
 	b, _ := os.ReadFile(n1.dir + ".log")
 	if !strings.Contains(string(b), "membership: node refused") || !strings.Contains(string(b), "WRIT_COMPAT_TYPE_REMOVED") {
 		t.Fatalf("n1's log does not record the refusal")
+	}
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		b, _ := os.ReadFile(n3.dir + ".log")
+		if strings.Contains(string(b), "the cluster refuses this node") && strings.Contains(string(b), "WRIT_COMPAT_TYPE_REMOVED") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("n3's own log does not say why it is refused")
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	c.stop(n3)
 
