@@ -1,6 +1,10 @@
 package membership
 
-import "github.com/writ-dev/writ/kv"
+import (
+	"sort"
+
+	"github.com/writ-dev/writ/kv"
+)
 
 // refusedSchemaPrefix starts every refusal for a schema the cluster cannot
 // run beside its own.
@@ -33,18 +37,18 @@ type Peer struct {
 type AdmitFunc func(c Candidate, peers []Peer) error
 
 // judge applies Admit (or Compatible against this node's fingerprint) to
-// one gossip member.
-func (p policy) judge(g gossipMember, raft []kv.Member, member bool) error {
+// one gossip member; members already refused are not its peers.
+func (p policy) judge(g gossipMember, raft []kv.Member, member bool, refused map[string]string) error {
 	if p.admit == nil {
 		return p.compatible(p.fingerprint, g.Tags[TagFingerprint])
 	}
-	return p.admit(Candidate{ID: g.Name, Fingerprint: g.Tags[TagFingerprint], APIAddr: g.Tags[TagAPIAddr], Member: member}, peersOf(g.Name, p.gossipByName, raft))
+	return p.admit(Candidate{ID: g.Name, Fingerprint: g.Tags[TagFingerprint], APIAddr: g.Tags[TagAPIAddr], Member: member}, peersOf(g.Name, p.gossipByName, raft, refused))
 }
 
-func peersOf(except string, byName map[string]gossipMember, raft []kv.Member) []Peer {
+func peersOf(except string, byName map[string]gossipMember, raft []kv.Member, refused map[string]string) []Peer {
 	out := make([]Peer, 0, len(raft))
 	for _, m := range raft {
-		if m.ID == except {
+		if _, bad := refused[m.ID]; bad || m.ID == except {
 			continue
 		}
 		g := byName[m.ID]
@@ -56,8 +60,9 @@ func peersOf(except string, byName map[string]gossipMember, raft []kv.Member) []
 // refuseMembers judges the alive members of the configuration that
 // announce a fingerprint some other member does not: with Admit set, a
 // member restarted with a schema the rest cannot run beside theirs is
-// refused (listed, logged and not promoted). Without Admit members are
-// not judged.
+// refused (listed, logged and not promoted). Members are judged in ID
+// order, each against the members not refused before it. Without Admit
+// members are not judged.
 func refuseMembers(p policy, gossip []gossipMember, raft []kv.Member, out map[string]string) {
 	if p.admit == nil {
 		return
@@ -66,7 +71,9 @@ func refuseMembers(p policy, gossip []gossipMember, raft []kv.Member, out map[st
 	for _, m := range raft {
 		inRaft[m.ID] = true
 	}
-	for _, g := range gossip {
+	sorted := append([]gossipMember(nil), gossip...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	for _, g := range sorted {
 		if g.Status != GossipAlive || !inRaft[g.Name] || g.Name == p.self {
 			continue
 		}
@@ -80,7 +87,7 @@ func refuseMembers(p policy, gossip []gossipMember, raft []kv.Member, out map[st
 		if same {
 			continue
 		}
-		if err := p.judge(g, raft, true); err != nil {
+		if err := p.judge(g, raft, true, out); err != nil {
 			out[g.Name] = refusedSchemaPrefix + err.Error()
 		}
 	}

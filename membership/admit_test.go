@@ -2,6 +2,7 @@ package membership
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,9 @@ func TestAdmit_FakeSchemas(t *testing.T) {
 				t.Errorf("candidate %s passed as its own peer", c.ID)
 			}
 		}
-		if c.Fingerprint == "v3" {
+		// like compat.Effective: a peer on v3 narrows what the others
+		// are taken to run, so v3 would pass beside it
+		if c.Fingerprint == "v3" && !slices.ContainsFunc(peers, func(p Peer) bool { return p.Fingerprint == "v3" }) {
 			return errors.New("BLOCKED WRIT_COMPAT_TYPE_REMOVED: gone (fix: keep it)")
 		}
 		return nil
@@ -75,6 +78,13 @@ func TestAdmit_FakeSchemas(t *testing.T) {
 	}
 	if act, _ := decide(p, time.Now(), gossip, raft, 10, nil, ref); act.kind == actPromote {
 		t.Fatalf("refused learner promoted: %v", act)
+	}
+	// a refused member is not a peer of the others: a newcomer on v3 is
+	// not admitted because the refused member runs v3 too
+	gossip = append(gossip, g("d", "v3"))
+	ref = refusals(p, gossip, raft)
+	if !strings.Contains(ref["d"], "WRIT_COMPAT_TYPE_REMOVED") {
+		t.Fatalf("v3 newcomer beside a refused v3 member: %v", ref)
 	}
 	calls = nil
 	gossip = []gossipMember{g("a", "v1"), g("b", "v1"), g("c", "v2")}

@@ -126,6 +126,10 @@ func refusals(p policy, gossip []gossipMember, raft []kv.Member) map[string]stri
 		p.gossipByName[g.Name] = g
 	}
 	out := make(map[string]string)
+	// Members restarted on a refused schema are judged first and left out
+	// of the peers every later candidate is judged against, so that one
+	// bad member cannot narrow what the cluster is taken to run.
+	refuseMembers(p, gossip, raft, out)
 	for _, g := range gossip {
 		if g.Status != GossipAlive {
 			continue
@@ -150,12 +154,11 @@ func refusals(p policy, gossip []gossipMember, raft []kv.Member) map[string]stri
 			out[g.Name] = fmt.Sprintf("role %q is unknown (want %q or %q)", role, RoleVoter, RoleLearner)
 			continue
 		}
-		if err := p.judge(g, raft, false); err != nil {
+		if err := p.judge(g, raft, false, out); err != nil {
 			out[g.Name] = refusedSchemaPrefix + err.Error()
 			continue
 		}
 	}
-	refuseMembers(p, gossip, raft, out)
 	return out
 }
 

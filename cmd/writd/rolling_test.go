@@ -342,6 +342,8 @@ func TestRollingUpgradeBlocked(t *testing.T) {
 	}
 	n1, n2 := c.nodes[0], c.nodes[1]
 	root := filepath.Dir(n1.dir)
+	t0 := time.Now()
+	step := func(s string) { t.Logf("%6.1fs %s", time.Since(t0).Seconds(), s) }
 
 	// a new node on v2 (compatible) is admitted: learner, then voter
 	n4 := &proc{t: t, name: "n4", host: "127.0.45.14", dir: filepath.Join(root, "n4"), join: n1.gossip(), args: vs["v2"]}
@@ -350,6 +352,7 @@ func TestRollingUpgradeBlocked(t *testing.T) {
 	c.waitReady(n4, 40*time.Second)
 	c.waitMember(n1, "n4", "", 40*time.Second)
 
+	step("// a new node on v3")
 	// a new node on v3
 	n3 := &proc{t: t, name: "n3", host: "127.0.45.13", dir: filepath.Join(root, "n3"), join: n1.gossip(), args: vs["v3"]}
 	c.nodes = append(c.nodes, n3)
@@ -385,6 +388,7 @@ func TestRollingUpgradeBlocked(t *testing.T) {
 	if !strings.Contains(string(b), "membership: node refused") || !strings.Contains(string(b), "WRIT_COMPAT_TYPE_REMOVED") {
 		t.Fatalf("n1's log does not record the refusal")
 	}
+	step("deadline = time.Now().Add(20 *")
 	deadline = time.Now().Add(20 * time.Second)
 	for {
 		b, _ := os.ReadFile(n3.dir + ".log")
@@ -398,6 +402,7 @@ func TestRollingUpgradeBlocked(t *testing.T) {
 	}
 	c.stop(n3)
 
+	step("// n2 restarted in place on v3")
 	// n2 restarted in place on v3 refuses to start
 	c.stop(n2)
 	args := append([]string{"--node-id", n2.name, "--data-dir", n2.dir, "--api-addr", n2.api(), "--raft-addr", n2.host + ":7071",
@@ -406,8 +411,45 @@ func TestRollingUpgradeBlocked(t *testing.T) {
 	if ec == 0 || !strings.Contains(so+se, "WRIT_COMPAT_TYPE_REMOVED") || !strings.Contains(so+se, "fix:") {
 		t.Fatalf("n2 restarted on v3: exit %d, want non-zero naming WRIT_COMPAT_TYPE_REMOVED and the fix:\n%s%s", ec, so, se)
 	}
+	step("// a data directory that recor")
+	// a data directory that recorded no schema (written by an older writd)
+	// lets it start on v3; the cluster then refuses the member in place:
+	// `writctl members` shows why on its row
+	if err := os.Remove(filepath.Join(n2.dir, "schema-model.json")); err != nil {
+		t.Fatal(err)
+	}
+	n2.args = vs["v3"]
+	c.start(n2)
+	deadline = time.Now().Add(40 * time.Second)
+	for {
+		m, err := membersOf(n1)
+		row := ""
+		if err == nil {
+			for _, x := range m.Members {
+				if x.Id == "n2" {
+					row = x.Refused
+				}
+			}
+		}
+		if strings.Contains(row, "WRIT_COMPAT_TYPE_REMOVED") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("n2 restarted in place on v3 is not shown refused: %q %v", row, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	out, _ = writctl(t, c.bin, "--addr", n1.api(), "members")
+	if !strings.Contains(out, "WRIT_COMPAT_TYPE_REMOVED") {
+		t.Fatalf("writctl members does not show why n2 is refused:\n%s", out)
+	}
+	c.stop(n2)
+
+	step("// back on v1 it rejoins")
 	// back on v1 it rejoins
+	n2.args = vs["v1"]
 	c.start(n2)
 	c.waitReady(n2, 40*time.Second)
 	c.waitMember(n1, "n2", "", 40*time.Second)
+	step("done")
 }
