@@ -352,7 +352,7 @@ func TestRollingUpgradeBlocked(t *testing.T) {
 	c.waitReady(n4, 40*time.Second)
 	c.waitMember(n1, "n4", "", 40*time.Second)
 
-	step("// a new node on v3")
+	step("v2 newcomer admitted")
 	// a new node on v3
 	n3 := &proc{t: t, name: "n3", host: "127.0.45.13", dir: filepath.Join(root, "n3"), join: n1.gossip(), args: vs["v3"]}
 	c.nodes = append(c.nodes, n3)
@@ -388,7 +388,7 @@ func TestRollingUpgradeBlocked(t *testing.T) {
 	if !strings.Contains(string(b), "membership: node refused") || !strings.Contains(string(b), "WRIT_COMPAT_TYPE_REMOVED") {
 		t.Fatalf("n1's log does not record the refusal")
 	}
-	step("deadline = time.Now().Add(20 *")
+	step("v3 newcomer refused")
 	deadline = time.Now().Add(20 * time.Second)
 	for {
 		b, _ := os.ReadFile(n3.dir + ".log")
@@ -402,7 +402,7 @@ func TestRollingUpgradeBlocked(t *testing.T) {
 	}
 	c.stop(n3)
 
-	step("// n2 restarted in place on v3")
+	step("refusal in the refused node's log")
 	// n2 restarted in place on v3 refuses to start
 	c.stop(n2)
 	args := append([]string{"--node-id", n2.name, "--data-dir", n2.dir, "--api-addr", n2.api(), "--raft-addr", n2.host + ":7071",
@@ -411,7 +411,7 @@ func TestRollingUpgradeBlocked(t *testing.T) {
 	if ec == 0 || !strings.Contains(so+se, "WRIT_COMPAT_TYPE_REMOVED") || !strings.Contains(so+se, "fix:") {
 		t.Fatalf("n2 restarted on v3: exit %d, want non-zero naming WRIT_COMPAT_TYPE_REMOVED and the fix:\n%s%s", ec, so, se)
 	}
-	step("// a data directory that recor")
+	step("in-place restart on v3 refused at start")
 	// a data directory that recorded no schema (written by an older writd)
 	// lets it start on v3; the cluster then refuses the member in place:
 	// `writctl members` shows why on its row
@@ -445,11 +445,11 @@ func TestRollingUpgradeBlocked(t *testing.T) {
 	}
 	c.stop(n2)
 
-	step("// back on v1 it rejoins")
+	step("in-place member on v3 shown refused")
 	// back on v1 it rejoins
 	n2.args = vs["v1"]
 	c.start(n2)
 	c.waitReady(n2, 40*time.Second)
 	c.waitMember(n1, "n2", "", 40*time.Second)
-	step("done")
+	step("back on v1: rejoined")
 }
