@@ -37,7 +37,7 @@ func buildBinaries(t *testing.T) string {
 			return
 		}
 		cmd := exec.Command("go", "build", "-o", binDir+"/", "github.com/writ-dev/writ/cmd/writd", "github.com/writ-dev/writ/cmd/writctl", "github.com/writ-dev/writ/examples/jobs/cmd/writ-jobs",
-			"github.com/writ-dev/writ/cmd/writd/testdata/lease/writ-lease")
+			"github.com/writ-dev/writ/cmd/writd/testdata/lease/writ-lease", "github.com/writ-dev/writ/cmd/writd/testdata/rolling/writ-lease-rt")
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -40,24 +38,17 @@ var (
 	rollErr  error
 )
 
-// rollingVersions builds writ-lease-rt once and lays out one directory per
-// schema version holding the plugin and its schema; it returns the writd
-// flags that run each version.
+// rollingVersions lays out (once) one directory per schema version holding
+// writ-lease-rt and the version's schema; it returns the writd flags that
+// run each version.
 func rollingVersions(t *testing.T) map[string][]string {
 	t.Helper()
-	buildBinaries(t)
+	bin := buildBinaries(t)
 	rollOnce.Do(func() {
 		if rollDir, rollErr = os.MkdirTemp("", "writd-rolling-"); rollErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", rollDir+"/", "github.com/writ-dev/writ/cmd/writd/testdata/rolling/writ-lease-rt")
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			rollErr = fmt.Errorf("go build: %v\n%s", err, out.String())
-			return
-		}
-		plugin, err := os.ReadFile(filepath.Join(rollDir, "writ-lease-rt"))
+		plugin, err := os.ReadFile(filepath.Join(bin, "writ-lease-rt"))
 		if err != nil {
 			rollErr = err
 			return
@@ -235,6 +226,8 @@ func TestRollingUpgrade(t *testing.T) {
 		p.args = vs["v1"]
 	}
 	v1fp := fingerprintOf(c, c.nodes[0])
+	t0 := time.Now()
+	step := func(f string, a ...any) { t.Logf("%6.1fs %s", time.Since(t0).Seconds(), fmt.Sprintf(f, a...)) }
 
 	load := &rollingLoad{t: t, up: map[*proc]bool{}, order: c.nodes, stop: make(chan struct{})}
 	for _, p := range c.nodes {
@@ -271,6 +264,7 @@ func TestRollingUpgrade(t *testing.T) {
 			c.waitMember(o, p.name, v2fp, 40*time.Second)
 		}
 		load.setUp(p, true)
+		step("%s restarted on v2 and back as a voter (%d committed so far)", p.name, load.done.Load())
 
 		if i < len(c.nodes)-1 {
 			// mixed: the v2 node refuses the new type; a v1 node does not know
