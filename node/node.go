@@ -235,6 +235,9 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 		return nil, err
 	}
 	cleanup = append(cleanup, n.stopObs)
+	if err := n.sch.recordLocal(n.dataDir); err != nil {
+		return nil, err
+	}
 	go func() {
 		if err := n.gs.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			n.fatal <- fmt.Errorf("api: %w", err)

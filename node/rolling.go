@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -62,9 +63,10 @@ type schemas struct {
 	byFP    map[string]*ir.Schema
 	lastFP  map[string]string // member ID → fingerprint it last announced
 	verdict map[string]string // candidate fp + peer fps → refusal ("" admitted)
-	gateAt  time.Time
-	gateEff *ir.Schema // nil: every member runs this node's schema
-	gateWhy string     // why gateEff is smaller, for the rejection
+
+	ownTypes map[string]bool
+	gateSt   atomic.Pointer[gateState]
+	refresh  sync.Mutex // held while one caller recomputes gateSt
 }
 
 func newSchemas(cat ir.Catalog) (*schemas, error) {
@@ -78,6 +80,10 @@ func newSchemas(cat ir.Catalog) (*schemas, error) {
 	}
 	s.model = b
 	s.byFP[s.ownFP] = s.own
+	s.ownTypes = make(map[string]bool, len(s.own.Entries))
+	for _, e := range s.own.Entries {
+		s.ownTypes[e.Name] = true
+	}
 	return s, nil
 }
 
@@ -97,8 +103,8 @@ type savedSchema struct {
 }
 
 // checkLocal is rule 3: a start on a schema BLOCKED-incompatible with the
-// one this data directory last ran fails; otherwise the current schema is
-// recorded.
+// one this data directory last ran fails. recordLocal records the schema
+// once the node has started.
 func (s *schemas) checkLocal(dataDir string) error {
 	p := filepath.Join(dataDir, schemaFile)
 	b, err := os.ReadFile(p)
@@ -121,8 +127,13 @@ func (s *schemas) checkLocal(dataDir string) error {
 			}
 		}
 	}
+	return nil
+}
+
+// recordLocal records the schema this data directory runs (rule 3).
+func (s *schemas) recordLocal(dataDir string) error {
 	out, _ := json.Marshal(savedSchema{Fingerprint: s.ownFP, Model: s.model})
-	if err := writeFileSync(p, out); err != nil {
+	if err := writeFileSync(filepath.Join(dataDir, schemaFile), out); err != nil {
 		return startErr("data_dir %s: %v", dataDir, err)
 	}
 	return nil
@@ -249,34 +260,54 @@ func (s *schemas) admit(c membership.Candidate, peers []membership.Peer) error {
 
 // gate is rule 2: "" when an entry of type typ may be written now, else
 // why not. Types outside this node's schema model (the built-in
-// cluster.config, undeclared types) are left to the pipeline.
+// cluster.config, undeclared types) are left to the pipeline. It runs on
+// every request: in a cluster on one schema it is a map lookup and an
+// atomic load.
 func (s *schemas) gate(typ string) string {
-	if s == nil {
+	if s == nil || !s.ownTypes[typ] {
 		return ""
 	}
-	if _, ok := s.own.Entry(typ); !ok {
+	g := s.gateView()
+	if g.eff == nil || compat.Declares(g.eff, typ) {
 		return ""
 	}
-	eff, why := s.gateView()
-	if eff == nil || compat.Declares(eff, typ) {
-		return ""
-	}
-	return fmt.Sprintf("entry type %q is not active in the cluster yet: %s; submit it once every member runs a schema that declares it (rolling upgrade in progress, see `writctl members`)", typ, why)
+	return fmt.Sprintf("entry type %q is not active in the cluster yet: %s; submit it once every member runs a schema that declares it (rolling upgrade in progress, see `writctl members`)", typ, g.why)
 }
 
-// gateView is the effective schema of all members (this node included),
-// or nil when all of them run this node's schema; it is recomputed at most
-// every gateTTL.
-func (s *schemas) gateView() (*ir.Schema, string) {
-	s.mu.Lock()
-	if time.Since(s.gateAt) < gateTTL || s.view == nil {
-		eff, why := s.gateEff, s.gateWhy
-		s.mu.Unlock()
-		return eff, why
+// gateState is the ingress view of the members' schemas.
+type gateState struct {
+	at  time.Time
+	eff *ir.Schema // nil: every member runs this node's schema
+	why string     // why eff is smaller, for the rejection
+}
+
+// gateView returns the effective schema of all members (this node
+// included); it is recomputed at most every gateTTL, by one caller at a
+// time (the others use the previous view meanwhile).
+func (s *schemas) gateView() *gateState {
+	g := s.gateSt.Load()
+	if g != nil && time.Since(g.at) < gateTTL {
+		return g
 	}
+	if !s.refresh.TryLock() {
+		if g == nil {
+			return &gateState{}
+		}
+		return g
+	}
+	defer s.refresh.Unlock()
+	s.mu.Lock()
 	view := s.view
 	s.mu.Unlock()
-	v := view()
+	if view == nil {
+		return &gateState{}
+	}
+	next := s.computeGate(view(), g)
+	s.gateSt.Store(next)
+	return next
+}
+
+func (s *schemas) computeGate(v membership.View, prev *gateState) *gateState {
 	var peers []membership.Peer
 	for _, m := range v.Members {
 		if m.Raft == membership.RaftNone || m.ID == v.Self {
@@ -285,38 +316,29 @@ func (s *schemas) gateView() (*ir.Schema, string) {
 		peers = append(peers, membership.Peer{ID: m.ID, Fingerprint: m.Tags[membership.TagFingerprint], APIAddr: m.Tags[membership.TagAPIAddr]})
 	}
 	peers = s.peerFPs(peers)
-	var eff *ir.Schema
-	why := ""
 	var others []string
 	for _, p := range peers {
 		if p.Fingerprint != s.ownFP {
 			others = append(others, p.ID+" runs "+short(p.Fingerprint))
 		}
 	}
-	if len(others) > 0 {
-		var err error
-		eff, err = s.effective(append(peers, membership.Peer{ID: v.Self, Fingerprint: s.ownFP}))
-		if err != nil {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			if !s.gateAt.IsZero() {
-				// A member announcing a schema whose model it does not
-				// serve yet (it gossips before its API is up) passed rule
-				// 3 against the schema it ran before, so it declares
-				// every type it declared then: the previous view is
-				// still safe. Try again after gateTTL.
-				s.gateAt = time.Now()
-				return s.gateEff, s.gateWhy
-			}
-			return &ir.Schema{}, "the schemas of the other members are not known yet (" + err.Error() + ")"
-		} else {
-			why = strings.Join(others, ", ") + ", which does not declare it"
-		}
+	now := time.Now()
+	if len(others) == 0 {
+		return &gateState{at: now}
 	}
-	s.mu.Lock()
-	s.gateAt, s.gateEff, s.gateWhy = time.Now(), eff, why
-	s.mu.Unlock()
-	return eff, why
+	eff, err := s.effective(append(peers, membership.Peer{ID: v.Self, Fingerprint: s.ownFP}))
+	if err != nil {
+		if prev != nil {
+			// A member announcing a schema whose model it does not serve
+			// yet (it gossips before its API is up) passed rule 3 against
+			// the schema it ran before, so it declares every type it
+			// declared then: the previous view is still safe. Try again
+			// after gateTTL.
+			return &gateState{at: now, eff: prev.eff, why: prev.why}
+		}
+		return &gateState{at: now, eff: &ir.Schema{}, why: "the schemas of the other members are not known yet (" + err.Error() + ")"}
+	}
+	return &gateState{at: now, eff: eff, why: strings.Join(others, ", ") + ", which does not declare it"}
 }
 
 func short(fp string) string {
