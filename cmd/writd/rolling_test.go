@@ -45,14 +45,9 @@ func rollingVersions(t *testing.T) map[string][]string {
 	t.Helper()
 	bin := buildBinaries(t)
 	rollOnce.Do(func() {
-		if rollDir, rollErr = os.MkdirTemp("", "writd-rolling-"); rollErr != nil {
-			return
-		}
-		plugin, err := os.ReadFile(filepath.Join(bin, "writ-lease-rt"))
-		if err != nil {
-			rollErr = err
-			return
-		}
+		// beside the test binaries, so it goes where they go
+		rollDir = filepath.Join(bin, "rolling")
+		src := filepath.Join(bin, "writ-lease-rt")
 		for _, v := range []string{"v1", "v2", "v3"} {
 			cue, err := os.ReadFile(filepath.Join("testdata/rolling", v, "lease.cue"))
 			if err != nil {
@@ -66,7 +61,7 @@ func rollingVersions(t *testing.T) map[string][]string {
 			if rollErr = os.WriteFile(filepath.Join(d, "schema", "lease.cue"), cue, 0o600); rollErr != nil {
 				return
 			}
-			if rollErr = os.WriteFile(filepath.Join(d, "writ-lease-rt"), plugin, 0o700); rollErr != nil {
+			if rollErr = linkOrCopy(src, filepath.Join(d, "writ-lease-rt")); rollErr != nil {
 				return
 			}
 		}
@@ -80,6 +75,19 @@ func rollingVersions(t *testing.T) map[string][]string {
 		out[v] = []string{"--schema", filepath.Join(d, "schema"), "--plugin", filepath.Join(d, "writ-lease-rt")}
 	}
 	return out
+}
+
+// linkOrCopy hard-links src to dst (the plugin finds its schema next to
+// the path it was started by), copying when a link is not possible.
+func linkOrCopy(src, dst string) error {
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o700)
 }
 
 // rollingLoad submits lease.acquire requests in a loop against the nodes
