@@ -41,6 +41,14 @@ type Config struct {
 	// NoForward disables forwarding to the leader (requests are processed
 	// locally).
 	NoForward bool
+	// Schema, if set, serves the Schema RPC: the fingerprint and model of
+	// the schema this node runs. nil answers Unimplemented.
+	Schema func() (fingerprint string, model []byte)
+	// Gate, if set, is asked about every submitted, reported or delivered
+	// entry type before anything else (forwarding included): a non-empty
+	// answer REJECTS the entry with that reason. Nodes use it to refuse a
+	// type some member of a mixed-schema cluster cannot apply.
+	Gate func(entryType string) string
 }
 
 // Server implements writv1.WritServer over one node.
@@ -169,6 +177,11 @@ func (s *Server) entry(w *writv1.Entry, idPrefix string) (Entry, error) {
 			Reason: fmt.Sprintf("payload is %d bytes, the limit is %d: send a smaller payload", len(w.GetPayload()), MaxPayload)})
 	}
 	e := Entry{Type: w.GetType(), ID: w.GetId(), Payload: w.GetPayload(), Binary: w.GetEncoding() == writv1.Encoding_BINARY}
+	if s.cfg.Gate != nil {
+		if why := s.cfg.Gate(e.Type); why != "" {
+			return Entry{}, StatusError(&Error{Outcome: Rejected, ID: e.ID, Field: "entry.type", Reason: why})
+		}
+	}
 	if e.ID == "" && idPrefix != "" {
 		e.ID = NewID(idPrefix)
 	}

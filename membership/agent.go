@@ -348,6 +348,7 @@ func (a *Agent) policy() policy {
 		self:        a.cfg.NodeID,
 		fingerprint: fp,
 		compatible:  a.cfg.Compatible,
+		admit:       a.cfg.Admit,
 		grace:       a.cfg.FailedGrace,
 		// Long enough for several anti-entropy rounds to bring news of a
 		// member whose broadcasts this node missed.

@@ -118,6 +118,10 @@ type Config struct {
 	// Compatible decides whether a node with fingerprint remote may join a
 	// cluster running local. nil means the fingerprints must be equal.
 	Compatible func(local, remote string) error
+	// Admit, if set, replaces Compatible: it judges a node's schema against
+	// the rest of the raft configuration (see Candidate). It is called for
+	// new nodes and for members restarted with another schema.
+	Admit AdmitFunc
 
 	// Logger receives membership and gossip logs; nil discards them.
 	Logger *slog.Logger

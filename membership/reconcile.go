@@ -99,7 +99,10 @@ type policy struct {
 	self        string
 	fingerprint string
 	compatible  func(local, remote string) error
-	grace       time.Duration
+	admit       AdmitFunc
+	// gossipByName is set by refusals for judge.
+	gossipByName map[string]gossipMember
+	grace        time.Duration
 	// unknownGrace applies to raft members absent from gossip altogether.
 	unknownGrace time.Duration
 	promoteLag   uint64
@@ -118,7 +121,15 @@ func refusals(p policy, gossip []gossipMember, raft []kv.Member) map[string]stri
 		inRaft[m.ID] = m
 		raftAddrOwner[m.RaftAddr] = m.ID
 	}
+	p.gossipByName = make(map[string]gossipMember, len(gossip))
+	for _, g := range gossip {
+		p.gossipByName[g.Name] = g
+	}
 	out := make(map[string]string)
+	// Members restarted on a refused schema are judged first and left out
+	// of the peers every later candidate is judged against, so that one
+	// bad member cannot narrow what the cluster is taken to run.
+	refuseMembers(p, gossip, raft, out)
 	for _, g := range gossip {
 		if g.Status != GossipAlive {
 			continue
@@ -143,8 +154,8 @@ func refusals(p policy, gossip []gossipMember, raft []kv.Member) map[string]stri
 			out[g.Name] = fmt.Sprintf("role %q is unknown (want %q or %q)", role, RoleVoter, RoleLearner)
 			continue
 		}
-		if err := p.compatible(p.fingerprint, g.Tags[TagFingerprint]); err != nil {
-			out[g.Name] = "incompatible schema: " + err.Error()
+		if err := p.judge(g, raft, false, out); err != nil {
+			out[g.Name] = refusedSchemaPrefix + err.Error()
 			continue
 		}
 	}
@@ -242,6 +253,9 @@ func decide(p policy, now time.Time, gossip []gossipMember, raft []kv.Member, co
 			}
 			g := byName[m.ID]
 			if m.ID != p.self && g.Tags[TagRole] != RoleVoter {
+				continue
+			}
+			if _, bad := refused[m.ID]; bad {
 				continue
 			}
 			if m.Match == 0 || m.Match+p.promoteLag < commit {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/hashicorp/serf/serf"
 	"github.com/writ-dev/writ/kv"
@@ -76,7 +77,7 @@ func (a *Agent) View() View {
 	}
 	out := View{Self: a.cfg.NodeID, Leader: leader, Encrypted: a.serf.EncryptionEnabled(), Refused: refused}
 	for id, r := range rows {
-		if r.Raft == RaftNone {
+		if r.Raft == RaftNone || strings.HasPrefix(reason[id], refusedSchemaPrefix) {
 			r.Refused = reason[id]
 		}
 		out.Members = append(out.Members, *r)

@@ -60,6 +60,9 @@ func (w *writer) Submit(ctx context.Context, e api.Entry, timeout time.Duration)
 	if err := w.n.wrongClass(e.Type, ir.ClassRequest); err != nil && w.n.isClass(e.Type, ir.ClassFact, ir.ClassReceipt) {
 		return api.SubmitResult{Outcome: api.Rejected, ID: e.ID, Reason: err.Reason, Field: "type"}
 	}
+	if why := w.n.sch.gate(e.Type); why != "" {
+		return api.SubmitResult{Outcome: api.Rejected, ID: e.ID, Reason: why, Field: "type"}
+	}
 	o := w.n.pl.Submit(ctx, toEntry(e))
 	id := o.ID
 	if id == "" {
@@ -80,6 +83,9 @@ func (w *writer) Report(ctx context.Context, e api.Entry) (api.ReportResult, err
 	if err := w.n.wrongClass(e.Type, ir.ClassFact); err != nil {
 		return api.ReportResult{}, err
 	}
+	if why := w.n.sch.gate(e.Type); why != "" {
+		return api.ReportResult{}, &api.Error{Outcome: api.Rejected, Field: "type", Reason: why}
+	}
 	a := w.n.pl.Report(ctx, toEntry(e))
 	if !a.Received {
 		return api.ReportResult{}, ackErr(a)
@@ -90,6 +96,9 @@ func (w *writer) Report(ctx context.Context, e api.Entry) (api.ReportResult, err
 func (w *writer) Deliver(ctx context.Context, e api.Entry) (api.DeliverResult, error) {
 	if err := w.n.wrongClass(e.Type, ir.ClassReceipt); err != nil {
 		return api.DeliverResult{}, err
+	}
+	if why := w.n.sch.gate(e.Type); why != "" {
+		return api.DeliverResult{}, &api.Error{Outcome: api.Rejected, Field: "type", Reason: why}
 	}
 	a := w.n.pl.Deliver(ctx, toEntry(e))
 	if !a.Received {

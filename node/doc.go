@@ -30,7 +30,9 @@
 //
 //  1. Data directory (a fresh temporary one in dev mode) and the API
 //     listener, so a port in use fails before anything touches data; the
-//     raft and gossip ports are probed the same way.
+//     raft and gossip ports are probed the same way. A schema
+//     BLOCKED-incompatible with the one the data directory last ran is
+//     refused here (rolling.go).
 //  2. Handler plugins (a process per binary, SHA-256 verified).
 //  3. Pipeline (opens and reloads the fact outbox).
 //  4. raftstore with the pipeline as apply-time Checker and ApplyObserver.
@@ -38,6 +40,12 @@
 //     raft addresses travel as gossip tags so followers can forward to the
 //     leader's API.
 //  6. The gRPC server.
+//
+// Rolling schema upgrades (rolling.go, docs/schema.md "Rolling upgrades"):
+// membership judges a node whose schema differs from the rest of the
+// configuration by schema/compat (the rule of `writ schema diff`), with the
+// models fetched over the Schema RPC; the API refuses an entry type some
+// member's schema does not declare.
 //
 // Stop (SIGINT) closes everything without leaving the cluster (the node can
 // restart from its data directory); Leave (SIGTERM) first announces a

@@ -66,6 +66,7 @@ type Node struct {
 	apis    *api.Server
 	lis     net.Listener
 	obs     obsState
+	sch     *schemas
 
 	mu      sync.Mutex
 	current *config.Node
@@ -152,6 +153,15 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 		n.log.Info("writd: using the activated cluster configuration", "version", c.Version)
 	}
 
+	// A start on a schema BLOCKED-incompatible with the one this data
+	// directory ran is refused (rolling.go).
+	if n.sch, err = newSchemas(n.cat); err != nil {
+		return nil, startErr("schema: %v", err)
+	}
+	if err := n.sch.checkLocal(n.dataDir); err != nil {
+		return nil, err
+	}
+
 	// 2. plugins
 	plugins, err := n.pluginConfigs(o.PluginName)
 	if err != nil {
@@ -213,16 +223,17 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 		NodeID: cfg.NodeID, BindAddr: ghost, BindPort: port, Seeds: cfg.Join,
 		RaftAddr: n.rs.Addr(), APIAddr: lis.Addr().String(), Fingerprint: n.cat.Fingerprint(), Version: Version,
 		Profile: cfg.GossipProfile, EncryptKey: ekey, KeyringFile: keyring, SnapshotPath: filepath.Join(n.dataDir, "serf.snapshot"),
-		FailedGrace: cfg.FailedGrace, Logger: n.log.With("component", "membership"),
+		FailedGrace: cfg.FailedGrace, Admit: n.sch.admit, Logger: n.log.With("component", "membership"),
 	}, n.rs)
 	if err != nil {
 		return nil, startErr("%s", oneLine("membership", err))
 	}
 	mem := n.mem
+	n.sch.setView(mem.View)
 	cleanup = append(cleanup, func() { _ = mem.Shutdown() })
 
 	// 6. API
-	n.apis, err = api.New(api.Config{Writer: &writer{n: n}, Store: n.rs, Info: &info{n: n}, Membership: &members{a: n.mem}, Logger: n.log.With("component", "api")})
+	n.apis, err = api.New(api.Config{Writer: &writer{n: n}, Store: n.rs, Info: &info{n: n}, Membership: &members{a: n.mem}, Schema: n.sch.serve, Gate: n.sch.gate, Logger: n.log.With("component", "api")})
 	if err != nil {
 		return nil, err
 	}
@@ -232,6 +243,9 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 		return nil, err
 	}
 	cleanup = append(cleanup, n.stopObs)
+	if err := n.sch.recordLocal(n.dataDir); err != nil {
+		return nil, err
+	}
 	go func() {
 		if err := n.gs.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			n.fatal <- fmt.Errorf("api: %w", err)
@@ -245,6 +259,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 			n.fatal <- fmt.Errorf("raft stopped: %w", n.rs.Err())
 		}
 	}()
+	go n.watchRefusal()
 	for _, w := range cfg.Warnings {
 		n.log.Warn("writd: " + w)
 	}

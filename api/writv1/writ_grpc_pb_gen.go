@@ -37,6 +37,7 @@ const (
 	Writ_Plugins_FullMethodName       = "/writ.v1.Writ/Plugins"
 	Writ_ConfigShow_FullMethodName    = "/writ.v1.Writ/ConfigShow"
 	Writ_ConfigUpgrade_FullMethodName = "/writ.v1.Writ/ConfigUpgrade"
+	Writ_Schema_FullMethodName        = "/writ.v1.Writ/Schema"
 )
 
 // WritClient is the client API for Writ service.
@@ -58,6 +59,10 @@ type WritClient interface {
 	Plugins(ctx context.Context, in *PluginsRequest, opts ...grpc.CallOption) (*PluginsResponse, error)
 	ConfigShow(ctx context.Context, in *ConfigShowRequest, opts ...grpc.CallOption) (*ConfigShowResponse, error)
 	ConfigUpgrade(ctx context.Context, in *ConfigUpgradeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ConfigProgress], error)
+	// Schema returns the model of the schema this node runs, so that the
+	// leader can judge a joining node's schema by the rules of
+	// `writ schema diff` (rolling upgrades).
+	Schema(ctx context.Context, in *SchemaRequest, opts ...grpc.CallOption) (*SchemaResponse, error)
 }
 
 type writClient struct {
@@ -236,6 +241,16 @@ func (c *writClient) ConfigUpgrade(ctx context.Context, in *ConfigUpgradeRequest
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Writ_ConfigUpgradeClient = grpc.ServerStreamingClient[ConfigProgress]
 
+func (c *writClient) Schema(ctx context.Context, in *SchemaRequest, opts ...grpc.CallOption) (*SchemaResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SchemaResponse)
+	err := c.cc.Invoke(ctx, Writ_Schema_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WritServer is the server API for Writ service.
 // All implementations must embed UnimplementedWritServer
 // for forward compatibility.
@@ -255,6 +270,10 @@ type WritServer interface {
 	Plugins(context.Context, *PluginsRequest) (*PluginsResponse, error)
 	ConfigShow(context.Context, *ConfigShowRequest) (*ConfigShowResponse, error)
 	ConfigUpgrade(*ConfigUpgradeRequest, grpc.ServerStreamingServer[ConfigProgress]) error
+	// Schema returns the model of the schema this node runs, so that the
+	// leader can judge a joining node's schema by the rules of
+	// `writ schema diff` (rolling upgrades).
+	Schema(context.Context, *SchemaRequest) (*SchemaResponse, error)
 	mustEmbedUnimplementedWritServer()
 }
 
@@ -309,6 +328,9 @@ func (UnimplementedWritServer) ConfigShow(context.Context, *ConfigShowRequest) (
 }
 func (UnimplementedWritServer) ConfigUpgrade(*ConfigUpgradeRequest, grpc.ServerStreamingServer[ConfigProgress]) error {
 	return status.Errorf(codes.Unimplemented, "method ConfigUpgrade not implemented")
+}
+func (UnimplementedWritServer) Schema(context.Context, *SchemaRequest) (*SchemaResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Schema not implemented")
 }
 func (UnimplementedWritServer) mustEmbedUnimplementedWritServer() {}
 func (UnimplementedWritServer) testEmbeddedByValue()              {}
@@ -587,6 +609,24 @@ func _Writ_ConfigUpgrade_Handler(srv interface{}, stream grpc.ServerStream) erro
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Writ_ConfigUpgradeServer = grpc.ServerStreamingServer[ConfigProgress]
 
+func _Writ_Schema_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SchemaRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WritServer).Schema(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Writ_Schema_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WritServer).Schema(ctx, req.(*SchemaRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Writ_ServiceDesc is the grpc.ServiceDesc for Writ service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -645,6 +685,10 @@ var Writ_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ConfigShow",
 			Handler:    _Writ_ConfigShow_Handler,
+		},
+		{
+			MethodName: "Schema",
+			Handler:    _Writ_Schema_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -2813,6 +2813,96 @@ func (x *ConfigProgress) GetIndex() uint64 {
 	return 0
 }
 
+type SchemaRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SchemaRequest) Reset() {
+	*x = SchemaRequest{}
+	mi := &file_writ_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SchemaRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SchemaRequest) ProtoMessage() {}
+
+func (x *SchemaRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_writ_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SchemaRequest.ProtoReflect.Descriptor instead.
+func (*SchemaRequest) Descriptor() ([]byte, []int) {
+	return file_writ_proto_rawDescGZIP(), []int{38}
+}
+
+type SchemaResponse struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	SchemaFingerprint string                 `protobuf:"bytes,1,opt,name=schema_fingerprint,json=schemaFingerprint,proto3" json:"schema_fingerprint,omitempty"`
+	// model is the schema's model (JSON of schema/ir.Schema); its fingerprint
+	// is schema_fingerprint.
+	Model         []byte `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SchemaResponse) Reset() {
+	*x = SchemaResponse{}
+	mi := &file_writ_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SchemaResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SchemaResponse) ProtoMessage() {}
+
+func (x *SchemaResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_writ_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SchemaResponse.ProtoReflect.Descriptor instead.
+func (*SchemaResponse) Descriptor() ([]byte, []int) {
+	return file_writ_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *SchemaResponse) GetSchemaFingerprint() string {
+	if x != nil {
+		return x.SchemaFingerprint
+	}
+	return ""
+}
+
+func (x *SchemaResponse) GetModel() []byte {
+	if x != nil {
+		return x.Model
+	}
+	return nil
+}
+
 var File_writ_proto protoreflect.FileDescriptor
 
 const file_writ_proto_rawDesc = "" +
@@ -3045,7 +3135,11 @@ const file_writ_proto_rawDesc = "" +
 	"\tACTIVATED\x10\x03\x12\f\n" +
 	"\bRELOADED\x10\x04\x12\n" +
 	"\n" +
-	"\x06FAILED\x10\x05*_\n" +
+	"\x06FAILED\x10\x05\"\x0f\n" +
+	"\rSchemaRequest\"U\n" +
+	"\x0eSchemaResponse\x12-\n" +
+	"\x12schema_fingerprint\x18\x01 \x01(\tR\x11schemaFingerprint\x12\x14\n" +
+	"\x05model\x18\x02 \x01(\fR\x05model*_\n" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tCOMMITTED\x10\x01\x12\f\n" +
@@ -3055,7 +3149,7 @@ const file_writ_proto_rawDesc = "" +
 	"\bEncoding\x12\b\n" +
 	"\x04JSON\x10\x00\x12\n" +
 	"\n" +
-	"\x06BINARY\x10\x012\x9c\a\n" +
+	"\x06BINARY\x10\x012\xd7\a\n" +
 	"\x04Writ\x129\n" +
 	"\x06Submit\x12\x16.writ.v1.SubmitRequest\x1a\x17.writ.v1.SubmitResponse\x129\n" +
 	"\x06Report\x12\x16.writ.v1.ReportRequest\x1a\x17.writ.v1.ReportResponse\x12<\n" +
@@ -3072,7 +3166,8 @@ const file_writ_proto_rawDesc = "" +
 	"\aPlugins\x12\x17.writ.v1.PluginsRequest\x1a\x18.writ.v1.PluginsResponse\x12E\n" +
 	"\n" +
 	"ConfigShow\x12\x1a.writ.v1.ConfigShowRequest\x1a\x1b.writ.v1.ConfigShowResponse\x12I\n" +
-	"\rConfigUpgrade\x12\x1d.writ.v1.ConfigUpgradeRequest\x1a\x17.writ.v1.ConfigProgress0\x01B%Z#github.com/writ-dev/writ/api/writv1b\x06proto3"
+	"\rConfigUpgrade\x12\x1d.writ.v1.ConfigUpgradeRequest\x1a\x17.writ.v1.ConfigProgress0\x01\x129\n" +
+	"\x06Schema\x12\x16.writ.v1.SchemaRequest\x1a\x17.writ.v1.SchemaResponseB%Z#github.com/writ-dev/writ/api/writv1b\x06proto3"
 
 var (
 	file_writ_proto_rawDescOnce sync.Once
@@ -3087,7 +3182,7 @@ func file_writ_proto_rawDescGZIP() []byte {
 }
 
 var file_writ_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_writ_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_writ_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_writ_proto_goTypes = []any{
 	(Outcome)(0),                 // 0: writ.v1.Outcome
 	(Encoding)(0),                // 1: writ.v1.Encoding
@@ -3131,9 +3226,11 @@ var file_writ_proto_goTypes = []any{
 	(*ConfigShowResponse)(nil),   // 39: writ.v1.ConfigShowResponse
 	(*ConfigUpgradeRequest)(nil), // 40: writ.v1.ConfigUpgradeRequest
 	(*ConfigProgress)(nil),       // 41: writ.v1.ConfigProgress
-	nil,                          // 42: writ.v1.KeyringResponse.MessagesEntry
-	nil,                          // 43: writ.v1.KeyringResponse.KeysEntry
-	nil,                          // 44: writ.v1.KeyringResponse.PrimaryKeysEntry
+	(*SchemaRequest)(nil),        // 42: writ.v1.SchemaRequest
+	(*SchemaResponse)(nil),       // 43: writ.v1.SchemaResponse
+	nil,                          // 44: writ.v1.KeyringResponse.MessagesEntry
+	nil,                          // 45: writ.v1.KeyringResponse.KeysEntry
+	nil,                          // 46: writ.v1.KeyringResponse.PrimaryKeysEntry
 }
 var file_writ_proto_depIdxs = []int32{
 	0,  // 0: writ.v1.OutcomeDetail.outcome:type_name -> writ.v1.Outcome
@@ -3151,9 +3248,9 @@ var file_writ_proto_depIdxs = []int32{
 	31, // 12: writ.v1.MembersResponse.refused:type_name -> writ.v1.Refusal
 	2,  // 13: writ.v1.KeyringRequest.op:type_name -> writ.v1.KeyringRequest.Op
 	2,  // 14: writ.v1.KeyringResponse.op:type_name -> writ.v1.KeyringRequest.Op
-	42, // 15: writ.v1.KeyringResponse.messages:type_name -> writ.v1.KeyringResponse.MessagesEntry
-	43, // 16: writ.v1.KeyringResponse.keys:type_name -> writ.v1.KeyringResponse.KeysEntry
-	44, // 17: writ.v1.KeyringResponse.primary_keys:type_name -> writ.v1.KeyringResponse.PrimaryKeysEntry
+	44, // 15: writ.v1.KeyringResponse.messages:type_name -> writ.v1.KeyringResponse.MessagesEntry
+	45, // 16: writ.v1.KeyringResponse.keys:type_name -> writ.v1.KeyringResponse.KeysEntry
+	46, // 17: writ.v1.KeyringResponse.primary_keys:type_name -> writ.v1.KeyringResponse.PrimaryKeysEntry
 	36, // 18: writ.v1.PluginsResponse.plugins:type_name -> writ.v1.Plugin
 	3,  // 19: writ.v1.ConfigProgress.phase:type_name -> writ.v1.ConfigProgress.Phase
 	0,  // 20: writ.v1.ConfigProgress.outcome:type_name -> writ.v1.Outcome
@@ -3172,23 +3269,25 @@ var file_writ_proto_depIdxs = []int32{
 	35, // 33: writ.v1.Writ.Plugins:input_type -> writ.v1.PluginsRequest
 	38, // 34: writ.v1.Writ.ConfigShow:input_type -> writ.v1.ConfigShowRequest
 	40, // 35: writ.v1.Writ.ConfigUpgrade:input_type -> writ.v1.ConfigUpgradeRequest
-	7,  // 36: writ.v1.Writ.Submit:output_type -> writ.v1.SubmitResponse
-	9,  // 37: writ.v1.Writ.Report:output_type -> writ.v1.ReportResponse
-	11, // 38: writ.v1.Writ.Deliver:output_type -> writ.v1.DeliverResponse
-	13, // 39: writ.v1.Writ.Watch:output_type -> writ.v1.WatchEvent
-	16, // 40: writ.v1.Writ.Get:output_type -> writ.v1.GetResponse
-	18, // 41: writ.v1.Writ.List:output_type -> writ.v1.ListResponse
-	20, // 42: writ.v1.Writ.Outcome:output_type -> writ.v1.OutcomeResponse
-	23, // 43: writ.v1.Writ.Conflicts:output_type -> writ.v1.ConflictsResponse
-	26, // 44: writ.v1.Writ.Outbox:output_type -> writ.v1.OutboxResponse
-	28, // 45: writ.v1.Writ.Status:output_type -> writ.v1.StatusResponse
-	32, // 46: writ.v1.Writ.Members:output_type -> writ.v1.MembersResponse
-	34, // 47: writ.v1.Writ.Keyring:output_type -> writ.v1.KeyringResponse
-	37, // 48: writ.v1.Writ.Plugins:output_type -> writ.v1.PluginsResponse
-	39, // 49: writ.v1.Writ.ConfigShow:output_type -> writ.v1.ConfigShowResponse
-	41, // 50: writ.v1.Writ.ConfigUpgrade:output_type -> writ.v1.ConfigProgress
-	36, // [36:51] is the sub-list for method output_type
-	21, // [21:36] is the sub-list for method input_type
+	42, // 36: writ.v1.Writ.Schema:input_type -> writ.v1.SchemaRequest
+	7,  // 37: writ.v1.Writ.Submit:output_type -> writ.v1.SubmitResponse
+	9,  // 38: writ.v1.Writ.Report:output_type -> writ.v1.ReportResponse
+	11, // 39: writ.v1.Writ.Deliver:output_type -> writ.v1.DeliverResponse
+	13, // 40: writ.v1.Writ.Watch:output_type -> writ.v1.WatchEvent
+	16, // 41: writ.v1.Writ.Get:output_type -> writ.v1.GetResponse
+	18, // 42: writ.v1.Writ.List:output_type -> writ.v1.ListResponse
+	20, // 43: writ.v1.Writ.Outcome:output_type -> writ.v1.OutcomeResponse
+	23, // 44: writ.v1.Writ.Conflicts:output_type -> writ.v1.ConflictsResponse
+	26, // 45: writ.v1.Writ.Outbox:output_type -> writ.v1.OutboxResponse
+	28, // 46: writ.v1.Writ.Status:output_type -> writ.v1.StatusResponse
+	32, // 47: writ.v1.Writ.Members:output_type -> writ.v1.MembersResponse
+	34, // 48: writ.v1.Writ.Keyring:output_type -> writ.v1.KeyringResponse
+	37, // 49: writ.v1.Writ.Plugins:output_type -> writ.v1.PluginsResponse
+	39, // 50: writ.v1.Writ.ConfigShow:output_type -> writ.v1.ConfigShowResponse
+	41, // 51: writ.v1.Writ.ConfigUpgrade:output_type -> writ.v1.ConfigProgress
+	43, // 52: writ.v1.Writ.Schema:output_type -> writ.v1.SchemaResponse
+	37, // [37:53] is the sub-list for method output_type
+	21, // [21:37] is the sub-list for method input_type
 	21, // [21:21] is the sub-list for extension type_name
 	21, // [21:21] is the sub-list for extension extendee
 	0,  // [0:21] is the sub-list for field type_name
@@ -3205,7 +3304,7 @@ func file_writ_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_writ_proto_rawDesc), len(file_writ_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   41,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/writ-dev/writ/schema/compat"
 	"github.com/writ-dev/writ/schema/ir"
 	"github.com/writ-dev/writ/schema/load"
 )
@@ -32,8 +33,10 @@ func cmdSchemaDiff(args []string, asJSONv bool, stdout, stderr io.Writer) int {
 		}
 		schemas[i] = res.Schema
 	}
-	fs := ir.Diff(schemas[0], schemas[1])
-	rep := diffReport{Old: args[0], New: args[1], OK: !ir.AnyFails(fs), Findings: fs}
+	// The same rule decides whether writd admits a node running NEW into a
+	// cluster running OLD (schema/compat).
+	fs := compat.Diff(schemas[0], schemas[1])
+	rep := diffReport{Old: args[0], New: args[1], OK: compat.Check(schemas[0], schemas[1]) == nil, Findings: fs}
 	if rep.Findings == nil {
 		rep.Findings = []ir.Finding{}
 	}

@@ -37,7 +37,7 @@ func buildBinaries(t *testing.T) string {
 			return
 		}
 		cmd := exec.Command("go", "build", "-o", binDir+"/", "github.com/writ-dev/writ/cmd/writd", "github.com/writ-dev/writ/cmd/writctl", "github.com/writ-dev/writ/examples/jobs/cmd/writ-jobs",
-			"github.com/writ-dev/writ/cmd/writd/testdata/lease/writ-lease")
+			"github.com/writ-dev/writ/cmd/writd/testdata/lease/writ-lease", "github.com/writ-dev/writ/cmd/writd/testdata/rolling/writ-lease-rt")
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {
@@ -119,7 +119,7 @@ func (c *cluster) start(p *proc) {
 	}
 	args := []string{"--node-id", p.name, "--data-dir", p.dir, "--api-addr", p.api(), "--raft-addr", p.host + ":7071",
 		"--gossip-addr", p.gossip(), "--log-level", logLevel(), "--pipeline-config-timeout", "2s"}
-	if !hasArg(c.args, "--plugin") {
+	if !hasArg(c.args, "--plugin") && !hasArg(p.args, "--plugin") {
 		args = append(args, "--plugin", filepath.Join(c.bin, "writ-jobs"))
 	}
 	if p.join != "" {
