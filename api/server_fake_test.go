@@ -58,8 +58,8 @@ func (f *fakeNode) Report(_ context.Context, e Entry) (ReportResult, error) {
 func (f *fakeNode) Deliver(_ context.Context, e Entry) (DeliverResult, error) {
 	return DeliverResult{ID: e.ID, ItemIDs: []string{"a", "b"}}, nil
 }
-func (f *fakeNode) Outcome(_ context.Context, id string) (OutcomeResult, bool, error) {
-	if id == "known" {
+func (f *fakeNode) Outcome(_ context.Context, q OutcomeQuery) (OutcomeResult, bool, error) {
+	if q.ID == "known" {
 		return OutcomeResult{Outcome: Committed, Index: 7, Status: "applied"}, true, nil
 	}
 	return OutcomeResult{}, false, nil
