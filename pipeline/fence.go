@@ -30,6 +30,14 @@ import (
 // definite outcome for the ID. A fence is idempotent: a second one for a
 // fenced ID is fenced again, one for an applied ID a duplicate.
 
+// fenceSet is the fences this node still has to see land, and the
+// leadership they were last proposed under.
+type fenceSet struct {
+	m      map[string]*fenceState
+	term   uint64
+	leader string
+}
+
 // fenceState is one fence this node still has to see land.
 type fenceState struct {
 	typ     string
@@ -40,33 +48,40 @@ type fenceState struct {
 // fenceLocked schedules a fence for a request command ID whose proposal
 // timed out.
 func (p *Pipeline) fenceLocked(cmdID, typ string) {
-	if p.fences == nil {
-		p.fences = map[string]*fenceState{}
+	if p.fences.m == nil {
+		p.fences.m = map[string]*fenceState{}
 	}
-	if _, ok := p.fences[cmdID]; ok {
+	if _, ok := p.fences.m[cmdID]; ok {
 		return
 	}
-	if len(p.fences) >= p.cfg.OutcomeCache {
+	if len(p.fences.m) >= p.cfg.OutcomeCache {
 		p.lg.Warn("pipeline: too many unsettled uncertain requests; this one stays UNCERTAIN until its outcome is settled by request ID", "id", cmdID)
 		return
 	}
-	p.fences[cmdID] = &fenceState{typ: typ}
+	p.fences.m[cmdID] = &fenceState{typ: typ}
 	p.trace0("fence", cmdID, typ, "scheduled: the proposal was not confirmed within the commit timeout")
 }
 
 // fencePending reports whether a fence for cmdID is still to land here.
 func (p *Pipeline) fencePendingLocked(cmdID string) bool {
-	_, ok := p.fences[cmdID]
+	_, ok := p.fences.m[cmdID]
 	return ok
 }
 
 // dueFencesLocked returns the fences to propose now and marks them as
 // proposed: each is proposed again one commit timeout later unless it
-// landed by then.
+// landed by then, or at once when the log has a new leader (a proposal
+// forwarded to a leader that lost its post is silently lost).
 func (p *Pipeline) dueFencesLocked(now time.Time) []string {
+	if len(p.fences.m) == 0 || p.log == nil {
+		return nil
+	}
+	st := p.log.Status()
+	moved := st.Term != p.fences.term || st.LeaderID != p.fences.leader
+	p.fences.term, p.fences.leader = st.Term, st.LeaderID
 	var due []string
-	for id, f := range p.fences {
-		if now.Before(f.retryAt) {
+	for id, f := range p.fences.m {
+		if now.Before(f.retryAt) && !(moved && hasLeader(st)) {
 			continue
 		}
 		f.retryAt = now.Add(p.cfg.CommitTimeout)
@@ -79,14 +94,14 @@ func (p *Pipeline) dueFencesLocked(now time.Time) []string {
 // definite outcome for its ID (the observer calls it for every applied
 // command).
 func (p *Pipeline) settleFenceLocked(cmd *kv.Command, res kv.Result) {
-	if len(p.fences) == 0 {
+	if len(p.fences.m) == 0 {
 		return
 	}
-	f, ok := p.fences[cmd.ID]
+	f, ok := p.fences.m[cmd.ID]
 	if !ok || !definite(res.Status) {
 		return
 	}
-	delete(p.fences, cmd.ID)
+	delete(p.fences.m, cmd.ID)
 	delete(p.uncert, cmd.ID)
 	if res.Status == kv.StatusFenced {
 		p.outcomes.put(cmd.ID, fencedOutcome(cmd.ID, f.typ, res))
@@ -148,7 +163,7 @@ func (p *Pipeline) proposeFences(ids []string) {
 	if err != nil {
 		now := p.clock.Now()
 		for _, c := range cmds {
-			f := p.fences[c.ID]
+			f := p.fences.m[c.ID]
 			if f == nil {
 				continue
 			}
@@ -163,7 +178,7 @@ func (p *Pipeline) proposeFences(ids []string) {
 		return
 	}
 	for _, c := range cmds {
-		if f := p.fences[c.ID]; f != nil {
+		if f := p.fences.m[c.ID]; f != nil {
 			f.backoff = 0
 		}
 	}

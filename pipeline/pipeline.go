@@ -293,7 +293,7 @@ type Pipeline struct {
 	latches  map[string]*entry
 	blocked  map[string]bool
 	uncert   map[string]uint64 // timed-out command ID → attempt
-	fences   map[string]*fenceState // timed-out command IDs to fence (fence.go)
+	fences   fenceSet          // timed-out command IDs to fence (fence.go)
 	outcomes *outcomeCache
 	ring     watchRing
 	applied  uint64
