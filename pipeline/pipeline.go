@@ -65,8 +65,10 @@ type Config struct {
 	// (default 10ms).
 	TickInterval time.Duration
 	// WatchRing is the number of committed outcomes retained for Watch
-	// (default 8192); OutcomeCache the number of outcomes retained for
-	// OutcomeOf beyond what the log retains (default 65536).
+	// (default 8192); OutcomeCache the number of outcomes this node keeps
+	// besides the log's outcome table: the details of committed ones (the
+	// handler's result) and the refusals that were never appended (default
+	// 65536); it also bounds the unsettled fences (fence.go).
 	WatchRing    int
 	OutcomeCache int
 	// Manual disables the background loop: the caller drives the pipeline

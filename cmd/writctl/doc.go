@@ -15,5 +15,7 @@
 //
 // Global flags: --addr host:port (env WRITCTL_ADDR, default 127.0.0.1:7070),
 // -o text|json|yaml|table, --timeout. Exit codes: 0 success, 1 error, 2 usage,
-// 3 REJECTED, 4 UNAVAILABLE, 5 UNCERTAIN or config upgrade failed.
+// 3 REJECTED, 4 UNAVAILABLE, 5 UNCERTAIN or config upgrade failed,
+// 6 NOT_COMMITTED (the request ID was fenced: not committed and never will
+// be; safe to submit again with a new request ID).
 package main
