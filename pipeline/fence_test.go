@@ -273,3 +273,37 @@ func TestFactIDReusedWithDifferentPayload_FakeLog(t *testing.T) {
 		t.Fatalf("want the first report recorded with its digest, have %v %+v", ok, r)
 	}
 }
+
+// A node that installs a snapshot hears of the entries it covers only as
+// Restored: its own earlier answers (UNCERTAIN, UNAVAILABLE) must give way
+// to what the restored table holds.
+func TestOutcomeAfterSnapshotInstallAnswersFromTheTable_FakeLog(t *testing.T) {
+	h := newFenceHarness(t)
+	ctx := context.Background()
+	timeOut(t, h, submitJob("r1", "j1"))
+	h.Log.CommitSilently() // r1, inside a snapshot
+	if o := outcomeOf(t, h, "r1"); o.Status != pipeline.StatusCommitted || o.Index != 1 {
+		t.Fatalf("r1 after the snapshot: want COMMITTED at 1, have %s", o)
+	}
+	h.Log.CommitSilently() // its fence: a duplicate
+	if o := outcomeOf(t, h, "r1"); o.Status != pipeline.StatusCommitted || o.Index != 1 {
+		t.Fatalf("r1 after its fence: want COMMITTED at 1, have %s", o)
+	}
+
+	h.Log.SetLeader(false)
+	hd := h.P.SubmitAsync(ctx, submitJob("r2", "j2"))
+	h.P.Flush(ctx)
+	<-hd.Done()
+	if o := hd.Outcome(); o.Status != pipeline.StatusUnavailable {
+		t.Fatalf("r2 without a leader: %s", o)
+	}
+	h.Log.SetLeader(true)
+	// Another node's retry of r2 commits; this node learns it by snapshot.
+	if _, err := h.Log.Propose(ctx, []kv.Command{{ID: "req:r2", Type: "job.submit", Payload: submitJob("r2", "j2").Payload, Origin: "n2"}}); err != nil {
+		t.Fatal(err)
+	}
+	h.Log.CommitSilently()
+	if o := outcomeOf(t, h, "r2"); o.Status != pipeline.StatusCommitted || o.Index != 3 {
+		t.Fatalf("r2 committed elsewhere: want COMMITTED at 3, have %s", o)
+	}
+}
