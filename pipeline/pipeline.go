@@ -2098,7 +2098,7 @@ func (p *Pipeline) observeLocked(cmd *kv.Command, res kv.Result, pos int, live b
 		if !live {
 			o := Outcome{ID: strings.TrimPrefix(cmd.ID, "req:"), Type: cmd.Type, Status: ev.Status, Index: res.Index,
 				Verdict: ev.Verdict, Duplicate: ev.Duplicate, Reason: ev.Reason}
-			if ev.Duplicate {
+			if ev.Duplicate || res.Status == kv.StatusFenced {
 				o.Index = res.FirstIndex
 				if prev, ok := p.outcomes.get(cmd.ID); ok && prev.Status == StatusCommitted {
 					return
