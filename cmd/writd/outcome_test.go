@@ -200,7 +200,7 @@ func TestOutcome_UncertainBecomesDefiniteOnEveryNode(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("settle u2 on %s: %v %v", asked.name, o, err)
+			t.Fatalf("settle u2 on %s: no definite outcome within 20s (last: %v, err %v)", asked.name, o, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
