@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/writ-dev/writ/kv"
@@ -46,8 +47,13 @@ type fenceState struct {
 }
 
 // fenceLocked schedules a fence for a request command ID whose proposal
-// timed out.
+// timed out. Only client request IDs are fenced: an internal command ID
+// (a conflict resolution's, say) names a key, not one attempt, and must
+// stay usable.
 func (p *Pipeline) fenceLocked(cmdID, typ string) {
+	if !strings.HasPrefix(cmdID, "req:") {
+		return
+	}
 	if p.fences.m == nil {
 		p.fences.m = map[string]*fenceState{}
 	}
@@ -219,9 +225,4 @@ func (p *Pipeline) settle(ctx context.Context, cmdID string) error {
 	return nil
 }
 
-func userIDOf(cmdID string) string {
-	if len(cmdID) > 4 && cmdID[:4] == "req:" {
-		return cmdID[4:]
-	}
-	return cmdID
-}
+func userIDOf(cmdID string) string { return strings.TrimPrefix(cmdID, "req:") }

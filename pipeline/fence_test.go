@@ -210,6 +210,13 @@ func TestRequestIDReusedWithDifferentPayload_FakeLog(t *testing.T) {
 	if _, ok, _ := h.Log.Get(ctx, "job/j2", false); ok {
 		t.Fatal("the reused ID's payload was applied")
 	}
+	// The digest covers the bytes as sent: another spelling of the same
+	// document is another payload (docs/pipeline.md, "Payload digests").
+	hd = h.P.SubmitAsync(ctx, pipeline.Entry{Type: "job.submit", ID: "r1", Payload: []byte(`{ "job_id":"j1","queue":"q1","priority":1,"command":"x"}`)})
+	h.Drain()
+	if o := hd.Outcome(); o.Status != pipeline.StatusRejected || o.Rule != "idempotency" || o.Index != 1 {
+		t.Fatalf("another spelling: want REJECTED naming index 1, have %s", o)
+	}
 	// In flight with another payload: refused at ingress.
 	hd = h.P.SubmitAsync(ctx, submitJob("r2", "j3"))
 	h.P.Flush(ctx)
