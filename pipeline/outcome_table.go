@@ -199,8 +199,14 @@ func (p *Pipeline) planRecorded(log Log, e *entry) bool {
 // reusedAppliedLocked finishes a live entry whose ID applied with another
 // payload (the apply result of its own or another node's attempt);
 // false when the payloads match.
-func (p *Pipeline) reusedAppliedLocked(e *entry, res kv.Result) bool {
-	if !reusedWith(e.json, res) {
+func (p *Pipeline) reusedAppliedLocked(e *entry, cmd *kv.Command, res kv.Result) bool {
+	if res.Status == kv.StatusApplied {
+		// The recorded digest is cmd's own: compare the bytes instead of
+		// hashing them again (the common case, an entry's own command).
+		if res.Digest == 0 || bytes.Equal(cmd.Payload, e.json) {
+			return false
+		}
+	} else if !reusedWith(e.json, res) {
 		return false
 	}
 	idx := res.Index

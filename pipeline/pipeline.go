@@ -2145,7 +2145,7 @@ func (p *Pipeline) resolveLocked(e *entry, cmd *kv.Command, res kv.Result) {
 		p.fencedLocked(e, res)
 		return
 	case kv.StatusApplied, kv.StatusDuplicate:
-		if p.reusedAppliedLocked(e, res) {
+		if p.reusedAppliedLocked(e, cmd, res) {
 			return
 		}
 		e.everApplied = true
