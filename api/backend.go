@@ -13,12 +13,13 @@ import (
 // Outcome is what a requester learns (re-exported from the wire enum).
 type Outcome = writv1.Outcome
 
-// The four outcomes.
+// The outcomes.
 const (
-	Committed   = writv1.Outcome_COMMITTED
-	Rejected    = writv1.Outcome_REJECTED
-	Unavailable = writv1.Outcome_UNAVAILABLE
-	Uncertain   = writv1.Outcome_UNCERTAIN
+	Committed    = writv1.Outcome_COMMITTED
+	Rejected     = writv1.Outcome_REJECTED
+	Unavailable  = writv1.Outcome_UNAVAILABLE
+	Uncertain    = writv1.Outcome_UNCERTAIN
+	NotCommitted = writv1.Outcome_NOT_COMMITTED
 )
 
 // Entry is one operation as the write path receives it.
@@ -62,6 +63,17 @@ type OutcomeResult struct {
 	Index   uint64
 	Status  string
 	Reason  string
+}
+
+// OutcomeQuery asks for the outcome of a request or fact ID.
+type OutcomeQuery struct {
+	ID string
+	// Serializable reads the node's applied outcome table without first
+	// confirming a read index (the default is linearizable).
+	Serializable bool
+	// Settle commits a fence first when nothing definite is recorded, so
+	// the answer is COMMITTED or NOT_COMMITTED (request IDs only).
+	Settle bool
 }
 
 // WatchFilter selects committed outcomes.
@@ -143,7 +155,7 @@ type Writer interface {
 	// Report returns only after the fact is durable in this node's outbox.
 	Report(ctx context.Context, e Entry) (ReportResult, error)
 	Deliver(ctx context.Context, e Entry) (DeliverResult, error)
-	Outcome(ctx context.Context, id string) (OutcomeResult, bool, error)
+	Outcome(ctx context.Context, q OutcomeQuery) (OutcomeResult, bool, error)
 	// Watch calls send for every committed outcome matching f, in log
 	// order, until ctx ends or send fails.
 	Watch(ctx context.Context, f WatchFilter, send func(WatchEvent) error) error

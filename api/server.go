@@ -112,6 +112,8 @@ func StatusError(e *Error) error {
 		code = codes.Unavailable
 	case Uncertain:
 		code = codes.DeadlineExceeded
+	case NotCommitted:
+		code = codes.Aborted
 	case Committed:
 		code = codes.OK
 	}
@@ -358,9 +360,9 @@ func (s *Server) Outcome(ctx context.Context, r *writv1.OutcomeRequest) (*writv1
 	if r.GetRequestId() == "" {
 		return nil, status.Error(codes.InvalidArgument, "request_id is required")
 	}
-	res, ok, err := s.cfg.Writer.Outcome(ctx, r.GetRequestId())
+	res, ok, err := s.cfg.Writer.Outcome(ctx, OutcomeQuery{ID: r.GetRequestId(), Serializable: r.GetSerializable(), Settle: r.GetSettle()})
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, readStatus(err)
 	}
 	if !ok {
 		return &writv1.OutcomeResponse{}, nil

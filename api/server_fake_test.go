@@ -30,6 +30,7 @@ type fakeNode struct {
 	submitted []Entry
 	outcome   Outcome
 	discard   bool // benchmarks: do not retain submitted entries
+	lastQuery OutcomeQuery
 }
 
 func (f *fakeNode) Submit(_ context.Context, e Entry, _ time.Duration) SubmitResult {
@@ -58,8 +59,14 @@ func (f *fakeNode) Report(_ context.Context, e Entry) (ReportResult, error) {
 func (f *fakeNode) Deliver(_ context.Context, e Entry) (DeliverResult, error) {
 	return DeliverResult{ID: e.ID, ItemIDs: []string{"a", "b"}}, nil
 }
-func (f *fakeNode) Outcome(_ context.Context, id string) (OutcomeResult, bool, error) {
-	if id == "known" {
+func (f *fakeNode) Outcome(_ context.Context, q OutcomeQuery) (OutcomeResult, bool, error) {
+	f.mu.Lock()
+	f.lastQuery = q
+	f.mu.Unlock()
+	if q.ID == "fenced" {
+		return OutcomeResult{Outcome: NotCommitted, Index: 9, Status: "not_committed"}, true, nil
+	}
+	if q.ID == "known" {
 		return OutcomeResult{Outcome: Committed, Index: 7, Status: "applied"}, true, nil
 	}
 	return OutcomeResult{}, false, nil
@@ -201,6 +208,17 @@ func TestServer_FakeBackendOutcomes(t *testing.T) {
 	o, err := c.Outcome(ctx, &writv1.OutcomeRequest{RequestId: "known"})
 	if err != nil || !o.Known || o.Index != 7 {
 		t.Fatalf("outcome: %v %v", o, err)
+	}
+	if o, err := c.Outcome(ctx, &writv1.OutcomeRequest{RequestId: "fenced", Serializable: true, Settle: true}); err != nil || o.Outcome != writv1.Outcome_NOT_COMMITTED || o.Index != 9 {
+		t.Fatalf("outcome of a fenced ID: %v %v", o, err)
+	}
+	f.mu.Lock()
+	if q := f.lastQuery; q != (OutcomeQuery{ID: "fenced", Serializable: true, Settle: true}) {
+		t.Fatalf("the lookup's flags did not reach the writer: %+v", q)
+	}
+	f.mu.Unlock()
+	if err := StatusError(&Error{Outcome: NotCommitted, ID: "r", Reason: "fenced"}); status.Code(err) != codes.Aborted {
+		t.Fatalf("NOT_COMMITTED maps to %v, want Aborted", status.Code(err))
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	ws, err := c.Watch(wctx, &writv1.WatchRequest{FromIndex: 10})

@@ -18,6 +18,8 @@ package kv
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 )
@@ -98,7 +100,34 @@ const (
 	// StatusRejected: the apply-time Checker vetoed the command; nothing
 	// changed.
 	StatusRejected Status = 4
+	// StatusFenced: the command's ID is fenced (a TypeFence command for it
+	// applied before any command with that ID did): it is recorded as not
+	// committed, for good, and nothing changed. Result.FirstIndex names the
+	// fence's index. A fence for an ID that already applied is a
+	// StatusDuplicate instead.
+	StatusFenced Status = 5
 )
+
+// TypeFence is the type of a fence: a command with no writes that makes
+// "not committed" final for its ID. If no command with the ID applied
+// before it, apply records the ID as StatusFenced and every later command
+// with that ID applies as StatusFenced (changing nothing) on every replica;
+// otherwise the fence is a StatusDuplicate and changes nothing.
+const TypeFence = "writ.fence"
+
+// PayloadDigest is the digest apply records with a command's outcome: the
+// first 8 bytes of the SHA-256 of the payload, big endian, never 0. An
+// empty payload has digest 0 (none): it never mismatches.
+func PayloadDigest(payload []byte) uint64 {
+	if len(payload) == 0 {
+		return 0
+	}
+	sum := sha256.Sum256(payload)
+	if d := binary.BigEndian.Uint64(sum[:8]); d != 0 {
+		return d
+	}
+	return 1
+}
 
 func (s Status) String() string {
 	switch s {
@@ -110,6 +139,8 @@ func (s Status) String() string {
 		return "conflict"
 	case StatusRejected:
 		return "rejected"
+	case StatusFenced:
+		return "fenced"
 	}
 	return fmt.Sprintf("status(%d)", uint8(s))
 }
@@ -122,8 +153,17 @@ type Result struct {
 	Status Status
 	// Reason explains a non-applied status (names the key and revisions).
 	Reason string
-	// FirstIndex is, for a duplicate, the index of the first application.
+	// FirstIndex is, for a duplicate, the index of the first application;
+	// for a fenced command, the index of the fence.
 	FirstIndex uint64
+	// Digest is the PayloadDigest of the command that recorded the outcome
+	// (for a duplicate: of the first application), 0 if none was recorded.
+	// A caller compares it with its own command's digest to tell a retry
+	// from a reuse of the ID with a different payload.
+	Digest uint64
+	// Verdict is the Command.Verdict of the command that recorded the
+	// outcome (for a duplicate: of the first application).
+	Verdict uint8
 }
 
 // Reader reads committed state during apply-time checks.

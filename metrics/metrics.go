@@ -67,7 +67,7 @@ func New() *Metrics {
 		m.stageObs[i] = m.stage.WithLabelValues(s)
 	}
 	m.outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "writ_entries_total", Help: "Entries by type, class and outcome (COMMITTED, REJECTED, UNAVAILABLE, UNCERTAIN, RECEIVED, duplicate, stale, quarantined).",
+		Name: "writ_entries_total", Help: "Entries by type, class and outcome (COMMITTED, REJECTED, UNAVAILABLE, UNCERTAIN, NOT_COMMITTED, RECEIVED, duplicate, stale, quarantined).",
 	}, []string{"type", "class", "outcome"})
 	m.latchWaits = prometheus.NewCounter(prometheus.CounterOpts{Name: "writ_pipeline_latch_waits_total", Help: "Times a queued entry waited for a key latch held by an entry in flight."})
 	m.admission = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "writ_admission_refusals_total", Help: "Entries refused at ingress, by reason (validation, class, stopped, outbox)."}, []string{"reason"})
@@ -90,7 +90,7 @@ func New() *Metrics {
 }
 
 // Outcomes lists the outcome label values of writ_entries_total.
-var Outcomes = []string{"COMMITTED", "REJECTED", "UNAVAILABLE", "UNCERTAIN", "RECEIVED", "duplicate", "stale", "quarantined"}
+var Outcomes = []string{"COMMITTED", "REJECTED", "UNAVAILABLE", "UNCERTAIN", "NOT_COMMITTED", "RECEIVED", "duplicate", "stale", "quarantined"}
 
 // DeclareTypes creates the writ_entries_total series of every declared
 // type (name → class) at zero, so that dashboards and rate() see a series

@@ -39,6 +39,8 @@ func toOutcome(s pipeline.Status) api.Outcome {
 		return api.Unavailable
 	case pipeline.StatusUncertain:
 		return api.Uncertain
+	case pipeline.StatusNotCommitted:
+		return api.NotCommitted
 	}
 	return api.Uncertain
 }
@@ -107,8 +109,16 @@ func (w *writer) Deliver(ctx context.Context, e api.Entry) (api.DeliverResult, e
 	return api.DeliverResult{ID: a.ID, ItemIDs: a.ItemIDs}, nil
 }
 
-func (w *writer) Outcome(_ context.Context, id string) (api.OutcomeResult, bool, error) {
-	if o, ok := w.n.pl.OutcomeOf(id); ok {
+func (w *writer) Outcome(ctx context.Context, q api.OutcomeQuery) (api.OutcomeResult, bool, error) {
+	// A raw command ID as it appears on the watch stream (fact:<type>:<id>,
+	// req:<id>, cfg:<id>:<phase>) is looked up in the log's table as it is;
+	// anything else is a request ID.
+	raw := strings.HasPrefix(q.ID, "fact:") || strings.HasPrefix(q.ID, "req:") || strings.HasPrefix(q.ID, "cfg:")
+	o, ok, err := w.n.pl.Outcome(ctx, q.ID, pipeline.OutcomeQuery{Serializable: q.Serializable, Settle: q.Settle && !raw})
+	if err != nil {
+		return api.OutcomeResult{}, false, err
+	}
+	if ok {
 		st := "applied"
 		if o.Duplicate {
 			st = "duplicate"
@@ -118,9 +128,10 @@ func (w *writer) Outcome(_ context.Context, id string) (api.OutcomeResult, bool,
 		}
 		return api.OutcomeResult{Outcome: toOutcome(o.Status), Index: o.Index, Status: st, Reason: o.Reason}, true, nil
 	}
-	// command IDs as they appear on the watch stream (fact:<type>:<id>,
-	// req:<id>, cfg:<id>:<phase>) are looked up in the log's retained results.
-	if r, ok := w.n.rs.Outcome(id); ok {
+	if !raw {
+		return api.OutcomeResult{}, false, nil
+	}
+	if r, ok := w.n.rs.Outcome(q.ID); ok {
 		out := api.OutcomeResult{Index: r.Index, Status: r.Status.String(), Reason: r.Reason}
 		switch r.Status {
 		case kv.StatusApplied:
@@ -129,6 +140,8 @@ func (w *writer) Outcome(_ context.Context, id string) (api.OutcomeResult, bool,
 			out.Outcome, out.Index = api.Committed, r.FirstIndex
 		case kv.StatusRejected:
 			out.Outcome = api.Rejected
+		case kv.StatusFenced:
+			out.Outcome, out.Status = api.NotCommitted, "not_committed"
 		default:
 			out.Outcome = api.Unavailable
 		}

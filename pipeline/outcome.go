@@ -24,6 +24,11 @@ const (
 	// Provisional state was rolled back; the entry may still commit. Query
 	// OutcomeOf with the request ID, or retry with the same request ID.
 	StatusUncertain Status = 4
+	// StatusNotCommitted: definitely not committed, for good: the request
+	// ID was fenced in the log (fence.go) before any attempt with it
+	// applied, so no attempt with that ID can ever commit. Submit the
+	// operation again with a new request ID.
+	StatusNotCommitted Status = 5
 )
 
 func (s Status) String() string {
@@ -36,6 +41,8 @@ func (s Status) String() string {
 		return "UNAVAILABLE"
 	case StatusUncertain:
 		return "UNCERTAIN"
+	case StatusNotCommitted:
+		return "NOT_COMMITTED"
 	}
 	return fmt.Sprintf("STATUS(%d)", uint8(s))
 }

@@ -65,8 +65,10 @@ type Config struct {
 	// (default 10ms).
 	TickInterval time.Duration
 	// WatchRing is the number of committed outcomes retained for Watch
-	// (default 8192); OutcomeCache the number of outcomes retained for
-	// OutcomeOf beyond what the log retains (default 65536).
+	// (default 8192); OutcomeCache the number of outcomes this node keeps
+	// besides the log's outcome table: the details of committed ones (the
+	// handler's result) and the refusals that were never appended (default
+	// 65536); it also bounds the unsettled fences (fence.go).
 	WatchRing    int
 	OutcomeCache int
 	// Manual disables the background loop: the caller drives the pipeline
@@ -293,6 +295,7 @@ type Pipeline struct {
 	latches  map[string]*entry
 	blocked  map[string]bool
 	uncert   map[string]uint64 // timed-out command ID → attempt
+	fences   fenceSet          // timed-out command IDs to fence (fence.go)
 	outcomes *outcomeCache
 	ring     watchRing
 	applied  uint64
@@ -875,6 +878,10 @@ func (p *Pipeline) startRequest(ctx context.Context, ps parsed, receiptItem, wai
 	if p.stopped {
 		return doneHandle(p, Outcome{ID: ps.id, Type: ps.desc.Name, Status: StatusUnavailable, Reason: ErrStopped.Error()})
 	}
+	if o := p.reusedAtIngressLocked(e.cmdID, e.json); o != nil && !receiptItem {
+		o.ID, o.Type = ps.id, ps.desc.Name
+		return doneHandle(p, *o)
+	}
 	if cur := p.live[e.cmdID]; cur != nil && !cur.replied {
 		// Same request ID already in flight: share its outcome.
 		if waiter {
@@ -903,6 +910,9 @@ func (p *Pipeline) Report(ctx context.Context, en Entry) Ack {
 	}
 	if ps.class != ir.ClassFact {
 		o := reject(en.Type, "type", "class fact", fmt.Sprintf("type is class %s: use %s", ps.class, verbFor(ps.class)))
+		return Ack{ID: ps.id, Status: o.Status, Reason: o.Reason, Field: o.Field, Rule: o.Rule}
+	}
+	if o := p.factReused(ps); o != nil {
 		return Ack{ID: ps.id, Status: o.Status, Reason: o.Reason, Field: o.Field, Rule: o.Rule}
 	}
 	if err := p.acceptFacts([]parsed{ps}); err != nil {
@@ -989,6 +999,9 @@ func (p *Pipeline) Deliver(ctx context.Context, en Entry) Ack {
 		}
 		switch ips.class {
 		case ir.ClassFact:
+			if o := p.factReused(ips); o != nil {
+				return Ack{ID: ps.id, Status: o.Status, Reason: fmt.Sprintf("items[%d]: %s", i, o.Reason), Field: fmt.Sprintf("items[%d].%s", i, o.Field), Rule: o.Rule}
+			}
 			facts = append(facts, ips)
 			ack.ItemIDs = append(ack.ItemIDs, factCmdID(d.Name, ips.id))
 		case ir.ClassRequest:
@@ -1130,8 +1143,7 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 			e.plan = planPropose
 			continue
 		}
-		if r, ok := log.Outcome(e.cmdID); ok && (r.Status == kv.StatusApplied || r.Status == kv.StatusDuplicate) {
-			e.plan, e.planOut = planIdentity, &Outcome{Status: StatusCommitted, Index: r.Index, Duplicate: true}
+		if p.planRecorded(log, e) {
 			continue
 		}
 		if err := p.readState(ctx, log, e); err != nil {
@@ -1819,6 +1831,7 @@ func (p *Pipeline) timeoutLocked(e *entry, why string) {
 		p.uncert[e.cmdID] = e.attempt
 		p.trace("rollback", e, 0, "provisional effect dropped")
 		p.finishLocked(e, Outcome{Status: StatusUncertain, Reason: why + "; the entry may still commit: query the outcome by request ID or retry with the same ID"})
+		p.fenceLocked(e.cmdID, e.typ)
 		return
 	}
 	p.finishLocked(e, Outcome{Status: StatusUnavailable, Reason: why + "; not appended"})
@@ -1833,6 +1846,8 @@ func (p *Pipeline) Tick() {
 
 // tick enforces timeouts.
 func (p *Pipeline) tick() {
+	var fences []string
+	defer func() { p.proposeFences(fences) }() // after the unlock
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.clock.Now()
@@ -1862,6 +1877,7 @@ func (p *Pipeline) tick() {
 		p.timeoutLocked(e, "commit timeout")
 	}
 	p.leaderChangeLocked(now)
+	fences = p.dueFencesLocked(now)
 	if len(p.queue) > 0 {
 		p.wakeup()
 	}
@@ -1975,6 +1991,7 @@ func (p *Pipeline) Applied(index uint64, batch []kv.Command, results []kv.Result
 			liveBuf[i] = e
 		}
 		p.observeLocked(cmd, res, i, e != nil)
+		p.settleFenceLocked(cmd, res)
 		if cmd.Type == typeConfigActivate && res.Status == kv.StatusApplied && p.cfg.OnConfigActivated != nil {
 			if a, ok := activationOf(cmd, res.Index); ok {
 				hooks = append(hooks, a)
@@ -2054,8 +2071,8 @@ var _ kv.RestoreObserver = (*Pipeline)(nil)
 // observeLocked records a committed command on the watch ring and, for a
 // request or config command no live entry here waits for, its outcome.
 func (p *Pipeline) observeLocked(cmd *kv.Command, res kv.Result, pos int, live bool) {
-	if res.Status == kv.StatusConflict {
-		return
+	if res.Status == kv.StatusConflict || (cmd.Type == kv.TypeFence && res.Status == kv.StatusDuplicate) {
+		return // changed nothing; a late fence says nothing new
 	}
 	ev := Event{Index: res.Index, Pos: pos, ID: cmd.ID, Type: cmd.Type, Class: ir.Class(cmd.Class), Key: cmd.Key,
 		Verdict: Verdict(cmd.Verdict), Status: StatusCommitted}
@@ -2066,6 +2083,8 @@ func (p *Pipeline) observeLocked(cmd *kv.Command, res kv.Result, pos int, live b
 	switch {
 	case res.Status == kv.StatusRejected:
 		ev.Status, ev.Reason = StatusRejected, res.Reason
+	case res.Status == kv.StatusFenced:
+		ev.Status, ev.Reason, ev.FirstIndex = StatusNotCommitted, res.Reason, res.FirstIndex
 	case res.Status == kv.StatusDuplicate:
 		ev.Duplicate, ev.FirstIndex = true, res.FirstIndex
 	case Verdict(cmd.Verdict) == VerdictReject:
@@ -2079,7 +2098,7 @@ func (p *Pipeline) observeLocked(cmd *kv.Command, res kv.Result, pos int, live b
 		if !live {
 			o := Outcome{ID: strings.TrimPrefix(cmd.ID, "req:"), Type: cmd.Type, Status: ev.Status, Index: res.Index,
 				Verdict: ev.Verdict, Duplicate: ev.Duplicate, Reason: ev.Reason}
-			if ev.Duplicate {
+			if ev.Duplicate || res.Status == kv.StatusFenced {
 				o.Index = res.FirstIndex
 				if prev, ok := p.outcomes.get(cmd.ID); ok && prev.Status == StatusCommitted {
 					return
@@ -2092,9 +2111,9 @@ func (p *Pipeline) observeLocked(cmd *kv.Command, res kv.Result, pos int, live b
 
 func (p *Pipeline) resolveUncertainLocked(cmd *kv.Command, res kv.Result, att uint64) {
 	switch res.Status {
-	case kv.StatusApplied, kv.StatusDuplicate:
+	case kv.StatusApplied, kv.StatusDuplicate, kv.StatusFenced:
 		delete(p.uncert, cmd.ID)
-		// observeLocked recorded COMMITTED already.
+		// observeLocked recorded the outcome already.
 	default:
 		if cmd.Origin == p.cfg.NodeID && guardAttempt(cmd.Guard) == att {
 			delete(p.uncert, cmd.ID)
@@ -2112,7 +2131,7 @@ func (p *Pipeline) resolveLocked(e *entry, cmd *kv.Command, res kv.Result) {
 	if e.inFlush {
 		// An earlier proposal's result while a new one is being built:
 		// only an application matters (it completes the entry).
-		if res.Status == kv.StatusApplied || res.Status == kv.StatusDuplicate {
+		if definite(res.Status) {
 			e.extra().late = &lateResult{cmd: *cmd, res: res}
 		}
 		return
@@ -2122,7 +2141,13 @@ func (p *Pipeline) resolveLocked(e *entry, cmd *kv.Command, res kv.Result) {
 		return
 	}
 	switch res.Status {
+	case kv.StatusFenced:
+		p.fencedLocked(e, res)
+		return
 	case kv.StatusApplied, kv.StatusDuplicate:
+		if p.reusedAppliedLocked(e, cmd, res) {
+			return
+		}
 		e.everApplied = true
 		idx := res.Index
 		if res.Status == kv.StatusDuplicate && res.FirstIndex != 0 {
@@ -2204,39 +2229,3 @@ func (p *Pipeline) factDoneLocked(e *entry, index uint64, why string) {
 }
 
 // ---- queries ---------------------------------------------------------
-
-// OutcomeOf returns what is known about a request ID: the outcome this node
-// recorded, or the log's retained result. ok=false when nothing is known.
-func (p *Pipeline) OutcomeOf(requestID string) (Outcome, bool) {
-	id := requestCmdID(requestID)
-	p.mu.Lock()
-	if e := p.live[id]; e != nil && !e.replied {
-		p.mu.Unlock()
-		return Outcome{ID: requestID, Type: e.typ, Status: StatusUncertain, Reason: "in flight"}, true
-	}
-	if o, ok := p.outcomes.get(id); ok {
-		p.mu.Unlock()
-		return o, true
-	}
-	log := p.log
-	p.mu.Unlock()
-	if log == nil {
-		return Outcome{}, false
-	}
-	r, ok := log.Outcome(id)
-	if !ok {
-		return Outcome{}, false
-	}
-	o := Outcome{ID: requestID, Index: r.Index}
-	switch r.Status {
-	case kv.StatusApplied:
-		o.Status = StatusCommitted
-	case kv.StatusDuplicate:
-		o.Status, o.Duplicate, o.Index = StatusCommitted, true, r.FirstIndex
-	case kv.StatusRejected:
-		o.Status, o.Reason = StatusRejected, r.Reason
-	default:
-		o.Status, o.Reason = StatusUnavailable, "not applied: "+r.Reason
-	}
-	return o, true
-}

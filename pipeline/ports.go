@@ -29,6 +29,15 @@ type Log interface {
 	Status() kv.LogStatus
 }
 
+// ReadBarrier is optionally implemented by a Log that can confirm a read
+// index with a quorum: after ReadBarrier returns nil, this node's applied
+// state (and Outcome) reflects every entry committed before the call. The
+// pipeline's linearizable outcome lookup uses it; without it, the lookup
+// reads this node's applied state as it is.
+type ReadBarrier interface {
+	ReadBarrier(ctx context.Context) error
+}
+
 // StateReader is optionally implemented by a Log that reads several keys of
 // its applied state in one step (one lock, one read transaction). The
 // pipeline reads the keys an entry touches with it when it is available.

@@ -203,6 +203,17 @@ func (n *Node) linearize(ctx context.Context) error {
 	}
 }
 
+// ReadBarrier confirms a read index with a quorum (ReadIndex) and waits
+// until this node applied it: whatever a read of local state returns
+// afterwards (Outcome, say) is at least as new as every write committed
+// before the call, as for a linearizable Get.
+func (n *Node) ReadBarrier(ctx context.Context) error {
+	if err := n.running(); err != nil {
+		return err
+	}
+	return n.linearize(ctx)
+}
+
 // Outcome returns the recorded result for a command ID, if retained.
 func (n *Node) Outcome(id string) (kv.Result, bool) {
 	if n.running() != nil {

@@ -54,12 +54,23 @@ func listen(t testing.TB, ip string) net.Listener {
 // newCluster starts n nodes as one static initial configuration.
 func newCluster(t testing.TB, n int, mut func(i int, c *Config)) *cluster {
 	t.Helper()
+	return newClusterOn(t, "", n, mut)
+}
+
+// newClusterOn is newCluster on the addresses subnet.1 to subnet.n
+// (subnet "" is loopback's).
+func newClusterOn(t testing.TB, subnet string, n int, mut func(i int, c *Config)) *cluster {
+	t.Helper()
 	c := &cluster{t: t}
 	root := t.TempDir()
 	var peers []Peer
 	lis := make([]net.Listener, n)
 	for i := range n {
-		lis[i] = listen(t, loopback(i+1))
+		addr := loopback(i + 1)
+		if subnet != "" {
+			addr = fmt.Sprintf("%s.%d", subnet, i+1)
+		}
+		lis[i] = listen(t, addr)
 		peers = append(peers, Peer{ID: fmt.Sprintf("n%d", i+1), Addr: lis[i].Addr().String()})
 	}
 	for i := range n {

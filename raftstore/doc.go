@@ -92,8 +92,8 @@
 // transaction. The entries it covers are not applied one by one, so
 // afterwards (a) the observer is called once with the snapshot's index and
 // an empty batch, and (b) every waiting Proposal whose command IDs all have
-// a StatusApplied outcome in the restored table finishes with those
-// outcomes (a recorded conflict or rejection may belong to an earlier
+// a StatusApplied or StatusFenced outcome in the restored table finishes
+// with those outcomes (a recorded conflict or rejection may belong to an earlier
 // attempt with the same ID, so such a waiter keeps waiting for its own
 // entry or its deadline).
 //
@@ -135,7 +135,10 @@
 // decides, using only committed state, so every replica decides the same:
 //
 //  1. Duplicate: the command ID has a recorded StatusApplied outcome →
-//     StatusDuplicate with FirstIndex; nothing changes.
+//     StatusDuplicate with FirstIndex (and the first application's Digest
+//     and Verdict); nothing changes. Fenced: the ID has a recorded
+//     StatusFenced outcome → StatusFenced; nothing changes. A fence
+//     (kv.TypeFence) for any other ID records it as StatusFenced, for good.
 //  2. Invalid command (empty key, key or ID beyond bbolt's limits) →
 //     StatusRejected naming the field; Propose refuses these up front.
 //  3. Checker veto: the optional kv.Checker returns an error →

@@ -802,7 +802,9 @@ func (n *Node) settleFromOutcomes() error {
 					continue next
 				}
 				r, ok := decodeOutcome(outb.Get([]byte(id)))
-				if !ok || r.Status != kv.StatusApplied {
+				// An applied outcome may be this proposal's; a fence is
+				// final for the ID, whoever proposed it.
+				if !ok || (r.Status != kv.StatusApplied && r.Status != kv.StatusFenced) {
 					continue next
 				}
 				results[i] = r

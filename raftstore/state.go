@@ -304,23 +304,45 @@ func decodeRecord(key string, v []byte) kv.Record {
 	return rec
 }
 
+// An outcome record is index:u64 status:u8 first:u64 [digest:u64
+// verdict:u8] reason. Records written before digests existed have no
+// digest and verdict; the written ones mark them with outcomeV2 in the
+// status byte.
+const (
+	outcomeV2      = 0x80
+	outcomeV1Bytes = 17
+	outcomeV2Bytes = 26
+)
+
 func appendOutcome(b []byte, r kv.Result) []byte {
 	b = binary.BigEndian.AppendUint64(b, r.Index)
-	b = append(b, byte(r.Status))
+	b = append(b, byte(r.Status)|outcomeV2)
 	b = binary.BigEndian.AppendUint64(b, r.FirstIndex)
+	b = binary.BigEndian.AppendUint64(b, r.Digest)
+	b = append(b, r.Verdict)
 	return append(b, r.Reason...)
 }
 
 func decodeOutcome(v []byte) (kv.Result, bool) {
-	if len(v) < 17 {
+	if len(v) < outcomeV1Bytes {
 		return kv.Result{}, false
 	}
-	return kv.Result{
+	r := kv.Result{
 		Index:      binary.BigEndian.Uint64(v[:8]),
-		Status:     kv.Status(v[8]),
+		Status:     kv.Status(v[8] &^ outcomeV2),
 		FirstIndex: binary.BigEndian.Uint64(v[9:17]),
-		Reason:     string(v[17:]),
-	}, true
+	}
+	if v[8]&outcomeV2 == 0 {
+		r.Reason = string(v[outcomeV1Bytes:])
+		return r, true
+	}
+	if len(v) < outcomeV2Bytes {
+		return kv.Result{}, false
+	}
+	r.Digest = binary.BigEndian.Uint64(v[17:25])
+	r.Verdict = v[25]
+	r.Reason = string(v[outcomeV2Bytes:])
+	return r, true
 }
 
 // applyTx is one apply transaction: its buckets, the outcome count (read
@@ -420,12 +442,32 @@ func (a *applyTx) applyCommands(index uint64, cmds []kv.Command, checker kv.Chec
 			idKey = append(a.buf(len(c.ID)), c.ID...)
 			prev, hasPrev = decodeOutcome(a.outb.Get(idKey))
 		}
+		// keep: the recorded outcome stands (a duplicate, or a command
+		// refused because its ID is fenced).
+		keep := false
 		switch {
 		case hasPrev && (prev.Status == kv.StatusApplied):
 			res.Status = kv.StatusDuplicate
 			res.FirstIndex = prev.Index
+			res.Digest, res.Verdict = prev.Digest, prev.Verdict
 			res.Reason = fmt.Sprintf("duplicate: command ID %q was first applied at index %d", c.ID, prev.Index)
+			keep = true
+		case hasPrev && prev.Status == kv.StatusFenced:
+			res.Status = kv.StatusFenced
+			res.FirstIndex = prev.Index
+			res.Reason = fmt.Sprintf("not committed: command ID %q was fenced at index %d", c.ID, prev.Index)
+			keep = true
+		case c.Type == kv.TypeFence:
+			if reason := invalidFence(c, recordable); reason != "" {
+				res.Status = kv.StatusRejected
+				res.Reason = reason
+				break
+			}
+			res.Status = kv.StatusFenced
+			res.FirstIndex = index
+			res.Reason = fmt.Sprintf("not committed: command ID %q was fenced at index %d", c.ID, index)
 		default:
+			res.Digest, res.Verdict = kv.PayloadDigest(c.Payload), c.Verdict
 			if reason := invalidCommand(c); reason != "" {
 				res.Status = kv.StatusRejected
 				res.Reason = reason
@@ -469,7 +511,7 @@ func (a *applyTx) applyCommands(index uint64, cmds []kv.Command, checker kv.Chec
 		// Record the outcome. A duplicate never overwrites the first
 		// application; a non-applied outcome is replaced by a later attempt
 		// with the same ID (it changed nothing, so a retry is safe).
-		if recordable && res.Status != kv.StatusDuplicate {
+		if recordable && !keep {
 			if err := a.recordOutcome(c.ID, idKey, res, prev, hasPrev); err != nil {
 				return nil, err
 			}
@@ -498,6 +540,17 @@ func invalidCommand(c *kv.Command) string {
 		case len(w.Key) > maxKeyBytes:
 			return fmt.Sprintf("invalid command: writes[%d].key is %d bytes, the limit is %d", j, len(w.Key), maxKeyBytes)
 		}
+	}
+	return ""
+}
+
+// invalidFence explains why a fence cannot be applied, or returns "".
+func invalidFence(c *kv.Command, recordable bool) string {
+	switch {
+	case !recordable:
+		return fmt.Sprintf("invalid fence: id must be 1 to %d bytes", maxIDBytes)
+	case len(c.Effect.Writes) > 0:
+		return "invalid fence: a fence carries no writes"
 	}
 	return ""
 }
@@ -542,7 +595,7 @@ func (a *applyTx) recordOutcome(idStr string, id []byte, res kv.Result, prev kv.
 		}
 		a.count--
 	}
-	enc := appendOutcome(a.buf(17+len(res.Reason)), res)
+	enc := appendOutcome(a.buf(outcomeV2Bytes+len(res.Reason)), res)
 	if err := a.outb.Put(id, enc); err != nil {
 		return err
 	}

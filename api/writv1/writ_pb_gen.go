@@ -38,6 +38,10 @@ const (
 	// Appended but not confirmed within the commit timeout; may still commit.
 	// Query Outcome(request_id) later; retrying with the same ID is safe.
 	Outcome_UNCERTAIN Outcome = 4
+	// Definitely not committed, for good: the request ID was fenced in the
+	// log after its commit timeout, before any attempt with it applied, so no
+	// attempt with that ID can ever commit. Submit again with a new ID.
+	Outcome_NOT_COMMITTED Outcome = 5
 )
 
 // Enum value maps for Outcome.
@@ -48,6 +52,7 @@ var (
 		2: "REJECTED",
 		3: "UNAVAILABLE",
 		4: "UNCERTAIN",
+		5: "NOT_COMMITTED",
 	}
 	Outcome_value = map[string]int32{
 		"OUTCOME_UNSPECIFIED": 0,
@@ -55,6 +60,7 @@ var (
 		"REJECTED":            2,
 		"UNAVAILABLE":         3,
 		"UNCERTAIN":           4,
+		"NOT_COMMITTED":       5,
 	}
 )
 
@@ -1187,8 +1193,15 @@ func (x *ListResponse) GetRecords() []*Record {
 }
 
 type OutcomeRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RequestId     string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Read this node's applied outcome table without first confirming a
+	// read index with a quorum (the default is linearizable, like Get).
+	Serializable bool `protobuf:"varint,2,opt,name=serializable,proto3" json:"serializable,omitempty"`
+	// Make a missing outcome definite: if nothing definite is recorded for
+	// the ID, commit a fence first, so the answer is COMMITTED or
+	// NOT_COMMITTED. Use only after the request's commit timeout passed.
+	Settle        bool `protobuf:"varint,3,opt,name=settle,proto3" json:"settle,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1228,6 +1241,20 @@ func (x *OutcomeRequest) GetRequestId() string {
 		return x.RequestId
 	}
 	return ""
+}
+
+func (x *OutcomeRequest) GetSerializable() bool {
+	if x != nil {
+		return x.Serializable
+	}
+	return false
+}
+
+func (x *OutcomeRequest) GetSettle() bool {
+	if x != nil {
+		return x.Settle
+	}
+	return false
 }
 
 type OutcomeResponse struct {
@@ -2979,10 +3006,12 @@ const file_writ_proto_rawDesc = "" +
 	"\x06prefix\x18\x01 \x01(\tR\x06prefix\x12\"\n" +
 	"\fserializable\x18\x02 \x01(\bR\fserializable\"9\n" +
 	"\fListResponse\x12)\n" +
-	"\arecords\x18\x01 \x03(\v2\x0f.writ.v1.RecordR\arecords\"/\n" +
+	"\arecords\x18\x01 \x03(\v2\x0f.writ.v1.RecordR\arecords\"k\n" +
 	"\x0eOutcomeRequest\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x01 \x01(\tR\trequestId\"\x99\x01\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\"\n" +
+	"\fserializable\x18\x02 \x01(\bR\fserializable\x12\x16\n" +
+	"\x06settle\x18\x03 \x01(\bR\x06settle\"\x99\x01\n" +
 	"\x0fOutcomeResponse\x12\x14\n" +
 	"\x05known\x18\x01 \x01(\bR\x05known\x12*\n" +
 	"\aoutcome\x18\x02 \x01(\x0e2\x10.writ.v1.OutcomeR\aoutcome\x12\x14\n" +
@@ -3139,13 +3168,14 @@ const file_writ_proto_rawDesc = "" +
 	"\rSchemaRequest\"U\n" +
 	"\x0eSchemaResponse\x12-\n" +
 	"\x12schema_fingerprint\x18\x01 \x01(\tR\x11schemaFingerprint\x12\x14\n" +
-	"\x05model\x18\x02 \x01(\fR\x05model*_\n" +
+	"\x05model\x18\x02 \x01(\fR\x05model*r\n" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tCOMMITTED\x10\x01\x12\f\n" +
 	"\bREJECTED\x10\x02\x12\x0f\n" +
 	"\vUNAVAILABLE\x10\x03\x12\r\n" +
-	"\tUNCERTAIN\x10\x04* \n" +
+	"\tUNCERTAIN\x10\x04\x12\x11\n" +
+	"\rNOT_COMMITTED\x10\x05* \n" +
 	"\bEncoding\x12\b\n" +
 	"\x04JSON\x10\x00\x12\n" +
 	"\n" +

@@ -19,5 +19,7 @@
 // 3 REJECTED, 4 UNAVAILABLE (a node said so, or the request never left
 // writctl: nothing appended), 5 UNCERTAIN (a node said so, or the request
 // may have reached a node and no answer came; the request ID and `writctl
-// outcome ID` are printed) or config upgrade failed.
+// outcome ID` are printed) or config upgrade failed, 6 NOT_COMMITTED (the
+// request ID was fenced: not committed and never will be; safe to submit
+// again with a new request ID).
 package main

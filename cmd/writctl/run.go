@@ -31,6 +31,9 @@ const (
 	exitRejected    = 3
 	exitUnavailable = 4
 	exitUncertain   = 5
+	// exitNotCommitted: the request ID was fenced; definitely not
+	// committed, and the ID can never commit: submit again with a new ID.
+	exitNotCommitted = 6
 )
 
 // DefaultAddr is the API address writctl talks to when neither --addr nor
@@ -176,6 +179,8 @@ func outcomeErr(d *writv1.OutcomeDetail) error {
 		code = exitUnavailable
 	case writv1.Outcome_UNCERTAIN:
 		code = exitUncertain
+	case writv1.Outcome_NOT_COMMITTED:
+		code = exitNotCommitted
 	}
 	msg := d.Outcome.String()
 	if d.RequestId != "" {
@@ -196,6 +201,8 @@ func outcomeErr(d *writv1.OutcomeDetail) error {
 		msg += "; it may still commit: look it up with `writctl outcome " + d.RequestId + "` or retry with --id " + d.RequestId
 	case writv1.Outcome_UNAVAILABLE:
 		msg += "; nothing was appended: retry when the cluster has a leader"
+	case writv1.Outcome_NOT_COMMITTED:
+		msg += "; it was not committed and never will be: it is safe to submit it again, with a new request ID"
 	}
 	return fail(code, "%s", msg)
 }

@@ -18,7 +18,7 @@ import (
 type FakeLog struct {
 	mu        sync.Mutex
 	state     map[string]fakeValue
-	firstApp  map[string]uint64 // command ID → index of its application
+	firstApp  map[string]fakeOutcome // command ID → its application or fence
 	pending   []*fakeProposal
 	committed committedLog
 	index     uint64
@@ -37,7 +37,24 @@ type FakeLog struct {
 var (
 	_ pipeline.Log         = (*FakeLog)(nil)
 	_ pipeline.StateReader = (*FakeLog)(nil)
+	_ pipeline.ReadBarrier = (*FakeLog)(nil)
 )
+
+// fakeOutcome is the recorded first application of a command ID, or its
+// fence (raftstore's outcome table, for the definite outcomes).
+type fakeOutcome struct {
+	index   uint64
+	digest  uint64
+	verdict uint8
+	fenced  bool
+}
+
+func (o fakeOutcome) result() kv.Result {
+	if o.fenced {
+		return kv.Result{Index: o.index, Status: kv.StatusFenced, FirstIndex: o.index}
+	}
+	return kv.Result{Index: o.index, Status: kv.StatusApplied, Digest: o.digest, Verdict: o.verdict}
+}
 
 // fakeValue is a key's applied value and revision.
 type fakeValue struct {
@@ -170,7 +187,7 @@ func (p *fakeProposal) decideLocked(res []kv.Result, lost bool) {
 
 // NewFakeLog returns an empty log with a leader.
 func NewFakeLog() *FakeLog {
-	return &FakeLog{state: map[string]fakeValue{}, firstApp: map[string]uint64{}, term: 1}
+	return &FakeLog{state: map[string]fakeValue{}, firstApp: map[string]fakeOutcome{}, term: 1}
 }
 
 // NewTerm simulates a leader change: the term advances and a leader is
@@ -261,6 +278,22 @@ func (l *FakeLog) CommitNext() bool {
 	l.mu.Lock()
 	p.decideLocked(res, false)
 	l.mu.Unlock()
+	return true
+}
+
+// Delay moves the oldest pending batch behind every other pending batch,
+// as a proposal that reaches the leader late (re-forwarded after a leader
+// change) is appended behind later ones; false if fewer than two are
+// pending.
+func (l *FakeLog) Delay() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.pending) < 2 {
+		return false
+	}
+	p := l.pending[0]
+	l.popPendingLocked()
+	l.pending = append(l.pending, p)
 	return true
 }
 
@@ -359,10 +392,21 @@ func (l *FakeLog) applyLocked(idx uint64, batch []kv.Command, dst []kv.Result) [
 		cmd := &batch[i]
 		r := kv.Result{Index: idx}
 		if first, ok := l.firstApp[cmd.ID]; ok && cmd.ID != "" {
-			r.Status, r.FirstIndex = kv.StatusDuplicate, first
+			if first.fenced {
+				r.Status, r.FirstIndex, r.Reason = kv.StatusFenced, first.index, fmt.Sprintf("not committed: command ID %q was fenced at index %d", cmd.ID, first.index)
+			} else {
+				r.Status, r.FirstIndex, r.Digest, r.Verdict = kv.StatusDuplicate, first.index, first.digest, first.verdict
+			}
 			res[i] = r
 			continue
 		}
+		if cmd.Type == kv.TypeFence && cmd.ID != "" {
+			l.firstApp[cmd.ID] = fakeOutcome{index: idx, fenced: true}
+			r.Status, r.FirstIndex, r.Reason = kv.StatusFenced, idx, fmt.Sprintf("not committed: command ID %q was fenced at index %d", cmd.ID, idx)
+			res[i] = r
+			continue
+		}
+		r.Digest, r.Verdict = kv.PayloadDigest(cmd.Payload), cmd.Verdict
 		if l.Checker != nil {
 			if err := l.Checker.Check(cmd, fakeReader{l}); err != nil {
 				r.Status, r.Reason = kv.StatusRejected, err.Error()
@@ -406,7 +450,7 @@ func (l *FakeLog) applyLocked(idx uint64, batch []kv.Command, dst []kv.Result) [
 				l.state[w.Key] = fakeValue{value: values[start:len(values):len(values)], rev: idx}
 			}
 			if cmd.ID != "" {
-				l.firstApp[cmd.ID] = idx
+				l.firstApp[cmd.ID] = fakeOutcome{index: idx, digest: r.Digest, verdict: r.Verdict}
 			}
 		}
 		res[i] = r
@@ -474,15 +518,24 @@ func (l *FakeLog) List(ctx context.Context, prefix string, linearizable bool) ([
 	return out, nil
 }
 
-// Outcome returns the first application of an ID.
+// ReadBarrier stands for a confirmed read index: lagging keys catch up, as
+// with a linearizable Get.
+func (l *FakeLog) ReadBarrier(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	clear(l.lagging)
+	return nil
+}
+
+// Outcome returns the first application of an ID, or its fence.
 func (l *FakeLog) Outcome(id string) (kv.Result, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	idx, ok := l.firstApp[id]
+	o, ok := l.firstApp[id]
 	if !ok {
 		return kv.Result{}, false
 	}
-	return kv.Result{Index: idx, Status: kv.StatusApplied}, true
+	return o.result(), true
 }
 
 // Status reports a single-node view.
