@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
@@ -240,17 +241,25 @@ func (s *Server) Submit(ctx context.Context, r *writv1.SubmitRequest) (*writv1.S
 	if err != nil {
 		return nil, err
 	}
+	var sent string // non-empty: a forward may have reached the leader
 	if c, addr := s.leaderConn(ctx); c != nil {
 		fr := &writv1.SubmitRequest{Entry: &writv1.Entry{Type: e.Type, Id: e.ID, Payload: e.Payload, Encoding: r.GetEntry().GetEncoding()}, TimeoutMs: r.GetTimeoutMs()}
-		resp, ferr := writv1.NewWritClient(c).Submit(forwardCtx(ctx), fr)
+		var leader peer.Peer
+		resp, ferr := writv1.NewWritClient(c).Submit(forwardCtx(ctx), fr, grpc.Peer(&leader))
 		if reachedLeader(ferr) {
 			return resp, ferr
 		}
 		s.log.Info("api: leader unreachable, processing locally", "request_id", e.ID, "type", e.Type, "leader_api", addr, "err", ferr)
+		sent = forwardMayHaveLanded(&leader, addr, ferr)
 	}
 	res := s.cfg.Writer.Submit(ctx, e, time.Duration(r.GetTimeoutMs())*time.Millisecond)
 	if res.ID == "" {
 		res.ID = e.ID
+	}
+	if sent != "" && res.Outcome == Unavailable {
+		// This node appended nothing, but the leader it forwarded to may
+		// have: "definitely not appended" would be a lie (W2).
+		res.Outcome, res.Reason = Uncertain, sent+"; here: "+res.Reason
 	}
 	if res.Outcome != Committed {
 		le := &Error{Outcome: res.Outcome, ID: res.ID, Reason: res.Reason, Field: res.Field}
@@ -554,9 +563,11 @@ func (s *Server) ConfigUpgrade(r *writv1.ConfigUpgradeRequest, stream grpc.Serve
 	if id == "" {
 		id = NewID("c-")
 	}
+	var sent string // non-empty: the forward may have reached the leader
+	var leader peer.Peer
 	if c, addr := s.leaderConn(ctx); c != nil {
 		fr := &writv1.ConfigUpgradeRequest{RequestId: id, Document: r.GetDocument(), Format: r.GetFormat(), TimeoutMs: r.GetTimeoutMs(), Type: r.GetType(), Force: r.GetForce()}
-		fs, ferr := writv1.NewWritClient(c).ConfigUpgrade(forwardCtx(ctx), fr)
+		fs, ferr := writv1.NewWritClient(c).ConfigUpgrade(forwardCtx(ctx), fr, grpc.Peer(&leader))
 		if ferr == nil {
 			first := true
 			for {
@@ -578,6 +589,7 @@ func (s *Server) ConfigUpgrade(r *writv1.ConfigUpgradeRequest, stream grpc.Serve
 			}
 		}
 		s.log.Info("api: leader unreachable, processing config upgrade locally", "leader_api", addr, "err", ferr)
+		sent = forwardMayHaveLanded(&leader, addr, ferr)
 	}
 	send := func(p ConfigProgress) {
 		_ = stream.Send(progressToWire(p))
@@ -585,6 +597,9 @@ func (s *Server) ConfigUpgrade(r *writv1.ConfigUpgradeRequest, stream grpc.Serve
 	final, err := s.cfg.Writer.ConfigUpgrade(ctx, ConfigChange{ID: id, Document: r.GetDocument(), Format: r.GetFormat(), Timeout: time.Duration(r.GetTimeoutMs()) * time.Millisecond, Type: r.GetType(), Force: r.GetForce()}, send)
 	if err != nil {
 		return toStatus(err)
+	}
+	if sent != "" && final.Outcome == Unavailable {
+		final.Outcome, final.Message = Uncertain, sent+"; here: "+final.Message
 	}
 	return stream.Send(progressToWire(final))
 }

@@ -1,0 +1,75 @@
+package api
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/writ-dev/writ/api/writv1"
+)
+
+// hangingLeader accepts a forwarded Submit and never answers it: the test
+// then kills its server, as a leader SIGKILLed after the request reached it.
+type hangingLeader struct {
+	writv1.UnimplementedWritServer
+	arrived chan struct{}
+}
+
+func (h *hangingLeader) Submit(ctx context.Context, _ *writv1.SubmitRequest) (*writv1.SubmitResponse, error) {
+	close(h.arrived)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestServer_FakeBackendForwardLostAfterSendIsUncertain: a follower that
+// forwarded a Submit to a leader which died before answering, and then
+// finds no leader itself, answers UNCERTAIN (the dead leader may have
+// appended the request, and the next leader can commit it), never
+// UNAVAILABLE "not appended". A leader that could not be reached at all
+// leaves UNAVAILABLE definite.
+func TestServer_FakeBackendForwardLostAfterSendIsUncertain(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.24.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &hangingLeader{arrived: make(chan struct{})}
+	g := grpc.NewServer()
+	writv1.RegisterWritServer(g, h)
+	go func() { _ = g.Serve(lis) }()
+	defer g.Stop()
+	go func() {
+		<-h.arrived
+		g.Stop() // the leader dies with the request in hand
+	}()
+
+	follower := &fakeNode{id: "n2", leaderAPI: lis.Addr().String(), outcome: Unavailable}
+	c := serveFake(t, "127.0.24.2:0", follower)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err = c.Submit(ctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: "job.submit", Id: "r-sent", Payload: []byte(`{}`)}})
+	o, ok := OutcomeFromError(err)
+	if !ok || o.Outcome != Uncertain {
+		t.Fatalf("forward lost after it reached the leader: got %v (%v), want UNCERTAIN", o.Outcome, err)
+	}
+	if !strings.Contains(o.Reason, "may have appended") {
+		t.Errorf("UNCERTAIN reason does not say why: %q", o.Reason)
+	}
+
+	// Nothing listens at the leader's address: the request never left.
+	dead, err := net.Listen("tcp", "127.0.24.3:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.Addr().String()
+	dead.Close()
+	follower2 := &fakeNode{id: "n3", leaderAPI: deadAddr, outcome: Unavailable}
+	c2 := serveFake(t, "127.0.24.4:0", follower2)
+	_, err = c2.Submit(ctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: "job.submit", Id: "r-unsent", Payload: []byte(`{}`)}})
+	if o, ok := OutcomeFromError(err); !ok || o.Outcome != Unavailable {
+		t.Fatalf("leader unreachable: got %v (%v), want UNAVAILABLE", o.Outcome, err)
+	}
+}
