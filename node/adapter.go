@@ -333,6 +333,7 @@ func (i *info) Status(ctx context.Context) api.NodeStatus {
 	st.ConfigTag = n.cfgTag
 	st.RestartRequired = append([]string(nil), n.restart...)
 	n.mu.Unlock()
+	st.Insecure = append([]string(nil), n.cfg.InsecureMissing...)
 	// The tag is the configuration this node has loaded (set by the
 	// activation hook), so "reloaded" means the hook ran here.
 	if st.ConfigTag == "" && ps.Config != nil && ps.Config.Type == config.ClusterType {

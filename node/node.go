@@ -214,18 +214,23 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	cleanup = append(cleanup, func() { _ = mem.Shutdown() })
 
 	// 6. API
-	n.apis, err = api.New(api.Config{Writer: &writer{n: n}, Store: n.rs, Info: &info{n: n}, Membership: &members{a: n.mem}, Logger: n.log.With("component", "api")})
+	as, err := newAPIServer(cfg, lis, n.log.With("component", "api"))
 	if err != nil {
 		return nil, err
 	}
-	n.gs = grpc.NewServer()
+	n.apis, err = api.New(api.Config{Writer: &writer{n: n}, Store: n.rs, Info: &info{n: n}, Membership: &members{a: n.mem}, Logger: n.log.With("component", "api"),
+		ForwardCreds: as.forward, Reflection: cfg.Dev || cfg.API.Reflection})
+	if err != nil {
+		return nil, err
+	}
+	n.gs = grpc.NewServer(as.opts...)
 	n.apis.Register(n.gs)
 	if err := n.startObs(cfg); err != nil {
 		return nil, err
 	}
 	cleanup = append(cleanup, n.stopObs)
 	go func() {
-		if err := n.gs.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		if err := n.gs.Serve(as.lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			n.fatal <- fmt.Errorf("api: %w", err)
 		}
 	}()
