@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -50,6 +49,7 @@ func fail(code int, format string, a ...any) error {
 
 type app struct {
 	addr    string
+	creds   creds
 	output  string
 	timeout time.Duration
 
@@ -105,6 +105,7 @@ func (a *app) root() *cobra.Command {
 					a.addr = env
 				}
 			}
+			a.creds.fromEnv(cmd, a.env)
 			return nil
 		},
 	}
@@ -112,6 +113,7 @@ func (a *app) root() *cobra.Command {
 	pf.StringVar(&a.addr, "addr", DefaultAddr, "writd API address host:port (env WRITCTL_ADDR)")
 	pf.StringVarP(&a.output, "output", "o", "text", "output format: text, json, yaml or table")
 	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "deadline for each call")
+	a.creds.addFlags(pf)
 	addVersion(root)
 	root.AddCommand(a.statusCmd(), a.membersCmd(), a.submitCmd(), a.reportCmd(), a.deliverCmd(), a.watchCmd(),
 		a.getCmd(), a.listCmd(), a.outcomeCmd(), a.factsCmd(), a.conflictsCmd(), a.pluginsCmd(), a.configCmd(), a.benchCmd(), a.keyringCmd())
@@ -123,7 +125,11 @@ func (a *app) dial() (writv1.WritClient, error) {
 	if a.client != nil {
 		return a.client, nil
 	}
-	c, err := grpc.NewClient(a.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	opts, err := a.creds.dialOptions()
+	if err != nil {
+		return nil, err
+	}
+	c, err := grpc.NewClient(a.addr, opts...)
 	if err != nil {
 		return nil, fail(exitUsage, "--addr %q: %v: pass host:port of a writd API", a.addr, err)
 	}

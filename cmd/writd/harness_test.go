@@ -124,6 +124,11 @@ func (c *cluster) start(p *proc) {
 	}
 	if p.join != "" {
 		args = append(args, "--join", p.join)
+		// test clusters run without peer TLS, API TLS or a gossip key
+		// unless the test sets them (docs/security.md)
+		if !hasArg(c.args, "--insecure") && !hasArg(p.args, "--insecure") {
+			args = append(args, "--insecure")
+		}
 	}
 	args = append(append(args, c.args...), p.args...)
 	lf, err := os.OpenFile(p.dir+".log", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)

@@ -169,19 +169,19 @@ func (s source) secureByDefault(n *Node) error {
 	}
 	list := strings.Join(missing, ", ")
 	if !insecure {
-		return &Error{Key: missing[0], Msg: fmt.Sprintf("%s but %s not set", why, isAre(missing, list)),
-			Fix: "set " + list + " (docs/security.md), or set insecure: true (flag --insecure, env WRIT_INSECURE) to run unprotected"}
+		return &Error{Key: list, Msg: "not set, and " + why,
+			Fix: "set " + them(missing) + " (docs/security.md), or set insecure: true (flag --insecure, env WRIT_INSECURE) to run unprotected"}
 	}
 	n.Insecure, n.InsecureMissing = true, missing
 	n.Warnings = append(n.Warnings, fmt.Sprintf("config: insecure: %s without %s: peers and clients are not authenticated", why, list))
 	return nil
 }
 
-func isAre(l []string, list string) string {
+func them(l []string) string {
 	if len(l) == 1 {
-		return list + " is"
+		return "it"
 	}
-	return list + " are"
+	return "them"
 }
 
 func loopback(host string) bool {
