@@ -282,6 +282,9 @@ func (a *app) statusCmd() *cobra.Command {
 			}
 			fmt.Fprintf(w, "ready\t%s\n", ready)
 			fmt.Fprintf(w, "health\t%s\n", s.Health)
+			if len(s.Insecure) > 0 {
+				fmt.Fprintf(w, "WARNING\tinsecure: running without %s (docs/security.md)\n", strings.Join(s.Insecure, ", "))
+			}
 			leader := s.LeaderId
 			if leader == "" {
 				leader = "(none)"

@@ -74,6 +74,10 @@ type cluster struct {
 	bin   string
 	args  []string // extra writd flags for every node
 	nodes []*proc
+	// nodeArgs, if set, adds flags for one node (its certificate);
+	// dial, if set, is how the harness connects (TLS, credentials).
+	nodeArgs func(p *proc) []string
+	dial     []grpc.DialOption
 }
 
 // newCluster starts n nodes on hosts (one loopback IP each); the first
@@ -86,7 +90,13 @@ func newCluster(t *testing.T, hosts ...string) *cluster {
 // newClusterArgs is newCluster with extra writd flags for every node.
 func newClusterArgs(t *testing.T, args []string, hosts ...string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, bin: buildBinaries(t), args: args}
+	return newClusterWith(t, &cluster{args: args}, hosts...)
+}
+
+// newClusterWith is newCluster with c's args, nodeArgs and dial options.
+func newClusterWith(t *testing.T, c *cluster, hosts ...string) *cluster {
+	t.Helper()
+	c.t, c.bin = t, buildBinaries(t)
 	root := t.TempDir()
 	if d := os.Getenv("TESTLOG_WRITD_DIR"); d != "" {
 		// keep data and logs for post-mortems
@@ -95,6 +105,9 @@ func newClusterArgs(t *testing.T, args []string, hosts ...string) *cluster {
 	}
 	for i, h := range hosts {
 		p := &proc{t: t, name: fmt.Sprintf("n%d", i+1), host: h, dir: filepath.Join(root, fmt.Sprintf("n%d", i+1))}
+		if c.nodeArgs != nil {
+			p.args = c.nodeArgs(p)
+		}
 		if i > 0 {
 			p.join = c.nodes[0].gossip()
 		}
@@ -145,7 +158,11 @@ func (c *cluster) start(p *proc) {
 	p.done = make(chan struct{})
 	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(p.cmd, p.done)
 	if p.conn == nil {
-		conn, err := grpc.NewClient(p.api(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		dial := c.dial
+		if dial == nil {
+			dial = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+		}
+		conn, err := grpc.NewClient(p.api(), dial...)
 		if err != nil {
 			c.t.Fatal(err)
 		}

@@ -143,7 +143,11 @@ func (s source) secureByDefault(n *Node) error {
 			}
 		}
 	}
-	if why == "" {
+	insecure, err := s.boolean("insecure")
+	if err != nil {
+		return err
+	}
+	if why == "" && !insecure {
 		return nil
 	}
 	var missing []string
@@ -163,17 +167,16 @@ func (s source) secureByDefault(n *Node) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	insecure, err := s.boolean("insecure")
-	if err != nil {
-		return err
-	}
 	list := strings.Join(missing, ", ")
 	if !insecure {
 		return &Error{Key: list, Msg: "not set, and " + why,
 			Fix: "set " + them(missing) + " (docs/security.md), or set insecure: true (flag --insecure, env WRIT_INSECURE) to run unprotected"}
 	}
 	n.Insecure, n.InsecureMissing = true, missing
-	n.Warnings = append(n.Warnings, fmt.Sprintf("config: insecure: %s without %s: peers and clients are not authenticated", why, list))
+	if why == "" {
+		why = "insecure: true is set"
+	}
+	n.Warnings = append(n.Warnings, fmt.Sprintf("config: insecure: %s, running without %s: peers and clients are not all authenticated (docs/security.md)", why, list))
 	return nil
 }
 
