@@ -113,7 +113,9 @@ func tlsDial(t *testing.T, ca *testCA, certFile, keyFile string) grpc.DialOption
 		if err != nil {
 			t.Fatal(err)
 		}
-		tc.Certificates = []tls.Certificate{pair}
+		// always present it, even when the server asks for another CA
+		// (Go's client would otherwise send none): as an attacker would
+		tc.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &pair, nil }
 	}
 	return grpc.WithTransportCredentials(credentials.NewTLS(tc))
 }
