@@ -103,6 +103,8 @@ func newClusterWith(t *testing.T, c *cluster, hosts ...string) *cluster {
 		root = filepath.Join(d, t.Name())
 		_ = os.RemoveAll(root)
 	}
+	// stop the nodes even when a start-up wait below fails the test
+	t.Cleanup(c.stopAll)
 	for i, h := range hosts {
 		p := &proc{t: t, name: fmt.Sprintf("n%d", i+1), host: h, dir: filepath.Join(root, fmt.Sprintf("n%d", i+1))}
 		if c.nodeArgs != nil {
@@ -121,7 +123,6 @@ func newClusterWith(t *testing.T, c *cluster, hosts ...string) *cluster {
 		c.waitReady(p, 40*time.Second)
 	}
 	c.waitVoters(len(hosts), 40*time.Second)
-	t.Cleanup(c.stopAll)
 	return c
 }
 
