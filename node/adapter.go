@@ -142,8 +142,10 @@ func eventStatus(ev pipeline.Event) string {
 
 func (w *writer) Watch(ctx context.Context, f api.WatchFilter, send func(api.WatchEvent) error) error {
 	wt := w.n.pl.Watch(f.From, pipeline.Filter{Types: f.Types, Key: f.Key})
+	r := replayer{slots: w.n.replay, rate: w.n.cfg.API.WatchReplayRate}
+	defer r.release()
 	for {
-		ev, err := wt.Next(ctx)
+		ev, err := r.next(ctx, wt)
 		if err != nil {
 			if errors.Is(err, pipeline.ErrCompacted) {
 				return &api.Error{Outcome: api.Unavailable, Reason: err.Error()}

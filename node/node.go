@@ -63,6 +63,8 @@ type Node struct {
 	apis *api.Server
 	lis  net.Listener
 	obs  obsState
+	// replay bounds Watch streams replaying history at once (replay.go).
+	replay replaySlots
 
 	mu      sync.Mutex
 	current *config.Node
@@ -89,7 +91,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	if o.LogOutput == nil {
 		o.LogOutput = os.Stderr
 	}
-	n = &Node{cfg: cfg, cat: withClusterConfig(o.Catalog), level: new(slog.LevelVar), current: cfg, done: make(chan struct{}), fatal: make(chan error, 4)}
+	n = &Node{cfg: cfg, cat: withClusterConfig(o.Catalog), level: new(slog.LevelVar), current: cfg, done: make(chan struct{}), fatal: make(chan error, 4), replay: newReplaySlots()}
 	n.level.Set(parseLevel(cfg.LogLevel))
 	hopts := &slog.HandlerOptions{Level: n.level}
 	var h slog.Handler = slog.NewTextHandler(o.LogOutput, hopts)

@@ -19,7 +19,7 @@ import (
 	"github.com/writ-dev/writ/api/writv1"
 )
 
-// binDir holds writd, writctl, writ-jobs and writ-lease built once for the multi-process tests.
+// binDir holds writd, writctl, writ-jobs, writ-lease and watchload built once for the multi-process tests.
 var (
 	binOnce sync.Once
 	binDir  string
@@ -37,7 +37,7 @@ func buildBinaries(t *testing.T) string {
 			return
 		}
 		cmd := exec.Command("go", "build", "-o", binDir+"/", "github.com/writ-dev/writ/cmd/writd", "github.com/writ-dev/writ/cmd/writctl", "github.com/writ-dev/writ/examples/jobs/cmd/writ-jobs",
-			"github.com/writ-dev/writ/cmd/writd/testdata/lease/writ-lease")
+			"github.com/writ-dev/writ/cmd/writd/testdata/lease/writ-lease", "github.com/writ-dev/writ/cmd/writd/testdata/watchload")
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {
