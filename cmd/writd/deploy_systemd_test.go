@@ -129,7 +129,9 @@ func TestSystemdUnit(t *testing.T) {
 			args[i+1] = exampleConfig
 		}
 	}
-	args = append(args, "--data-dir", t.TempDir())
+	// the example's TLS and key paths are commented out: it loads only
+	// as insecure (TestExampleConfigLoads checks the refusal without)
+	args = append(args, "--data-dir", t.TempDir(), "--insecure")
 	if _, _, err := loadWritdArgs(t, args); err != nil {
 		t.Errorf("ExecStart: %v", err)
 	}
