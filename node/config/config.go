@@ -97,7 +97,7 @@ var Keys = []Key{
 	{Name: "api.max_streams", Kind: Int, Default: 256, Help: "most concurrent calls on one client API connection", Min: 1, Max: 1 << 16},
 	{Name: "api.max_watchers", Kind: Int, Default: 1024, Help: "most concurrent Watch streams on this node", Min: 1, Max: 1 << 20},
 	{Name: "api.max_watchers_per_conn", Kind: Int, Default: 256, Help: "most concurrent Watch streams on one client API connection", Min: 1, Max: 1 << 16},
-	{Name: "api.watch_replay_rate", Kind: Int, Default: 20000, Help: "most history events per second a Watch replay sends, per replay slot (one slot per 4 CPUs), so catching-up watchers leave the CPU to writes (0: unpaced)", Min: 0, Max: 10_000_000},
+	{Name: "api.watch_replay_rate", Kind: Int, Default: 10000, Help: "most history events per second a Watch replay sends, per replay slot (one slot per 4 CPUs), so catching-up watchers leave the CPU to writes (0: unpaced)", Min: 0, Max: 10_000_000},
 	{Name: "api.keepalive_min_time", Kind: Duration, Default: "10s", Help: "shortest interval between client keepalive pings; a client pinging more often is disconnected", Min: D(time.Second), Max: D(time.Hour)},
 	{Name: "insecure", Kind: Bool, Default: false, Help: "allow a multi-node or network-facing node without peer TLS, API TLS or a gossip key (logged as a warning and shown in status)"},
 }
