@@ -27,5 +27,7 @@ ENV PATH=/usr/local/bin
 ENTRYPOINT ["/usr/local/bin/writd"]
 # A single node reachable through published ports. raft and gossip stay on
 # loopback: their addresses are advertised to peers, so a cluster gives each
-# node its own routable address (deploy/compose.yaml).
-CMD ["--node-id", "node1", "--data-dir", "/var/lib/writ", "--api-addr", "0.0.0.0:7070", "--raft-addr", "127.0.0.1:7071", "--gossip-addr", "127.0.0.1:7072", "--metrics-addr", "0.0.0.0:7079"]
+# node its own routable address (deploy/compose.yaml). --insecure: this
+# default is a plaintext try-out node; pass TLS and key settings for
+# anything others can reach (docs/security.md).
+CMD ["--node-id", "node1", "--data-dir", "/var/lib/writ", "--api-addr", "0.0.0.0:7070", "--raft-addr", "127.0.0.1:7071", "--gossip-addr", "127.0.0.1:7072", "--metrics-addr", "0.0.0.0:7079", "--insecure"]

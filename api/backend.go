@@ -198,6 +198,9 @@ type NodeStatus struct {
 	RestartRequired []string
 	StateHash       string
 	StateIndex      uint64
+	// Insecure names the protections missing on a node started with
+	// insecure: true.
+	Insecure []string
 }
 
 // MemberInfo is one node as gossip and consensus see it.

@@ -15,6 +15,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
@@ -50,6 +51,11 @@ type Config struct {
 	// answer REJECTS the entry with that reason. Nodes use it to refuse a
 	// type some member of a mixed-schema cluster cannot apply.
 	Gate func(entryType string) string
+	// ForwardCreds secure the connection a follower forwards calls to the
+	// leader on (nil: plaintext).
+	ForwardCreds credentials.TransportCredentials
+	// Reflection registers gRPC server reflection.
+	Reflection bool
 }
 
 // Server implements writv1.WritServer over one node.
@@ -76,10 +82,13 @@ func New(cfg Config) (*Server, error) {
 	return &Server{cfg: cfg, log: l, conns: map[string]*grpc.ClientConn{}}, nil
 }
 
-// Register adds the writ.v1 service and server reflection to g.
+// Register adds the writ.v1 service, and server reflection when
+// configured, to g.
 func (s *Server) Register(g *grpc.Server) {
 	writv1.RegisterWritServer(g, s)
-	reflection.Register(g)
+	if s.cfg.Reflection {
+		reflection.Register(g)
+	}
 }
 
 // Close releases connections to other nodes.
@@ -209,7 +218,11 @@ func (s *Server) leaderConn(ctx context.Context) (*grpc.ClientConn, string) {
 	if c, ok := s.conns[st.LeaderAPI]; ok {
 		return c, st.LeaderAPI
 	}
-	c, err := grpc.NewClient(st.LeaderAPI, grpc.WithTransportCredentials(insecure.NewCredentials()), boundDialer(st.APIAddr))
+	creds := s.cfg.ForwardCreds
+	if creds == nil {
+		creds = insecure.NewCredentials()
+	}
+	c, err := grpc.NewClient(st.LeaderAPI, grpc.WithTransportCredentials(creds), boundDialer(st.APIAddr))
 	if err != nil {
 		s.log.Warn("api: cannot dial leader", "leader_api", st.LeaderAPI, "err", err)
 		return nil, ""
@@ -218,8 +231,10 @@ func (s *Server) leaderConn(ctx context.Context) (*grpc.ClientConn, string) {
 	return c, st.LeaderAPI
 }
 
+// forwardCtx marks a call as forwarded and carries the caller's identity
+// to the leader (auth.go).
 func forwardCtx(ctx context.Context) context.Context {
-	return metadata.AppendToOutgoingContext(ctx, forwardedKey, "1")
+	return metadata.AppendToOutgoingContext(ctx, append([]string{forwardedKey, "1"}, forwardMetadata(ctx)...)...)
 }
 
 // reachedLeader reports whether a forwarded call got an answer from the
@@ -418,6 +433,7 @@ func (s *Server) Status(ctx context.Context, req *writv1.StatusRequest) (*writv1
 		GossipAddr: st.GossipAddr, SchemaFingerprint: st.Fingerprint, ConfigTag: st.ConfigTag,
 		OutboxDepth: st.OutboxDepth, OpenConflicts: st.OpenConflicts, Version: st.Version,
 		RestartRequired: st.RestartRequired, StateHash: st.StateHash, StateIndex: st.StateIndex,
+		Insecure: st.Insecure,
 	}, nil
 }
 

@@ -143,7 +143,7 @@ func serveFake(t *testing.T, addr string, f *fakeNode) writv1.WritClient {
 		t.Fatal(err)
 	}
 	f.apiAddr = lis.Addr().String()
-	s, err := New(Config{Writer: f, Store: f, Info: f})
+	s, err := New(Config{Writer: f, Store: f, Info: f, Reflection: true})
 	if err != nil {
 		t.Fatal(err)
 	}

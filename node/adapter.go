@@ -164,8 +164,10 @@ func eventStatus(ev pipeline.Event) string {
 
 func (w *writer) Watch(ctx context.Context, f api.WatchFilter, send func(api.WatchEvent) error) error {
 	wt := w.n.pl.Watch(f.From, pipeline.Filter{Types: f.Types, Key: f.Key})
+	r := replayer{slots: w.n.replay, rate: w.n.cfg.API.WatchReplayRate}
+	defer r.release()
 	for {
-		ev, err := wt.Next(ctx)
+		ev, err := r.next(ctx, wt)
 		if err != nil {
 			if errors.Is(err, pipeline.ErrCompacted) {
 				return &api.Error{Outcome: api.Unavailable, Reason: err.Error()}
@@ -359,6 +361,7 @@ func (i *info) Status(ctx context.Context) api.NodeStatus {
 	st.ConfigTag = n.cfgTag
 	st.RestartRequired = append([]string(nil), n.restart...)
 	n.mu.Unlock()
+	st.Insecure = append([]string(nil), n.cfg.InsecureMissing...)
 	// The tag is the configuration this node has loaded (set by the
 	// activation hook), so "reloaded" means the hook ran here.
 	if st.ConfigTag == "" && ps.Config != nil && ps.Config.Type == config.ClusterType {

@@ -67,6 +67,8 @@ type Node struct {
 	lis     net.Listener
 	obs     obsState
 	sch     *schemas
+	// replay bounds Watch streams replaying history at once (replay.go).
+	replay replaySlots
 
 	mu      sync.Mutex
 	current *config.Node
@@ -93,7 +95,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	if o.LogOutput == nil {
 		o.LogOutput = os.Stderr
 	}
-	n = &Node{cfg: cfg, cat: withClusterConfig(o.Catalog), level: new(slog.LevelVar), current: cfg, done: make(chan struct{}), fatal: make(chan error, 4)}
+	n = &Node{cfg: cfg, cat: withClusterConfig(o.Catalog), level: new(slog.LevelVar), current: cfg, done: make(chan struct{}), fatal: make(chan error, 4), replay: newReplaySlots()}
 	n.level.Set(parseLevel(cfg.LogLevel))
 	hopts := &slog.HandlerOptions{Level: n.level}
 	var h slog.Handler = slog.NewTextHandler(o.LogOutput, hopts)
@@ -233,11 +235,16 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	cleanup = append(cleanup, func() { _ = mem.Shutdown() })
 
 	// 6. API
-	n.apis, err = api.New(api.Config{Writer: &writer{n: n}, Store: n.rs, Info: &info{n: n}, Membership: &members{a: n.mem}, Schema: n.sch.serve, Gate: n.sch.gate, Logger: n.log.With("component", "api")})
+	as, err := newAPIServer(cfg, lis, n.log.With("component", "api"))
 	if err != nil {
 		return nil, err
 	}
-	n.gs = grpc.NewServer()
+	n.apis, err = api.New(api.Config{Writer: &writer{n: n}, Store: n.rs, Info: &info{n: n}, Membership: &members{a: n.mem}, Schema: n.sch.serve, Gate: n.sch.gate, Logger: n.log.With("component", "api"),
+		ForwardCreds: as.forward, Reflection: cfg.Dev || cfg.API.Reflection})
+	if err != nil {
+		return nil, err
+	}
+	n.gs = grpc.NewServer(as.opts...)
 	n.apis.Register(n.gs)
 	if err := n.startObs(cfg); err != nil {
 		return nil, err
@@ -247,7 +254,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 		return nil, err
 	}
 	go func() {
-		if err := n.gs.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		if err := n.gs.Serve(as.lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			n.fatal <- fmt.Errorf("api: %w", err)
 		}
 	}()

@@ -57,7 +57,8 @@ start_node() { # name index [join]
 	local h=${HOSTS[$i]}
 	mkdir -p "$DATA/$n"
 	local args=(--node-id "$n" --data-dir "$DATA/$n" --api-addr "$h:$API_PORT" --raft-addr "$h:$RAFT_PORT" --gossip-addr "$h:$GOSSIP_PORT" --plugin "$BIN/writ-jobs")
-	[ -n "$join" ] && args+=(--join "$join")
+	# loopback demo without TLS: a joining node must say so (docs/security.md)
+	[ -n "$join" ] && args+=(--join "$join" --insecure)
 	"$BIN/writd" "${args[@]}" >>"$DATA/$n.log" 2>&1 &
 	PID[$n]=$!
 }

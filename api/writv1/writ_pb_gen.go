@@ -1720,8 +1720,11 @@ type StatusResponse struct {
 	RestartRequired   []string `protobuf:"bytes,19,rep,name=restart_required,json=restartRequired,proto3" json:"restart_required,omitempty"`
 	// Digest of the replicated state at state_index: replicas at the same
 	// applied index have equal digests.
-	StateHash     string `protobuf:"bytes,20,opt,name=state_hash,json=stateHash,proto3" json:"state_hash,omitempty"`
-	StateIndex    uint64 `protobuf:"varint,21,opt,name=state_index,json=stateIndex,proto3" json:"state_index,omitempty"`
+	StateHash  string `protobuf:"bytes,20,opt,name=state_hash,json=stateHash,proto3" json:"state_hash,omitempty"`
+	StateIndex uint64 `protobuf:"varint,21,opt,name=state_index,json=stateIndex,proto3" json:"state_index,omitempty"`
+	// Keys missing on a node started with insecure: true (no peer TLS, API
+	// TLS or gossip key): empty on a secured node.
+	Insecure      []string `protobuf:"bytes,22,rep,name=insecure,proto3" json:"insecure,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1901,6 +1904,13 @@ func (x *StatusResponse) GetStateIndex() uint64 {
 		return x.StateIndex
 	}
 	return 0
+}
+
+func (x *StatusResponse) GetInsecure() []string {
+	if x != nil {
+		return x.Insecure
+	}
+	return nil
 }
 
 type MembersRequest struct {
@@ -3038,7 +3048,7 @@ const file_writ_proto_rawDesc = "" +
 	"\roldest_age_ms\x18\x03 \x01(\x03R\voldestAgeMs\x12)\n" +
 	"\x05facts\x18\x04 \x03(\v2\x13.writ.v1.OutboxFactR\x05facts\"=\n" +
 	"\rStatusRequest\x12,\n" +
-	"\x12without_state_hash\x18\x01 \x01(\bR\x10withoutStateHash\"\x96\x05\n" +
+	"\x12without_state_hash\x18\x01 \x01(\bR\x10withoutStateHash\"\xb2\x05\n" +
 	"\x0eStatusResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\tleader_id\x18\x02 \x01(\tR\bleaderId\x12\x1b\n" +
@@ -3066,7 +3076,8 @@ const file_writ_proto_rawDesc = "" +
 	"\n" +
 	"state_hash\x18\x14 \x01(\tR\tstateHash\x12\x1f\n" +
 	"\vstate_index\x18\x15 \x01(\x04R\n" +
-	"stateIndex\"\x10\n" +
+	"stateIndex\x12\x1a\n" +
+	"\binsecure\x18\x16 \x03(\tR\binsecure\"\x10\n" +
 	"\x0eMembersRequest\"\x94\x02\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +

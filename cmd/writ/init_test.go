@@ -78,7 +78,7 @@ func TestInitProjectEndToEnd(t *testing.T) {
 			"--api-addr", api, "--raft-addr", raft, "--gossip-addr", gossip,
 			"--schema", schema, "--plugin", plugin, "--membership-profile", "local"}
 		if first != "" {
-			args = append(args, "--join", first)
+			args = append(args, "--join", first, "--insecure")
 		} else {
 			first = gossip
 		}

@@ -26,12 +26,18 @@ func (a *app) endpoints() []string {
 }
 
 // clientConfig is how writctl reaches the cluster.
-func (a *app) clientConfig() client.Config {
+func (a *app) clientConfig() (client.Config, error) {
+	tc, err := a.creds.tlsConfig()
+	if err != nil {
+		return client.Config{}, err
+	}
 	return client.Config{
 		Endpoints:      a.endpoints(),
 		DialTimeout:    min(a.timeout, client.DefaultDialTimeout),
 		RequestTimeout: a.timeout,
-	}
+		TLS:            tc,
+		Token:          a.creds.token,
+	}, nil
 }
 
 // cli returns the command's client, made on first use.
@@ -39,7 +45,11 @@ func (a *app) cli() (*client.Client, error) {
 	if a.cl != nil {
 		return a.cl, nil
 	}
-	c, err := client.New(a.clientConfig())
+	cfg, err := a.clientConfig()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg)
 	if err != nil {
 		return nil, fail(exitUsage, "--addr %q: %v: pass host:port of a writd API (several: comma-separated)", a.addr, err)
 	}

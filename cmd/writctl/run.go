@@ -53,6 +53,7 @@ func fail(code int, format string, a ...any) error {
 
 type app struct {
 	addr    string
+	creds   creds
 	output  string
 	timeout time.Duration
 
@@ -107,6 +108,7 @@ func (a *app) root() *cobra.Command {
 					a.addr = env
 				}
 			}
+			a.creds.fromEnv(cmd, a.env)
 			return nil
 		},
 	}
@@ -114,6 +116,7 @@ func (a *app) root() *cobra.Command {
 	pf.StringVar(&a.addr, "addr", DefaultAddr, "writd API address host:port, or several comma-separated (leader preferred, failover) (env WRITCTL_ADDR)")
 	pf.StringVarP(&a.output, "output", "o", "text", "output format: text, json, yaml or table")
 	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "deadline for each call")
+	a.creds.addFlags(pf)
 	addVersion(root)
 	root.AddCommand(a.statusCmd(), a.membersCmd(), a.submitCmd(), a.reportCmd(), a.deliverCmd(), a.watchCmd(),
 		a.getCmd(), a.listCmd(), a.outcomeCmd(), a.factsCmd(), a.conflictsCmd(), a.pluginsCmd(), a.configCmd(), a.benchCmd(), a.keyringCmd())
@@ -281,6 +284,9 @@ func (a *app) statusCmd() *cobra.Command {
 			}
 			fmt.Fprintf(w, "ready\t%s\n", ready)
 			fmt.Fprintf(w, "health\t%s\n", s.Health)
+			if len(s.Insecure) > 0 {
+				fmt.Fprintf(w, "WARNING\tinsecure: running without %s (docs/security.md)\n", strings.Join(s.Insecure, ", "))
+			}
 			leader := s.LeaderId
 			if leader == "" {
 				leader = "(none)"

@@ -22,10 +22,16 @@ var exampleConfig = filepath.Join(repoRoot, "deploy", "writd.yaml")
 // configuration loader (unknown keys, bad addresses, durations and enums
 // are errors there) and configures a cluster node, not dev mode. Its data
 // directory is swapped for a fresh one through WRIT_DATA_DIR, which takes
-// precedence over the file.
+// precedence over the file. Its TLS and gossip key paths are commented
+// out (they do not exist here), so it loads only with WRIT_INSECURE=true
+// and is refused, naming the keys, without it.
 func TestExampleConfigLoads(t *testing.T) {
 	dir := t.TempDir()
-	n, err := config.Load(config.Options{File: exampleConfig, Env: []string{"WRIT_DATA_DIR=" + dir}})
+	_, err := config.Load(config.Options{File: exampleConfig, Env: []string{"WRIT_DATA_DIR=" + dir}})
+	if err == nil || !strings.Contains(err.Error(), "api.tls.cert_file") || !strings.Contains(err.Error(), "gossip.key_file") {
+		t.Fatalf("example without TLS or gossip key loaded without insecure: %v", err)
+	}
+	n, err := config.Load(config.Options{File: exampleConfig, Env: []string{"WRIT_DATA_DIR=" + dir, "WRIT_INSECURE=true"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +129,9 @@ func TestSystemdUnit(t *testing.T) {
 			args[i+1] = exampleConfig
 		}
 	}
-	args = append(args, "--data-dir", t.TempDir())
+	// the example's TLS and key paths are commented out: it loads only
+	// as insecure (TestExampleConfigLoads checks the refusal without)
+	args = append(args, "--data-dir", t.TempDir(), "--insecure")
 	if _, _, err := loadWritdArgs(t, args); err != nil {
 		t.Errorf("ExecStart: %v", err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/writ-dev/writ/api/writv1"
 )
 
-// binDir holds writd, writctl, writ-jobs and writ-lease built once for the multi-process tests.
+// binDir holds writd, writctl, writ-jobs, writ-lease and watchload built once for the multi-process tests.
 var (
 	binOnce sync.Once
 	binDir  string
@@ -37,7 +37,7 @@ func buildBinaries(t *testing.T) string {
 			return
 		}
 		cmd := exec.Command("go", "build", "-o", binDir+"/", "github.com/writ-dev/writ/cmd/writd", "github.com/writ-dev/writ/cmd/writctl", "github.com/writ-dev/writ/examples/jobs/cmd/writ-jobs",
-			"github.com/writ-dev/writ/cmd/writd/testdata/lease/writ-lease", "github.com/writ-dev/writ/cmd/writd/testdata/rolling/writ-lease-rt")
+			"github.com/writ-dev/writ/cmd/writd/testdata/lease/writ-lease", "github.com/writ-dev/writ/cmd/writd/testdata/rolling/writ-lease-rt", "github.com/writ-dev/writ/cmd/writd/testdata/watchload")
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {
@@ -74,6 +74,10 @@ type cluster struct {
 	bin   string
 	args  []string // extra writd flags for every node
 	nodes []*proc
+	// nodeArgs, if set, adds flags for one node (its certificate);
+	// dial, if set, is how the harness connects (TLS, credentials).
+	nodeArgs func(p *proc) []string
+	dial     []grpc.DialOption
 }
 
 // newCluster starts n nodes on hosts (one loopback IP each); the first
@@ -86,15 +90,26 @@ func newCluster(t *testing.T, hosts ...string) *cluster {
 // newClusterArgs is newCluster with extra writd flags for every node.
 func newClusterArgs(t *testing.T, args []string, hosts ...string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, bin: buildBinaries(t), args: args}
+	return newClusterWith(t, &cluster{args: args}, hosts...)
+}
+
+// newClusterWith is newCluster with c's args, nodeArgs and dial options.
+func newClusterWith(t *testing.T, c *cluster, hosts ...string) *cluster {
+	t.Helper()
+	c.t, c.bin = t, buildBinaries(t)
 	root := t.TempDir()
 	if d := os.Getenv("TESTLOG_WRITD_DIR"); d != "" {
 		// keep data and logs for post-mortems
 		root = filepath.Join(d, t.Name())
 		_ = os.RemoveAll(root)
 	}
+	// stop the nodes even when a start-up wait below fails the test
+	t.Cleanup(c.stopAll)
 	for i, h := range hosts {
 		p := &proc{t: t, name: fmt.Sprintf("n%d", i+1), host: h, dir: filepath.Join(root, fmt.Sprintf("n%d", i+1))}
+		if c.nodeArgs != nil {
+			p.args = c.nodeArgs(p)
+		}
 		if i > 0 {
 			p.join = c.nodes[0].gossip()
 		}
@@ -108,7 +123,6 @@ func newClusterArgs(t *testing.T, args []string, hosts ...string) *cluster {
 		c.waitReady(p, 40*time.Second)
 	}
 	c.waitVoters(len(hosts), 40*time.Second)
-	t.Cleanup(c.stopAll)
 	return c
 }
 
@@ -124,6 +138,11 @@ func (c *cluster) start(p *proc) {
 	}
 	if p.join != "" {
 		args = append(args, "--join", p.join)
+		// test clusters run without peer TLS, API TLS or a gossip key
+		// unless the test sets them (docs/security.md)
+		if !hasArg(c.args, "--insecure") && !hasArg(p.args, "--insecure") {
+			args = append(args, "--insecure")
+		}
 	}
 	args = append(append(args, c.args...), p.args...)
 	lf, err := os.OpenFile(p.dir+".log", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
@@ -140,7 +159,11 @@ func (c *cluster) start(p *proc) {
 	p.done = make(chan struct{})
 	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(p.cmd, p.done)
 	if p.conn == nil {
-		conn, err := grpc.NewClient(p.api(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		dial := c.dial
+		if dial == nil {
+			dial = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+		}
+		conn, err := grpc.NewClient(p.api(), dial...)
 		if err != nil {
 			c.t.Fatal(err)
 		}

@@ -109,7 +109,7 @@ func TestEmptyJoinRefusedRealProcess(t *testing.T) {
 func TestSeedJoinFailureOneLine(t *testing.T) {
 	bin := buildBinaries(t)
 	code, stdout, stderr := runWritd(t, bin, nil, "--data-dir", t.TempDir(), "--api-addr", "127.0.21.12:0", "--raft-addr", "127.0.21.12:7071",
-		"--gossip-addr", "127.0.21.12:7072", "--plugin", filepath.Join(bin, "writ-jobs"), "--join", "127.0.21.13:7072")
+		"--gossip-addr", "127.0.21.12:7072", "--plugin", filepath.Join(bin, "writ-jobs"), "--join", "127.0.21.13:7072", "--insecure")
 	if code != exitConfig {
 		t.Fatalf("exit %d, want %d; stderr %q", code, exitConfig, stderr)
 	}

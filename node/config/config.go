@@ -92,6 +92,19 @@ var Keys = []Key{
 	{Name: "log.format", Kind: String, Default: "text", Help: "text or json"},
 	{Name: "metrics.addr", Kind: String, Default: "", Help: "HTTP listen address for /metrics, /livez, /readyz and /healthz (host:port; empty: off, or a kernel-chosen loopback port in dev mode)"},
 	{Name: "debug.pprof", Kind: Bool, Default: false, Help: "serve net/http/pprof under /debug/pprof/ on the metrics listener"},
+	// client API security and limits (apisecurity.go, docs/security.md)
+	{Name: "api.tls.cert_file", Kind: String, Default: "", Help: "PEM certificate the client API serves TLS with (empty: plaintext API)"},
+	{Name: "api.tls.key_file", Kind: String, Default: "", Help: "PEM private key of api.tls.cert_file, readable only by its owner (mode 0600)"},
+	{Name: "api.tls.client_ca_file", Kind: String, Default: "", Help: "PEM CA bundle client certificates are verified against; set, every call needs a client certificate or a token"},
+	{Name: "api.tokens_file", Kind: String, Default: "", Help: "YAML file of API identities (name, token_sha256, roles), mode 0600; set, every call needs a token or a client certificate"},
+	{Name: "api.reflection", Kind: Bool, Default: false, Help: "serve gRPC server reflection (always on in dev mode)"},
+	{Name: "api.max_connections", Kind: Int, Default: 1024, Help: "most concurrent client API connections (more wait to be accepted)", Min: 1, Max: 1 << 20},
+	{Name: "api.max_streams", Kind: Int, Default: 256, Help: "most concurrent calls on one client API connection", Min: 1, Max: 1 << 16},
+	{Name: "api.max_watchers", Kind: Int, Default: 1024, Help: "most concurrent Watch streams on this node", Min: 1, Max: 1 << 20},
+	{Name: "api.max_watchers_per_conn", Kind: Int, Default: 256, Help: "most concurrent Watch streams on one client API connection", Min: 1, Max: 1 << 16},
+	{Name: "api.watch_replay_rate", Kind: Int, Default: 10000, Help: "most history events per second a Watch replay sends, per replay slot (one slot per 4 CPUs), so catching-up watchers leave the CPU to writes (0: unpaced)", Min: 0, Max: 10_000_000},
+	{Name: "api.keepalive_min_time", Kind: Duration, Default: "10s", Help: "shortest interval between client keepalive pings; a client pinging more often is disconnected", Min: D(time.Second), Max: D(time.Hour)},
+	{Name: "insecure", Kind: Bool, Default: false, Help: "allow a multi-node or network-facing node without peer TLS, API TLS or a gossip key (logged as a warning and shown in status)"},
 }
 
 func keyByName(name string) (Key, bool) {
@@ -143,6 +156,13 @@ type Node struct {
 	// MaxFrameBytes bounds a raft transport frame (raft.max_frame_bytes).
 	MaxFrameBytes int
 
+	// API is the client API's TLS, authentication and limits.
+	API APISecurity
+	// Insecure is set when insecure: true allowed a network-facing node
+	// without all of peer TLS, API TLS and a gossip key; InsecureMissing
+	// names the keys that are missing.
+	Insecure        bool
+	InsecureMissing []string
 	// File is the configuration file used, if any.
 	File string
 	// Dev is set when no file, variable or flag configured anything.
@@ -314,6 +334,9 @@ func Load(o Options) (*Node, error) {
 	}
 	n.File = file
 	n.Dev = !configured
+	if err := s.secureByDefault(n); err != nil {
+		return nil, err
+	}
 	if w := configFileWarning(file); w != "" {
 		n.Warnings = append(n.Warnings, w)
 	}
@@ -614,6 +637,9 @@ func (s source) node() (*Node, error) {
 		}
 	}
 	if n.Plugins, err = s.plugins("plugins"); err != nil {
+		return nil, err
+	}
+	if err := s.apiSecurity(n); err != nil {
 		return nil, err
 	}
 	return n, nil

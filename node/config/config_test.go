@@ -43,7 +43,7 @@ func TestDefaultsAreDev(t *testing.T) {
 func TestPrecedenceFileEnvFlag(t *testing.T) {
 	dir := t.TempDir()
 	f := write(t, "writ.yaml", "node:\n  id: from-file\napi:\n  addr: 127.0.3.1:7000\npipeline:\n  commit_timeout: 2s\ndata_dir: "+dir+"\n")
-	env := []string{"WRIT_API_ADDR=127.0.3.2:7000", "PATH=/bin", "WRIT_JOIN=127.0.3.5:7072, 127.0.3.6:7072"}
+	env := []string{"WRIT_API_ADDR=127.0.3.2:7000", "PATH=/bin", "WRIT_JOIN=127.0.3.5:7072, 127.0.3.6:7072", "WRIT_INSECURE=true"}
 	n, err := Load(Options{File: f, Env: env, Flags: flags(t, "--pipeline-commit-timeout", "3s")})
 	if err != nil {
 		t.Fatal(err)

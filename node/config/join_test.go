@@ -76,7 +76,7 @@ func TestBootstrapOnlyWithoutJoin(t *testing.T) {
 	if err != nil || !n.Bootstrap || len(n.Join) != 0 {
 		t.Fatalf("no join: %+v, %v", n, err)
 	}
-	n, err = Load(Options{Flags: flags(t, "--data-dir", dir, "--join", ",127.0.21.5:7072,")})
+	n, err = Load(Options{Flags: flags(t, "--data-dir", dir, "--join", ",127.0.21.5:7072,", "--insecure")})
 	if err != nil || n.Bootstrap || len(n.Join) != 1 {
 		t.Fatalf("one seed among empties: %+v, %v", n, err)
 	}
@@ -105,7 +105,7 @@ func TestJoinListProperty(t *testing.T) {
 			}
 		}
 		val := strings.Join(parts, ",")
-		n, err := Load(Options{Env: []string{"WRIT_DATA_DIR=" + dir, "WRIT_JOIN=" + val}})
+		n, err := Load(Options{Env: []string{"WRIT_DATA_DIR=" + dir, "WRIT_JOIN=" + val, "WRIT_INSECURE=true"}})
 		if len(seeds) == 0 {
 			if err == nil || !strings.Contains(err.Error(), "lists no address") {
 				rt.Fatalf("WRIT_JOIN=%q: want the empty-join error, got %v (node %+v)", val, err, n)
@@ -138,7 +138,7 @@ func TestBootstrapWithJoinIsAnError(t *testing.T) {
 			t.Errorf("%s: %q does not name bootstrap and the fixes", name, msg)
 		}
 	}
-	if _, err := Load(Options{Env: []string{"WRIT_DATA_DIR=" + dir, "WRIT_BOOTSTRAP=false", "WRIT_JOIN=127.0.21.5:7072"}}); err != nil {
+	if _, err := Load(Options{Env: []string{"WRIT_DATA_DIR=" + dir, "WRIT_BOOTSTRAP=false", "WRIT_JOIN=127.0.21.5:7072", "WRIT_INSECURE=true"}}); err != nil {
 		t.Fatalf("bootstrap=false with join: %v", err)
 	}
 }
