@@ -152,11 +152,7 @@ func (s source) secureByDefault(n *Node) error {
 		return nil
 	}
 	var missing []string
-	// raft.tls.cert_file is checked by name: a build without peer TLS has
-	// no such key and so always misses it.
-	if _, ok := keyByName("raft.tls.cert_file"); !ok {
-		missing = append(missing, "raft.tls.cert_file")
-	} else if v, _ := s.str("raft.tls.cert_file"); v == "" {
+	if !n.RaftTLS.Enabled() {
 		missing = append(missing, "raft.tls.cert_file")
 	}
 	if n.API.CertFile == "" {
