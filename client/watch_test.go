@@ -30,8 +30,17 @@ func TestWatchResumesAcrossEndpointKill(t *testing.T) {
 	defer cancel()
 	submit := func(job string) {
 		t.Helper()
-		if _, err := client.SubmitTyped(ctx, cl, jobsgen.JobSubmit{JobID: job, Queue: "q1", Priority: 1, Command: "run"}); err != nil {
-			t.Fatalf("submit %s: %v", job, err)
+		for attempt := 0; ; attempt++ {
+			_, err := client.SubmitTyped(ctx, cl, jobsgen.JobSubmit{JobID: job, Queue: "q1", Priority: 1, Command: "run"})
+			if o, ok := client.OutcomeOf(err); ok && o.Status == client.NotCommitted && attempt < 3 {
+				// Its ID was fenced while the cluster elected a new
+				// leader: definitely not committed, so a new ID is safe.
+				continue
+			}
+			if err != nil {
+				t.Fatalf("submit %s: %v", job, err)
+			}
+			return
 		}
 	}
 	if _, err := client.SubmitTyped(ctx, cl, jobsgen.QueueControl{Queue: "q1", Action: "create"}); err != nil {
