@@ -32,7 +32,7 @@ const (
 // here needs operator (deny by default).
 var methodRoles = map[string]string{
 	"Get": RoleRead, "List": RoleRead, "Watch": RoleRead, "Status": RoleRead, "Outcome": RoleRead,
-	"Conflicts": RoleRead, "Outbox": RoleRead, "Members": RoleRead, "Plugins": RoleRead, "ConfigShow": RoleRead,
+	"Conflicts": RoleRead, "Outbox": RoleRead, "Members": RoleRead, "Plugins": RoleRead, "ConfigShow": RoleRead, "Schema": RoleRead,
 	"Submit": RoleWrite, "Report": RoleWrite, "Deliver": RoleWrite,
 	"ConfigUpgrade": RoleOperator, "Keyring": RoleOperator,
 }

@@ -81,7 +81,7 @@ func startCluster(t *testing.T, hosts ...string) *cluster {
 		args := []string{"--node-id", n.name, "--data-dir", n.dir, "--api-addr", n.api(), "--raft-addr", h + ":7071",
 			"--gossip-addr", h + ":7072", "--plugin", filepath.Join(c.bin, "writ-jobs")}
 		if i > 0 {
-			args = append(args, "--join", hosts[0]+":7072")
+			args = append(args, "--join", hosts[0]+":7072", "--insecure")
 		}
 		if err := os.MkdirAll(n.dir, 0o700); err != nil {
 			t.Fatal(err)

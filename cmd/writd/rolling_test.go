@@ -227,7 +227,7 @@ func fingerprintOf(c *cluster, p *proc) string {
 // while a member still runs v1, and uses it once every member runs v2.
 func TestRollingUpgrade(t *testing.T) {
 	vs := rollingVersions(t)
-	common := []string{"--membership-profile", "local"}
+	common := []string{"--membership-profile", "local", "--insecure"}
 	c := newClusterArgs(t, append(append([]string{}, common...), vs["v1"]...), "127.0.45.1", "127.0.45.2", "127.0.45.3")
 	c.args = common
 	for _, p := range c.nodes {
@@ -336,7 +336,7 @@ func waitCount(t *testing.T, n *atomic.Int64, want int64, d time.Duration) {
 // refuses to start, naming the code; restarted on v1 it rejoins.
 func TestRollingUpgradeBlocked(t *testing.T) {
 	vs := rollingVersions(t)
-	common := []string{"--membership-profile", "local"}
+	common := []string{"--membership-profile", "local", "--insecure"}
 	c := newClusterArgs(t, append(append([]string{}, common...), vs["v1"]...), "127.0.45.11", "127.0.45.12")
 	c.args = common
 	for _, p := range c.nodes {
