@@ -142,6 +142,9 @@ func toStatus(err error) error {
 	if e, ok := AsError(err); ok {
 		return StatusError(e)
 	}
+	if ce := (*CompactedError)(nil); errors.As(err, &ce) {
+		return status.Error(codes.OutOfRange, ce.Error())
+	}
 	if errors.Is(err, context.Canceled) {
 		return status.Error(codes.Canceled, err.Error())
 	}

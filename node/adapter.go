@@ -145,8 +145,8 @@ func (w *writer) Watch(ctx context.Context, f api.WatchFilter, send func(api.Wat
 	for {
 		ev, err := wt.Next(ctx)
 		if err != nil {
-			if errors.Is(err, pipeline.ErrCompacted) {
-				return &api.Error{Outcome: api.Unavailable, Reason: err.Error()}
+			if ce := (*pipeline.CompactedError)(nil); errors.As(err, &ce) {
+				return &api.CompactedError{First: ce.First}
 			}
 			return err
 		}

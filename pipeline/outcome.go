@@ -165,8 +165,10 @@ type Entry struct {
 }
 
 var (
-	// ErrCompacted: a watch asked for events older than the retained ring.
-	ErrCompacted = errors.New("pipeline: watch position compacted; re-read state and watch from the current index")
+	// ErrCompacted: a watch asked for events older than the ring and the
+	// log retain. Watch returns it as a *CompactedError naming the first
+	// index still available.
+	ErrCompacted = errors.New("pipeline: compacted: re-list state and watch from the current index")
 	// ErrStopped: the pipeline was stopped.
 	ErrStopped = errors.New("pipeline: stopped")
 	// ErrOutboxFailed: the outbox hit a write or fsync error; the node must

@@ -2054,25 +2054,9 @@ var _ kv.RestoreObserver = (*Pipeline)(nil)
 // observeLocked records a committed command on the watch ring and, for a
 // request or config command no live entry here waits for, its outcome.
 func (p *Pipeline) observeLocked(cmd *kv.Command, res kv.Result, pos int, live bool) {
-	if res.Status == kv.StatusConflict {
+	ev, ok := eventOf(cmd, res, pos)
+	if !ok {
 		return
-	}
-	ev := Event{Index: res.Index, Pos: pos, ID: cmd.ID, Type: cmd.Type, Class: ir.Class(cmd.Class), Key: cmd.Key,
-		Verdict: Verdict(cmd.Verdict), Status: StatusCommitted}
-	if ir.Class(cmd.Class) == ir.ClassConfig {
-		// watchers see the schema's config type; the ID names the phase
-		ev.Type = configTypeOf(cmd)
-	}
-	switch {
-	case res.Status == kv.StatusRejected:
-		ev.Status, ev.Reason = StatusRejected, res.Reason
-	case res.Status == kv.StatusDuplicate:
-		ev.Duplicate, ev.FirstIndex = true, res.FirstIndex
-	case Verdict(cmd.Verdict) == VerdictReject:
-		ev.Status = StatusRejected
-		if g, err := decodeGuard(cmd.Guard); err == nil {
-			ev.Reason = g.Reason
-		}
 	}
 	p.ring.add(ev)
 	if strings.HasPrefix(cmd.ID, "req:") || strings.HasPrefix(cmd.ID, "cfg:") {

@@ -169,6 +169,8 @@ func (a *app) rpcErr(err error) error {
 		return fail(exitUnavailable, "no answer from writd at %s within %s: retry or raise --timeout", a.addr, a.timeout)
 	case codes.InvalidArgument, codes.FailedPrecondition:
 		return fail(exitUsage, "%s", st.Message())
+	case codes.OutOfRange:
+		return fail(exitError, "%s", st.Message())
 	}
 	return fail(exitError, "%s: %s", st.Code(), st.Message())
 }
