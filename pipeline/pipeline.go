@@ -186,8 +186,9 @@ type entry struct {
 type entryExtra struct {
 	resolve    string // conflict key to resolve (ResolveConflict)
 	note       string
-	recordOnly string // receipt item rejection to record in the log
-	altID      string // command ID proposed when it differs from cmdID
+	resolution *Resolution // audit record of a ResolveConflictAs
+	recordOnly string      // receipt item rejection to record in the log
+	altID      string      // command ID proposed when it differs from cmdID
 	// An application (late) or a timeout (timeoutWhy) that arrived while
 	// the entry was in a flush, handled when the flush ends.
 	late       *lateResult

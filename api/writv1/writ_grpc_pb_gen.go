@@ -22,21 +22,22 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Writ_Submit_FullMethodName        = "/writ.v1.Writ/Submit"
-	Writ_Report_FullMethodName        = "/writ.v1.Writ/Report"
-	Writ_Deliver_FullMethodName       = "/writ.v1.Writ/Deliver"
-	Writ_Watch_FullMethodName         = "/writ.v1.Writ/Watch"
-	Writ_Get_FullMethodName           = "/writ.v1.Writ/Get"
-	Writ_List_FullMethodName          = "/writ.v1.Writ/List"
-	Writ_Outcome_FullMethodName       = "/writ.v1.Writ/Outcome"
-	Writ_Conflicts_FullMethodName     = "/writ.v1.Writ/Conflicts"
-	Writ_Outbox_FullMethodName        = "/writ.v1.Writ/Outbox"
-	Writ_Status_FullMethodName        = "/writ.v1.Writ/Status"
-	Writ_Members_FullMethodName       = "/writ.v1.Writ/Members"
-	Writ_Keyring_FullMethodName       = "/writ.v1.Writ/Keyring"
-	Writ_Plugins_FullMethodName       = "/writ.v1.Writ/Plugins"
-	Writ_ConfigShow_FullMethodName    = "/writ.v1.Writ/ConfigShow"
-	Writ_ConfigUpgrade_FullMethodName = "/writ.v1.Writ/ConfigUpgrade"
+	Writ_Submit_FullMethodName          = "/writ.v1.Writ/Submit"
+	Writ_Report_FullMethodName          = "/writ.v1.Writ/Report"
+	Writ_Deliver_FullMethodName         = "/writ.v1.Writ/Deliver"
+	Writ_Watch_FullMethodName           = "/writ.v1.Writ/Watch"
+	Writ_Get_FullMethodName             = "/writ.v1.Writ/Get"
+	Writ_List_FullMethodName            = "/writ.v1.Writ/List"
+	Writ_Outcome_FullMethodName         = "/writ.v1.Writ/Outcome"
+	Writ_Conflicts_FullMethodName       = "/writ.v1.Writ/Conflicts"
+	Writ_Outbox_FullMethodName          = "/writ.v1.Writ/Outbox"
+	Writ_Status_FullMethodName          = "/writ.v1.Writ/Status"
+	Writ_Members_FullMethodName         = "/writ.v1.Writ/Members"
+	Writ_Keyring_FullMethodName         = "/writ.v1.Writ/Keyring"
+	Writ_Plugins_FullMethodName         = "/writ.v1.Writ/Plugins"
+	Writ_ConfigShow_FullMethodName      = "/writ.v1.Writ/ConfigShow"
+	Writ_ConfigUpgrade_FullMethodName   = "/writ.v1.Writ/ConfigUpgrade"
+	Writ_ResolveConflict_FullMethodName = "/writ.v1.Writ/ResolveConflict"
 )
 
 // WritClient is the client API for Writ service.
@@ -58,6 +59,7 @@ type WritClient interface {
 	Plugins(ctx context.Context, in *PluginsRequest, opts ...grpc.CallOption) (*PluginsResponse, error)
 	ConfigShow(ctx context.Context, in *ConfigShowRequest, opts ...grpc.CallOption) (*ConfigShowResponse, error)
 	ConfigUpgrade(ctx context.Context, in *ConfigUpgradeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ConfigProgress], error)
+	ResolveConflict(ctx context.Context, in *ResolveConflictRequest, opts ...grpc.CallOption) (*ResolveConflictResponse, error)
 }
 
 type writClient struct {
@@ -236,6 +238,16 @@ func (c *writClient) ConfigUpgrade(ctx context.Context, in *ConfigUpgradeRequest
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Writ_ConfigUpgradeClient = grpc.ServerStreamingClient[ConfigProgress]
 
+func (c *writClient) ResolveConflict(ctx context.Context, in *ResolveConflictRequest, opts ...grpc.CallOption) (*ResolveConflictResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResolveConflictResponse)
+	err := c.cc.Invoke(ctx, Writ_ResolveConflict_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WritServer is the server API for Writ service.
 // All implementations must embed UnimplementedWritServer
 // for forward compatibility.
@@ -255,6 +267,7 @@ type WritServer interface {
 	Plugins(context.Context, *PluginsRequest) (*PluginsResponse, error)
 	ConfigShow(context.Context, *ConfigShowRequest) (*ConfigShowResponse, error)
 	ConfigUpgrade(*ConfigUpgradeRequest, grpc.ServerStreamingServer[ConfigProgress]) error
+	ResolveConflict(context.Context, *ResolveConflictRequest) (*ResolveConflictResponse, error)
 	mustEmbedUnimplementedWritServer()
 }
 
@@ -309,6 +322,9 @@ func (UnimplementedWritServer) ConfigShow(context.Context, *ConfigShowRequest) (
 }
 func (UnimplementedWritServer) ConfigUpgrade(*ConfigUpgradeRequest, grpc.ServerStreamingServer[ConfigProgress]) error {
 	return status.Errorf(codes.Unimplemented, "method ConfigUpgrade not implemented")
+}
+func (UnimplementedWritServer) ResolveConflict(context.Context, *ResolveConflictRequest) (*ResolveConflictResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ResolveConflict not implemented")
 }
 func (UnimplementedWritServer) mustEmbedUnimplementedWritServer() {}
 func (UnimplementedWritServer) testEmbeddedByValue()              {}
@@ -587,6 +603,24 @@ func _Writ_ConfigUpgrade_Handler(srv interface{}, stream grpc.ServerStream) erro
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Writ_ConfigUpgradeServer = grpc.ServerStreamingServer[ConfigProgress]
 
+func _Writ_ResolveConflict_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResolveConflictRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WritServer).ResolveConflict(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Writ_ResolveConflict_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WritServer).ResolveConflict(ctx, req.(*ResolveConflictRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Writ_ServiceDesc is the grpc.ServiceDesc for Writ service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -645,6 +679,10 @@ var Writ_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ConfigShow",
 			Handler:    _Writ_ConfigShow_Handler,
+		},
+		{
+			MethodName: "ResolveConflict",
+			Handler:    _Writ_ResolveConflict_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -620,32 +620,6 @@ func (a *app) factsCmd() *cobra.Command {
 	}
 }
 
-func (a *app) conflictsCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "conflicts",
-		Short: "List open conflict cases (facts that contradicted state)",
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			r, err := call(a, writv1.WritClient.Conflicts, &writv1.ConflictsRequest{})
-			if err != nil {
-				return err
-			}
-			if a.structured() {
-				out := []any{}
-				for _, x := range r.Conflicts {
-					out = append(out, map[string]any{"key": x.Key, "rev": x.Rev, "case": rawOrString(x.Case)})
-				}
-				return a.printAny(out)
-			}
-			fmt.Fprintf(a.out, "%d open conflict cases\n", len(r.Conflicts))
-			for _, x := range r.Conflicts {
-				fmt.Fprintf(a.out, "%s (rev %d): %s\n", x.Key, x.Rev, x.Case)
-			}
-			return nil
-		},
-	}
-}
-
 func (a *app) pluginsCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "plugins",
