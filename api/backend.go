@@ -186,6 +186,7 @@ type NodeStatus struct {
 	RestartRequired []string
 	StateHash       string
 	StateIndex      uint64
+	Admission       *writv1.Admission
 }
 
 // MemberInfo is one node as gossip and consensus see it.
@@ -285,6 +286,9 @@ type Error struct {
 	Reason    string
 	Field     string
 	LeaderAPI string
+	// Exhausted: refused by admission control at a resource bound (a full
+	// fact outbox); the gRPC code is RESOURCE_EXHAUSTED.
+	Exhausted bool
 }
 
 func (e *Error) Error() string {

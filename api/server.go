@@ -102,6 +102,9 @@ func StatusError(e *Error) error {
 		}
 	case Unavailable:
 		code = codes.Unavailable
+		if e.Exhausted {
+			code = codes.ResourceExhausted
+		}
 	case Uncertain:
 		code = codes.DeadlineExceeded
 	case Committed:
@@ -394,6 +397,7 @@ func (s *Server) Status(ctx context.Context, _ *writv1.StatusRequest) (*writv1.S
 		GossipAddr: st.GossipAddr, SchemaFingerprint: st.Fingerprint, ConfigTag: st.ConfigTag,
 		OutboxDepth: st.OutboxDepth, OpenConflicts: st.OpenConflicts, Version: st.Version,
 		RestartRequired: st.RestartRequired, StateHash: st.StateHash, StateIndex: st.StateIndex,
+		Admission: st.Admission,
 	}, nil
 }
 

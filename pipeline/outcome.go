@@ -140,6 +140,9 @@ type Ack struct {
 	Reason string
 	Field  string
 	Rule   string
+	// Overloaded: UNAVAILABLE because the outbox is at a bound (admission
+	// control); nothing was written, the reporter retries later.
+	Overloaded bool
 }
 
 // Format is the encoding of an ingress payload.

@@ -87,6 +87,14 @@ type Config struct {
 	OnConfigActivated func(ConfigActivation)
 	// Metrics, if set, receives stage timings and outcome counts.
 	Metrics Metrics
+	// Admission control (admission.go): MaxInflight bounds the requests in
+	// flight through Submit on this node (0: unbounded; SetMaxInflight
+	// changes it live); OutboxMaxEntries and OutboxMaxBytes bound the fact
+	// outbox (0: unbounded). Beyond a bound an entry is refused before it
+	// is queued or acknowledged.
+	MaxInflight      int
+	OutboxMaxEntries int
+	OutboxMaxBytes   int64
 }
 
 // TraceEvent is one stage transition, for instrumentation and scenario
@@ -278,6 +286,7 @@ const (
 // Start (or drive it with Flush/Tick when Config.Manual is set).
 type Pipeline struct {
 	cfg     Config
+	adm     admission
 	cat     ir.Catalog
 	log     Log
 	eval    Evaluator
@@ -794,6 +803,10 @@ func doneHandle(p *Pipeline, o Outcome) *Handle {
 // Submit runs a request to its outcome (W1, W2): it returns COMMITTED only
 // after every entry the request produced is committed and applied here.
 func (p *Pipeline) Submit(ctx context.Context, en Entry) Outcome {
+	if o, ok := p.admitRequest(en); !ok {
+		return o
+	}
+	defer p.adm.inflight.Add(-1)
 	h := p.submit(ctx, en, true)
 	return p.wait(ctx, h)
 }
@@ -907,7 +920,7 @@ func (p *Pipeline) Report(ctx context.Context, en Entry) Ack {
 		return Ack{ID: ps.id, Status: o.Status, Reason: o.Reason, Field: o.Field, Rule: o.Rule}
 	}
 	if err := p.acceptFacts([]parsed{ps}); err != nil {
-		return Ack{ID: ps.id, Status: StatusUnavailable, Reason: err.Error()}
+		return Ack{ID: ps.id, Status: StatusUnavailable, Reason: err.Error(), Overloaded: errors.Is(err, ErrOutboxFull)}
 	}
 	return Ack{Received: true, ID: ps.id}
 }
@@ -921,8 +934,8 @@ func (p *Pipeline) acceptFacts(facts []parsed) error {
 		es[i] = p.newEntry(kindFact, ps, "fact:", ps.desc.Name, ":", ps.id)
 		items[i] = OutboxItem{ID: es[i].cmdID, Type: ps.desc.Name, Payload: ps.json, Received: now}
 	}
-	if err := p.outbox.AddBatch(items); err != nil {
-		return fmt.Errorf("pipeline: %d fact(s) not accepted: %w", len(items), err)
+	if err := p.addFacts(items); err != nil {
+		return err
 	}
 	p.mreceived(es)
 	p.mu.Lock()
@@ -1002,7 +1015,7 @@ func (p *Pipeline) Deliver(ctx context.Context, en Entry) Ack {
 	}
 	if len(facts) > 0 {
 		if err := p.acceptFacts(facts); err != nil {
-			return Ack{ID: ps.id, Status: StatusUnavailable, Reason: err.Error()}
+			return Ack{ID: ps.id, Status: StatusUnavailable, Reason: err.Error(), Overloaded: errors.Is(err, ErrOutboxFull)}
 		}
 	}
 	for _, r := range reqs {

@@ -290,6 +290,10 @@ func (a *app) statusCmd() *cobra.Command {
 				fmt.Fprintf(w, "restart required\t%s\n", strings.Join(s.RestartRequired, ", "))
 			}
 			fmt.Fprintf(w, "outbox\t%d facts\n", s.OutboxDepth)
+			if ad := s.Admission; ad != nil {
+				fmt.Fprintf(w, "admission\tinflight %d/%d\toutbox %d/%d facts, %d/%d bytes\trefused %d requests, %d facts\n",
+					ad.Inflight, ad.MaxInflight, ad.OutboxEntries, ad.OutboxMaxEntries, ad.OutboxBytes, ad.OutboxMaxBytes, ad.RefusedRequests, ad.RefusedFacts)
+			}
 			fmt.Fprintf(w, "conflicts\t%d open\n", s.OpenConflicts)
 			fmt.Fprintf(w, "schema\t%s\n", s.SchemaFingerprint)
 			fmt.Fprintf(w, "version\t%s\n", s.Version)
