@@ -219,7 +219,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n.gs = grpc.NewServer()
+	n.gs = grpc.NewServer(grpc.InTapHandle(n.tapAdmit))
 	n.apis.Register(n.gs)
 	if err := n.startObs(cfg); err != nil {
 		return nil, err

@@ -67,8 +67,29 @@ func (p *Pipeline) admitRequest(en Entry) (Outcome, bool) {
 		}
 		m.CountOutcome(typ, class, StatusUnavailable.String())
 	}
-	return Outcome{ID: en.ID, Type: en.Type, Status: StatusUnavailable,
-		Reason: fmt.Sprintf("overloaded: %d requests in flight on this node (max_inflight %d); definitely not appended, retry after %s", limit, limit, requestRetryAfter)}, false
+	return Outcome{ID: en.ID, Type: en.Type, Status: StatusUnavailable, Reason: overloadReason(limit)}, false
+}
+
+func overloadReason(limit int) string {
+	return fmt.Sprintf("overloaded: %d requests in flight on this node (max_inflight %d); definitely not appended, retry after %s", limit, limit, requestRetryAfter)
+}
+
+// RefuseIfFull is a cheap early check for a request that has not been
+// decoded yet (the API's transport calls it before reading the call):
+// when every in-flight slot is taken it counts the refusal and returns the
+// UNAVAILABLE "overloaded" outcome (ok=true). Passing it reserves nothing;
+// Submit still takes its slot or refuses.
+func (p *Pipeline) RefuseIfFull() (Outcome, bool) {
+	limit := p.maxInflight()
+	if limit <= 0 || p.adm.inflight.Load() < int64(limit) {
+		return Outcome{}, false
+	}
+	p.adm.refusedReqs.Add(1)
+	if m := p.cfg.Metrics; m != nil {
+		m.AdmissionRefused("inflight")
+		m.CountOutcome("", "", StatusUnavailable.String())
+	}
+	return Outcome{Status: StatusUnavailable, Reason: overloadReason(limit)}, true
 }
 
 // addFacts makes facts durable within the outbox bounds.
