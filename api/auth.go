@@ -34,7 +34,7 @@ var methodRoles = map[string]string{
 	"Get": RoleRead, "List": RoleRead, "Watch": RoleRead, "Status": RoleRead, "Outcome": RoleRead,
 	"Conflicts": RoleRead, "Outbox": RoleRead, "Members": RoleRead, "Plugins": RoleRead, "ConfigShow": RoleRead, "Schema": RoleRead,
 	"Submit": RoleWrite, "Report": RoleWrite, "Deliver": RoleWrite,
-	"ConfigUpgrade": RoleOperator, "Keyring": RoleOperator,
+	"ConfigUpgrade": RoleOperator, "Keyring": RoleOperator, "ResolveConflict": RoleOperator,
 }
 
 // RequiredRole is the role a full gRPC method name needs; "" means the

@@ -201,6 +201,7 @@ type NodeStatus struct {
 	// Insecure names the protections missing on a node started with
 	// insecure: true.
 	Insecure []string
+	Admission       *writv1.Admission
 }
 
 // MemberInfo is one node as gossip and consensus see it.
@@ -300,6 +301,9 @@ type Error struct {
 	Reason    string
 	Field     string
 	LeaderAPI string
+	// Exhausted: refused by admission control at a resource bound (a full
+	// fact outbox); the gRPC code is RESOURCE_EXHAUSTED.
+	Exhausted bool
 }
 
 func (e *Error) Error() string {

@@ -120,6 +120,9 @@ func StatusError(e *Error) error {
 		}
 	case Unavailable:
 		code = codes.Unavailable
+		if e.Exhausted {
+			code = codes.ResourceExhausted
+		}
 	case Uncertain:
 		code = codes.DeadlineExceeded
 	case NotCommitted:
@@ -161,6 +164,9 @@ func toStatus(err error) error {
 	}
 	if e, ok := AsError(err); ok {
 		return StatusError(e)
+	}
+	if ce := (*CompactedError)(nil); errors.As(err, &ce) {
+		return status.Error(codes.OutOfRange, ce.Error())
 	}
 	if errors.Is(err, context.Canceled) {
 		return status.Error(codes.Canceled, err.Error())
@@ -434,6 +440,7 @@ func (s *Server) Status(ctx context.Context, req *writv1.StatusRequest) (*writv1
 		OutboxDepth: st.OutboxDepth, OpenConflicts: st.OpenConflicts, Version: st.Version,
 		RestartRequired: st.RestartRequired, StateHash: st.StateHash, StateIndex: st.StateIndex,
 		Insecure: st.Insecure,
+		Admission: st.Admission,
 	}, nil
 }
 

@@ -235,3 +235,13 @@ var (
 	// ErrStopped: the log stopped (shutdown or fatal storage error).
 	ErrStopped = errors.New("kv: log stopped")
 )
+
+// AppliedEntry is one applied batch of commands read back from the retained
+// log, with the apply decision of each command as the outcome table records
+// it (see raftstore's Node.ReadApplied). A Result with Status 0 means the
+// decision is no longer retained.
+type AppliedEntry struct {
+	Index    uint64
+	Commands []Command
+	Results  []Result
+}

@@ -70,7 +70,7 @@ func New() *Metrics {
 		Name: "writ_entries_total", Help: "Entries by type, class and outcome (COMMITTED, REJECTED, UNAVAILABLE, UNCERTAIN, NOT_COMMITTED, RECEIVED, duplicate, stale, quarantined).",
 	}, []string{"type", "class", "outcome"})
 	m.latchWaits = prometheus.NewCounter(prometheus.CounterOpts{Name: "writ_pipeline_latch_waits_total", Help: "Times a queued entry waited for a key latch held by an entry in flight."})
-	m.admission = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "writ_admission_refusals_total", Help: "Entries refused at ingress, by reason (validation, class, stopped, outbox)."}, []string{"reason"})
+	m.admission = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "writ_admission_refusals_total", Help: "Entries refused at ingress, by reason (validation, class, stopped, outbox; admission control: inflight, outbox_entries, outbox_bytes)."}, []string{"reason"})
 	m.leaderChanges = prometheus.NewCounter(prometheus.CounterOpts{Name: "writ_raft_leader_changes_total", Help: "Leader changes this node has seen."})
 	m.proposalsDropped = prometheus.NewCounter(prometheus.CounterOpts{Name: "writ_raft_proposals_dropped_total", Help: "Proposals refused by consensus (no leader, uncommitted-size bound); definitely not appended."})
 	m.snapshots = prometheus.NewCounter(prometheus.CounterOpts{Name: "writ_raft_snapshots_total", Help: "Snapshots taken by this node."})

@@ -17,6 +17,8 @@ type State struct {
 	OutboxOldest          time.Duration
 	OpenConflicts         int
 	Plugins               []PluginState
+	// Admission control: requests in flight and the bound.
+	Inflight, MaxInflight int
 }
 
 // PluginState is one handler plugin.
@@ -33,6 +35,7 @@ type stateCollector struct {
 	term, commit, applied, lag, leader, hasLeader, ready  *prometheus.Desc
 	outboxDepth, outboxBytes, outboxOldest, conflictsOpen *prometheus.Desc
 	pluginHealthy, pluginRestarts                         *prometheus.Desc
+	inflight, maxInflight                                 *prometheus.Desc
 }
 
 // WatchState registers a collector that calls read at every scrape.
@@ -55,12 +58,14 @@ func (m *Metrics) WatchState(read func() State) {
 		conflictsOpen:  d("writ_conflicts_open", "Open conflict cases (quarantined machines)."),
 		pluginHealthy:  d("writ_plugin_healthy", "1 when the handler plugin is running and serving.", "plugin"),
 		pluginRestarts: d("writ_plugin_restarts_total", "Restarts of the handler plugin since the node started.", "plugin"),
+		inflight:       d("writ_requests_inflight", "Requests in flight on this node (admitted, not yet answered)."),
+		maxInflight:    d("writ_requests_max_inflight", "The bound on requests in flight (max_inflight); 0: none."),
 	})
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.term, c.commit, c.applied, c.lag, c.leader, c.hasLeader, c.ready,
-		c.outboxDepth, c.outboxBytes, c.outboxOldest, c.conflictsOpen, c.pluginHealthy, c.pluginRestarts} {
+		c.outboxDepth, c.outboxBytes, c.outboxOldest, c.conflictsOpen, c.pluginHealthy, c.pluginRestarts, c.inflight, c.maxInflight} {
 		ch <- d
 	}
 }
@@ -92,6 +97,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	g(c.outboxBytes, float64(s.OutboxBytes))
 	g(c.outboxOldest, s.OutboxOldest.Seconds())
 	g(c.conflictsOpen, float64(s.OpenConflicts))
+	g(c.inflight, float64(s.Inflight))
+	g(c.maxInflight, float64(s.MaxInflight))
 	for _, p := range s.Plugins {
 		g(c.pluginHealthy, b2f(p.Healthy), p.Name)
 		ch <- prometheus.MustNewConstMetric(c.pluginRestarts, prometheus.CounterValue, float64(p.Restarts), p.Name)

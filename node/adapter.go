@@ -78,7 +78,7 @@ func (w *writer) Submit(ctx context.Context, e api.Entry, timeout time.Duration)
 }
 
 func ackErr(a pipeline.Ack) error {
-	return &api.Error{Outcome: toOutcome(a.Status), ID: a.ID, Reason: a.Reason, Field: a.Field}
+	return &api.Error{Outcome: toOutcome(a.Status), ID: a.ID, Reason: a.Reason, Field: a.Field, Exhausted: a.Overloaded}
 }
 
 func (w *writer) Report(ctx context.Context, e api.Entry) (api.ReportResult, error) {
@@ -169,8 +169,8 @@ func (w *writer) Watch(ctx context.Context, f api.WatchFilter, send func(api.Wat
 	for {
 		ev, err := r.next(ctx, wt)
 		if err != nil {
-			if errors.Is(err, pipeline.ErrCompacted) {
-				return &api.Error{Outcome: api.Unavailable, Reason: err.Error()}
+			if ce := (*pipeline.CompactedError)(nil); errors.As(err, &ce) {
+				return &api.CompactedError{First: ce.First}
 			}
 			return err
 		}
@@ -356,6 +356,7 @@ func (i *info) Status(ctx context.Context) api.NodeStatus {
 	st := api.NodeStatus{
 		Log: ls, Health: string(ps.Health), APIAddr: n.APIAddr(), RaftAddr: n.rs.Addr(), GossipAddr: n.mem.Addr(),
 		Fingerprint: ps.Fingerprint, OutboxDepth: uint64(ps.OutboxDepth), OpenConflicts: uint64(ps.OpenConflicts), Version: Version,
+		Admission: admissionOf(n.pl.Admission()),
 	}
 	n.mu.Lock()
 	st.ConfigTag = n.cfgTag

@@ -182,7 +182,8 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	// 3. pipeline
 	n.pl, err = pipeline.New(pipeline.Config{
 		NodeID: cfg.NodeID, Catalog: n.cat, Evaluator: n.evaluator(n.host), Metrics: n.pipelineMetrics(), DataDir: filepath.Join(n.dataDir, "outbox"),
-		CommitTimeout: cfg.CommitTimeout, ConfigTimeout: cfg.ConfigTimeout, MaxBatch: cfg.MaxBatch, RetryMin: cfg.FactRetry, Logger: n.log.With("component", "pipeline"),
+		CommitTimeout: cfg.CommitTimeout, ConfigTimeout: cfg.ConfigTimeout, MaxBatch: cfg.MaxBatch, RetryMin: cfg.FactRetry,
+		MaxInflight: cfg.MaxInflight, OutboxMaxEntries: cfg.OutboxMaxEntries, OutboxMaxBytes: cfg.OutboxMaxBytes, Logger: n.log.With("component", "pipeline"),
 		OnConfigActivated: n.onConfigActivated,
 	})
 	if err != nil {
@@ -244,7 +245,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n.gs = grpc.NewServer(as.opts...)
+	n.gs = grpc.NewServer(append(as.opts, grpc.InTapHandle(n.tapAdmit))...)
 	n.apis.Register(n.gs)
 	if err := n.startObs(cfg); err != nil {
 		return nil, err
@@ -547,6 +548,7 @@ func (n *Node) onConfigActivated(a pipeline.ConfigActivation) {
 	n.cfgTag = c.Version
 	n.mu.Unlock()
 	n.level.Set(parseLevel(next.LogLevel))
+	n.pl.SetMaxInflight(next.MaxInflight)
 	n.log.Info("writd: configuration activated", "id", a.ID, "version", c.Version, "generation", a.Generation, "index", a.Index, "restart_required", restart)
 }
 

@@ -239,6 +239,8 @@ func (n *Node) metricsState() metrics.State {
 	for _, it := range ob.Items {
 		s.OutboxBytes += int64(len(it.Payload))
 	}
+	adm := n.pl.Admission()
+	s.Inflight, s.MaxInflight = adm.Inflight, adm.MaxInflight
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if _, open, err := n.pl.Health(ctx); err == nil {

@@ -27,6 +27,44 @@ type ConflictCase struct {
 	Open     bool   `json:"open"`
 	// Opened is when the proposer first saw the case (RFC 3339).
 	Opened string `json:"opened"`
+	// Payload is the incoming fact's payload (JSON): the variant that was
+	// not applied, retained for the operator (and for --apply-incoming).
+	Payload json.RawMessage `json:"payload,omitempty"`
+	// Observations are the entries that ran into this case since it
+	// opened, oldest first, at most MaxObservations (the oldest dropped).
+	Observations []Observation `json:"observations,omitempty"`
+	// Resolution is the audit record of the last resolve (nil while the
+	// case was never resolved).
+	Resolution *Resolution `json:"resolution,omitempty"`
+}
+
+// MaxObservations bounds ConflictCase.Observations.
+const MaxObservations = 16
+
+// Observation is one entry that contradicted state and was quarantined
+// into a case.
+type Observation struct {
+	EntryID  string `json:"entry_id"`
+	Type     string `json:"type"`
+	Incoming string `json:"incoming"`
+	At       string `json:"at"`
+}
+
+func (c *ConflictCase) observed(entryID string) bool {
+	for _, o := range c.Observations {
+		if o.EntryID == entryID {
+			return true
+		}
+	}
+	return false
+}
+
+func appendObservation(prev []Observation, o Observation) []Observation {
+	out := make([]Observation, 0, MaxObservations)
+	if len(prev) >= MaxObservations {
+		prev = prev[len(prev)-MaxObservations+1:]
+	}
+	return append(append(out, prev...), o)
 }
 
 // Health is the node's health as the pipeline sees it.
@@ -38,22 +76,38 @@ const (
 )
 
 // nextConflict computes the conflict record a quarantine writes: nil when
-// the case already records exactly this contradiction (idempotent).
+// the case already records exactly this contradiction from this entry
+// (idempotent). The same contradiction from another entry adds that
+// entry's observation without a new case revision.
 func nextConflict(prev *ConflictCase, c ConflictCase) (*ConflictCase, error) {
+	obs := Observation{EntryID: c.EntryID, Type: c.Type, Incoming: c.Incoming, At: c.Opened}
 	if prev == nil {
 		c.Revision, c.Open = 1, true
+		c.Observations = []Observation{obs}
 		return &c, nil
 	}
 	if prev.Open && prev.Current == c.Current && prev.Incoming == c.Incoming && prev.Reason == c.Reason {
-		return nil, nil
+		if prev.observed(c.EntryID) || c.EntryID == "" {
+			return nil, nil
+		}
+		n := *prev
+		n.Observations = appendObservation(prev.Observations, obs)
+		if len(c.Payload) > 0 {
+			n.Payload = c.Payload
+		}
+		return &n, nil
 	}
 	if prev.Revision == math.MaxUint64 {
 		return nil, fmt.Errorf("pipeline: conflict case %s/%s: revision overflow; resolve the case", c.Machine, c.Instance)
 	}
 	c.Revision = prev.Revision + 1
 	c.Open = true
+	c.Resolution = prev.Resolution
 	if prev.Open {
 		c.Opened = prev.Opened
+		c.Observations = appendObservation(prev.Observations, obs)
+	} else {
+		c.Observations = []Observation{obs}
 	}
 	return &c, nil
 }
@@ -90,7 +144,8 @@ func (p *Pipeline) quarantineWith(ctx context.Context, log Log, e *entry, t guar
 		}
 	}
 	c := ConflictCase{Machine: t.Machine, Instance: t.Instance, EntryID: e.userID, Type: e.typ,
-		Current: t.From, Incoming: t.To, Reason: reason, Opened: p.clock.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")}
+		Current: t.From, Incoming: t.To, Reason: reason, Opened: p.clock.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+		Payload: json.RawMessage(e.json)}
 	if c.Current == "" {
 		c.Current = "(absent)"
 	}
@@ -196,7 +251,12 @@ func (p *Pipeline) planResolve(ctx context.Context, log Log, e *entry) {
 		return
 	}
 	c.Open = false
-	if e.x.note != "" {
+	if r := e.x.resolution; r != nil {
+		res := *r
+		res.At = p.clock.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")
+		res.CaseRevision = c.Revision
+		c.Resolution = &res
+	} else if e.x.note != "" {
 		c.Reason += "; resolved: " + e.x.note
 	}
 	v, _ := json.Marshal(c)

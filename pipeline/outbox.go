@@ -66,6 +66,9 @@ type Outbox struct {
 	// canaryHeld is the batch a canary build acknowledged but has not yet
 	// written (see canaryAckBeforeFsync).
 	canaryHeld []OutboxItem
+	// bytes is the payload bytes of the live and pending items
+	// (outbox_bound.go).
+	bytes int64
 }
 
 type pendingItem struct {
@@ -112,6 +115,9 @@ func OpenOutbox(dir string) (*Outbox, []OutboxItem, error) {
 		return nil, nil, fmt.Errorf("pipeline: outbox: %w", err)
 	}
 	o.f = f
+	for _, it := range o.live {
+		o.bytes += int64(len(it.Payload))
+	}
 	return o, o.itemsLocked(), nil
 }
 
@@ -213,6 +219,10 @@ func (o *Outbox) Add(it OutboxItem) error { return o.AddBatch([]OutboxItem{it}) 
 func (o *Outbox) AddBatch(items []OutboxItem) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	return o.addLocked(items)
+}
+
+func (o *Outbox) addLocked(items []OutboxItem) error {
 	if o.failed != nil {
 		return o.failed
 	}
@@ -233,6 +243,7 @@ func (o *Outbox) AddBatch(items []OutboxItem) error {
 		buf = append(buf, frame(addBody(&it))...)
 		o.writeSeq++
 		o.pending[it.ID] = pendingItem{item: &it, seq: o.writeSeq}
+		o.bytes += int64(len(it.Payload))
 		target = o.writeSeq
 	}
 	if len(buf) > 0 {
@@ -282,9 +293,11 @@ func (o *Outbox) Done(id string) error {
 	if o.failed != nil {
 		return o.failed
 	}
-	if _, ok := o.live[id]; !ok {
+	it, ok := o.live[id]
+	if !ok {
 		return nil
 	}
+	o.bytes -= int64(len(it.Payload))
 	b := appendStr([]byte{recDone}, id)
 	if _, err := o.f.Write(frame(b)); err != nil {
 		o.failed = fmt.Errorf("%w: write: %v", ErrOutboxFailed, err)

@@ -147,6 +147,9 @@ type Ack struct {
 	Reason string
 	Field  string
 	Rule   string
+	// Overloaded: UNAVAILABLE because the outbox is at a bound (admission
+	// control); nothing was written, the reporter retries later.
+	Overloaded bool
 }
 
 // Format is the encoding of an ingress payload.
@@ -172,8 +175,10 @@ type Entry struct {
 }
 
 var (
-	// ErrCompacted: a watch asked for events older than the retained ring.
-	ErrCompacted = errors.New("pipeline: watch position compacted; re-read state and watch from the current index")
+	// ErrCompacted: a watch asked for events older than the ring and the
+	// log retain. Watch returns it as a *CompactedError naming the first
+	// index still available.
+	ErrCompacted = errors.New("pipeline: compacted: re-list state and watch from the current index")
 	// ErrStopped: the pipeline was stopped.
 	ErrStopped = errors.New("pipeline: stopped")
 	// ErrOutboxFailed: the outbox hit a write or fsync error; the node must

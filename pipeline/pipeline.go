@@ -89,6 +89,14 @@ type Config struct {
 	OnConfigActivated func(ConfigActivation)
 	// Metrics, if set, receives stage timings and outcome counts.
 	Metrics Metrics
+	// Admission control (admission.go): MaxInflight bounds the requests in
+	// flight through Submit on this node (0: unbounded; SetMaxInflight
+	// changes it live); OutboxMaxEntries and OutboxMaxBytes bound the fact
+	// outbox (0: unbounded). Beyond a bound an entry is refused before it
+	// is queued or acknowledged.
+	MaxInflight      int
+	OutboxMaxEntries int
+	OutboxMaxBytes   int64
 }
 
 // TraceEvent is one stage transition, for instrumentation and scenario
@@ -188,8 +196,9 @@ type entry struct {
 type entryExtra struct {
 	resolve    string // conflict key to resolve (ResolveConflict)
 	note       string
-	recordOnly string // receipt item rejection to record in the log
-	altID      string // command ID proposed when it differs from cmdID
+	resolution *Resolution // audit record of a ResolveConflictAs
+	recordOnly string      // receipt item rejection to record in the log
+	altID      string      // command ID proposed when it differs from cmdID
 	// An application (late) or a timeout (timeoutWhy) that arrived while
 	// the entry was in a flush, handled when the flush ends.
 	late       *lateResult
@@ -279,6 +288,7 @@ const (
 // Start (or drive it with Flush/Tick when Config.Manual is set).
 type Pipeline struct {
 	cfg     Config
+	adm     admission
 	cat     ir.Catalog
 	log     Log
 	eval    Evaluator
@@ -796,6 +806,10 @@ func doneHandle(p *Pipeline, o Outcome) *Handle {
 // Submit runs a request to its outcome (W1, W2): it returns COMMITTED only
 // after every entry the request produced is committed and applied here.
 func (p *Pipeline) Submit(ctx context.Context, en Entry) Outcome {
+	if o, ok := p.admitRequest(en); !ok {
+		return o
+	}
+	defer p.adm.inflight.Add(-1)
 	h := p.submit(ctx, en, true)
 	return p.wait(ctx, h)
 }
@@ -916,7 +930,7 @@ func (p *Pipeline) Report(ctx context.Context, en Entry) Ack {
 		return Ack{ID: ps.id, Status: o.Status, Reason: o.Reason, Field: o.Field, Rule: o.Rule}
 	}
 	if err := p.acceptFacts([]parsed{ps}); err != nil {
-		return Ack{ID: ps.id, Status: StatusUnavailable, Reason: err.Error()}
+		return Ack{ID: ps.id, Status: StatusUnavailable, Reason: err.Error(), Overloaded: errors.Is(err, ErrOutboxFull)}
 	}
 	return Ack{Received: true, ID: ps.id}
 }
@@ -930,8 +944,8 @@ func (p *Pipeline) acceptFacts(facts []parsed) error {
 		es[i] = p.newEntry(kindFact, ps, "fact:", ps.desc.Name, ":", ps.id)
 		items[i] = OutboxItem{ID: es[i].cmdID, Type: ps.desc.Name, Payload: ps.json, Received: now}
 	}
-	if err := p.outbox.AddBatch(items); err != nil {
-		return fmt.Errorf("pipeline: %d fact(s) not accepted: %w", len(items), err)
+	if err := p.addFacts(items); err != nil {
+		return err
 	}
 	p.mreceived(es)
 	p.mu.Lock()
@@ -1014,7 +1028,7 @@ func (p *Pipeline) Deliver(ctx context.Context, en Entry) Ack {
 	}
 	if len(facts) > 0 {
 		if err := p.acceptFacts(facts); err != nil {
-			return Ack{ID: ps.id, Status: StatusUnavailable, Reason: err.Error()}
+			return Ack{ID: ps.id, Status: StatusUnavailable, Reason: err.Error(), Overloaded: errors.Is(err, ErrOutboxFull)}
 		}
 	}
 	for _, r := range reqs {
@@ -2071,27 +2085,9 @@ var _ kv.RestoreObserver = (*Pipeline)(nil)
 // observeLocked records a committed command on the watch ring and, for a
 // request or config command no live entry here waits for, its outcome.
 func (p *Pipeline) observeLocked(cmd *kv.Command, res kv.Result, pos int, live bool) {
-	if res.Status == kv.StatusConflict || (cmd.Type == kv.TypeFence && res.Status == kv.StatusDuplicate) {
-		return // changed nothing; a late fence says nothing new
-	}
-	ev := Event{Index: res.Index, Pos: pos, ID: cmd.ID, Type: cmd.Type, Class: ir.Class(cmd.Class), Key: cmd.Key,
-		Verdict: Verdict(cmd.Verdict), Status: StatusCommitted}
-	if ir.Class(cmd.Class) == ir.ClassConfig {
-		// watchers see the schema's config type; the ID names the phase
-		ev.Type = configTypeOf(cmd)
-	}
-	switch {
-	case res.Status == kv.StatusRejected:
-		ev.Status, ev.Reason = StatusRejected, res.Reason
-	case res.Status == kv.StatusFenced:
-		ev.Status, ev.Reason, ev.FirstIndex = StatusNotCommitted, res.Reason, res.FirstIndex
-	case res.Status == kv.StatusDuplicate:
-		ev.Duplicate, ev.FirstIndex = true, res.FirstIndex
-	case Verdict(cmd.Verdict) == VerdictReject:
-		ev.Status = StatusRejected
-		if g, err := decodeGuard(cmd.Guard); err == nil {
-			ev.Reason = g.Reason
-		}
+	ev, ok := eventOf(cmd, res, pos)
+	if !ok {
+		return
 	}
 	p.ring.add(ev)
 	if strings.HasPrefix(cmd.ID, "req:") || strings.HasPrefix(cmd.ID, "cfg:") {

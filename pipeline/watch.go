@@ -104,6 +104,8 @@ type Watcher struct {
 	index  uint64
 	pos    int
 	filter Filter
+	// hist: events read from the log (fillFromLog), served before the ring
+	hist []Event
 }
 
 // Watch returns a watcher positioned at the first event with Index >= from
@@ -120,19 +122,35 @@ func (p *Pipeline) WatchAfter(index uint64, pos int, f Filter) *Watcher {
 }
 
 // Poll returns the next matching event without blocking (ok=false when none
-// is available yet), or ErrCompacted when the position is older than the
-// ring retains.
+// is available yet), or a *CompactedError (errors.Is ErrCompacted) when the
+// position is older than both the ring and the log retain. Events before
+// the ring are read from the log (HistoryReader).
 func (w *Watcher) Poll() (Event, bool, error) {
-	w.p.mu.Lock()
-	defer w.p.mu.Unlock()
-	ev, ok, _, err := w.nextLocked()
-	return ev, ok, err
+	for {
+		w.p.mu.Lock()
+		ev, ok, _, err := w.nextLocked()
+		first, log := w.p.ring.first, w.p.log
+		w.p.mu.Unlock()
+		if err != errBehind {
+			return ev, ok, err
+		}
+		if err := w.fillFromLog(first, log); err != nil {
+			return Event{}, false, err
+		}
+	}
 }
 
 func (w *Watcher) nextLocked() (Event, bool, chan struct{}, error) {
+	if len(w.hist) > 0 {
+		ev := w.hist[0]
+		if w.hist = w.hist[1:]; len(w.hist) == 0 {
+			w.hist = nil
+		}
+		return ev, true, nil, nil
+	}
 	r := &w.p.ring
 	if w.index != 0 && w.index < r.first {
-		return Event{}, false, nil, ErrCompacted
+		return Event{}, false, nil, errBehind
 	}
 	i := sort.Search(r.n, func(i int) bool {
 		e := r.at(i)
@@ -155,8 +173,14 @@ func (w *Watcher) Next(ctx context.Context) (Event, error) {
 	for {
 		w.p.mu.Lock()
 		ev, ok, ch, err := w.nextLocked()
-		stopped := w.p.stopped
+		stopped, first, log := w.p.stopped, w.p.ring.first, w.p.log
 		w.p.mu.Unlock()
+		if err == errBehind {
+			if err := w.fillFromLog(first, log); err != nil {
+				return Event{}, err
+			}
+			continue
+		}
 		if err != nil {
 			return Event{}, err
 		}

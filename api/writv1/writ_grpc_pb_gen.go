@@ -22,22 +22,23 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Writ_Submit_FullMethodName        = "/writ.v1.Writ/Submit"
-	Writ_Report_FullMethodName        = "/writ.v1.Writ/Report"
-	Writ_Deliver_FullMethodName       = "/writ.v1.Writ/Deliver"
-	Writ_Watch_FullMethodName         = "/writ.v1.Writ/Watch"
-	Writ_Get_FullMethodName           = "/writ.v1.Writ/Get"
-	Writ_List_FullMethodName          = "/writ.v1.Writ/List"
-	Writ_Outcome_FullMethodName       = "/writ.v1.Writ/Outcome"
-	Writ_Conflicts_FullMethodName     = "/writ.v1.Writ/Conflicts"
-	Writ_Outbox_FullMethodName        = "/writ.v1.Writ/Outbox"
-	Writ_Status_FullMethodName        = "/writ.v1.Writ/Status"
-	Writ_Members_FullMethodName       = "/writ.v1.Writ/Members"
-	Writ_Keyring_FullMethodName       = "/writ.v1.Writ/Keyring"
-	Writ_Plugins_FullMethodName       = "/writ.v1.Writ/Plugins"
-	Writ_ConfigShow_FullMethodName    = "/writ.v1.Writ/ConfigShow"
-	Writ_ConfigUpgrade_FullMethodName = "/writ.v1.Writ/ConfigUpgrade"
-	Writ_Schema_FullMethodName        = "/writ.v1.Writ/Schema"
+	Writ_Submit_FullMethodName          = "/writ.v1.Writ/Submit"
+	Writ_Report_FullMethodName          = "/writ.v1.Writ/Report"
+	Writ_Deliver_FullMethodName         = "/writ.v1.Writ/Deliver"
+	Writ_Watch_FullMethodName           = "/writ.v1.Writ/Watch"
+	Writ_Get_FullMethodName             = "/writ.v1.Writ/Get"
+	Writ_List_FullMethodName            = "/writ.v1.Writ/List"
+	Writ_Outcome_FullMethodName         = "/writ.v1.Writ/Outcome"
+	Writ_Conflicts_FullMethodName       = "/writ.v1.Writ/Conflicts"
+	Writ_Outbox_FullMethodName          = "/writ.v1.Writ/Outbox"
+	Writ_Status_FullMethodName          = "/writ.v1.Writ/Status"
+	Writ_Members_FullMethodName         = "/writ.v1.Writ/Members"
+	Writ_Keyring_FullMethodName         = "/writ.v1.Writ/Keyring"
+	Writ_Plugins_FullMethodName         = "/writ.v1.Writ/Plugins"
+	Writ_ConfigShow_FullMethodName      = "/writ.v1.Writ/ConfigShow"
+	Writ_ConfigUpgrade_FullMethodName   = "/writ.v1.Writ/ConfigUpgrade"
+	Writ_Schema_FullMethodName          = "/writ.v1.Writ/Schema"
+	Writ_ResolveConflict_FullMethodName = "/writ.v1.Writ/ResolveConflict"
 )
 
 // WritClient is the client API for Writ service.
@@ -63,6 +64,7 @@ type WritClient interface {
 	// leader can judge a joining node's schema by the rules of
 	// `writ schema diff` (rolling upgrades).
 	Schema(ctx context.Context, in *SchemaRequest, opts ...grpc.CallOption) (*SchemaResponse, error)
+	ResolveConflict(ctx context.Context, in *ResolveConflictRequest, opts ...grpc.CallOption) (*ResolveConflictResponse, error)
 }
 
 type writClient struct {
@@ -251,6 +253,16 @@ func (c *writClient) Schema(ctx context.Context, in *SchemaRequest, opts ...grpc
 	return out, nil
 }
 
+func (c *writClient) ResolveConflict(ctx context.Context, in *ResolveConflictRequest, opts ...grpc.CallOption) (*ResolveConflictResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResolveConflictResponse)
+	err := c.cc.Invoke(ctx, Writ_ResolveConflict_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WritServer is the server API for Writ service.
 // All implementations must embed UnimplementedWritServer
 // for forward compatibility.
@@ -274,6 +286,7 @@ type WritServer interface {
 	// leader can judge a joining node's schema by the rules of
 	// `writ schema diff` (rolling upgrades).
 	Schema(context.Context, *SchemaRequest) (*SchemaResponse, error)
+	ResolveConflict(context.Context, *ResolveConflictRequest) (*ResolveConflictResponse, error)
 	mustEmbedUnimplementedWritServer()
 }
 
@@ -331,6 +344,9 @@ func (UnimplementedWritServer) ConfigUpgrade(*ConfigUpgradeRequest, grpc.ServerS
 }
 func (UnimplementedWritServer) Schema(context.Context, *SchemaRequest) (*SchemaResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Schema not implemented")
+}
+func (UnimplementedWritServer) ResolveConflict(context.Context, *ResolveConflictRequest) (*ResolveConflictResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ResolveConflict not implemented")
 }
 func (UnimplementedWritServer) mustEmbedUnimplementedWritServer() {}
 func (UnimplementedWritServer) testEmbeddedByValue()              {}
@@ -627,6 +643,24 @@ func _Writ_Schema_Handler(srv interface{}, ctx context.Context, dec func(interfa
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Writ_ResolveConflict_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResolveConflictRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WritServer).ResolveConflict(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Writ_ResolveConflict_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WritServer).ResolveConflict(ctx, req.(*ResolveConflictRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Writ_ServiceDesc is the grpc.ServiceDesc for Writ service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -689,6 +723,10 @@ var Writ_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Schema",
 			Handler:    _Writ_Schema_Handler,
+		},
+		{
+			MethodName: "ResolveConflict",
+			Handler:    _Writ_ResolveConflict_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

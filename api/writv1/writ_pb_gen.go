@@ -1724,7 +1724,11 @@ type StatusResponse struct {
 	StateIndex uint64 `protobuf:"varint,21,opt,name=state_index,json=stateIndex,proto3" json:"state_index,omitempty"`
 	// Keys missing on a node started with insecure: true (no peer TLS, API
 	// TLS or gossip key): empty on a secured node.
-	Insecure      []string `protobuf:"bytes,22,rep,name=insecure,proto3" json:"insecure,omitempty"`
+	Insecure []string `protobuf:"bytes,22,rep,name=insecure,proto3" json:"insecure,omitempty"`
+	// Admission control: requests in flight on this node and the bound
+	// (max_inflight), the fact outbox's size and bounds, and what was
+	// refused since the node started.
+	Admission     *Admission `protobuf:"bytes,23,opt,name=admission,proto3" json:"admission,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1909,6 +1913,13 @@ func (x *StatusResponse) GetStateIndex() uint64 {
 func (x *StatusResponse) GetInsecure() []string {
 	if x != nil {
 		return x.Insecure
+	}
+	return nil
+}
+
+func (x *StatusResponse) GetAdmission() *Admission {
+	if x != nil {
+		return x.Admission
 	}
 	return nil
 }
@@ -2940,6 +2951,259 @@ func (x *SchemaResponse) GetModel() []byte {
 	return nil
 }
 
+// ResolveConflictRequest closes one conflict case through the log.
+type ResolveConflictRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The case key, _conflict/<machine>/<instance> (the prefix may be left out).
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// Why the case is closed (required; recorded in the case).
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Who resolves it; recorded with the caller's address. Empty: anonymous.
+	By string `protobuf:"bytes,3,opt,name=by,proto3" json:"by,omitempty"`
+	// Commit timeout in milliseconds; 0 uses the node's default.
+	TimeoutMs uint32 `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// Reserved: also apply the retained incoming fact (not supported yet).
+	ApplyIncoming bool `protobuf:"varint,5,opt,name=apply_incoming,json=applyIncoming,proto3" json:"apply_incoming,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResolveConflictRequest) Reset() {
+	*x = ResolveConflictRequest{}
+	mi := &file_writ_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResolveConflictRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResolveConflictRequest) ProtoMessage() {}
+
+func (x *ResolveConflictRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_writ_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResolveConflictRequest.ProtoReflect.Descriptor instead.
+func (*ResolveConflictRequest) Descriptor() ([]byte, []int) {
+	return file_writ_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *ResolveConflictRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *ResolveConflictRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ResolveConflictRequest) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *ResolveConflictRequest) GetTimeoutMs() uint32 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *ResolveConflictRequest) GetApplyIncoming() bool {
+	if x != nil {
+		return x.ApplyIncoming
+	}
+	return false
+}
+
+type ResolveConflictResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Outcome Outcome                `protobuf:"varint,1,opt,name=outcome,proto3,enum=writ.v1.Outcome" json:"outcome,omitempty"`
+	Index   uint64                 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	Reason  string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The case as resolved (JSON), with its resolution record.
+	Case          []byte `protobuf:"bytes,4,opt,name=case,proto3" json:"case,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResolveConflictResponse) Reset() {
+	*x = ResolveConflictResponse{}
+	mi := &file_writ_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResolveConflictResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResolveConflictResponse) ProtoMessage() {}
+
+func (x *ResolveConflictResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_writ_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResolveConflictResponse.ProtoReflect.Descriptor instead.
+func (*ResolveConflictResponse) Descriptor() ([]byte, []int) {
+	return file_writ_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ResolveConflictResponse) GetOutcome() Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return Outcome_OUTCOME_UNSPECIFIED
+}
+
+func (x *ResolveConflictResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *ResolveConflictResponse) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ResolveConflictResponse) GetCase() []byte {
+	if x != nil {
+		return x.Case
+	}
+	return nil
+}
+
+type Admission struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Inflight         uint64                 `protobuf:"varint,1,opt,name=inflight,proto3" json:"inflight,omitempty"`
+	MaxInflight      uint64                 `protobuf:"varint,2,opt,name=max_inflight,json=maxInflight,proto3" json:"max_inflight,omitempty"`
+	OutboxEntries    uint64                 `protobuf:"varint,3,opt,name=outbox_entries,json=outboxEntries,proto3" json:"outbox_entries,omitempty"`
+	OutboxMaxEntries uint64                 `protobuf:"varint,4,opt,name=outbox_max_entries,json=outboxMaxEntries,proto3" json:"outbox_max_entries,omitempty"`
+	OutboxBytes      uint64                 `protobuf:"varint,5,opt,name=outbox_bytes,json=outboxBytes,proto3" json:"outbox_bytes,omitempty"`
+	OutboxMaxBytes   uint64                 `protobuf:"varint,6,opt,name=outbox_max_bytes,json=outboxMaxBytes,proto3" json:"outbox_max_bytes,omitempty"`
+	// Refusals since start: requests beyond max_inflight, facts beyond the
+	// outbox bounds.
+	RefusedRequests uint64 `protobuf:"varint,7,opt,name=refused_requests,json=refusedRequests,proto3" json:"refused_requests,omitempty"`
+	RefusedFacts    uint64 `protobuf:"varint,8,opt,name=refused_facts,json=refusedFacts,proto3" json:"refused_facts,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *Admission) Reset() {
+	*x = Admission{}
+	mi := &file_writ_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Admission) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Admission) ProtoMessage() {}
+
+func (x *Admission) ProtoReflect() protoreflect.Message {
+	mi := &file_writ_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Admission.ProtoReflect.Descriptor instead.
+func (*Admission) Descriptor() ([]byte, []int) {
+	return file_writ_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *Admission) GetInflight() uint64 {
+	if x != nil {
+		return x.Inflight
+	}
+	return 0
+}
+
+func (x *Admission) GetMaxInflight() uint64 {
+	if x != nil {
+		return x.MaxInflight
+	}
+	return 0
+}
+
+func (x *Admission) GetOutboxEntries() uint64 {
+	if x != nil {
+		return x.OutboxEntries
+	}
+	return 0
+}
+
+func (x *Admission) GetOutboxMaxEntries() uint64 {
+	if x != nil {
+		return x.OutboxMaxEntries
+	}
+	return 0
+}
+
+func (x *Admission) GetOutboxBytes() uint64 {
+	if x != nil {
+		return x.OutboxBytes
+	}
+	return 0
+}
+
+func (x *Admission) GetOutboxMaxBytes() uint64 {
+	if x != nil {
+		return x.OutboxMaxBytes
+	}
+	return 0
+}
+
+func (x *Admission) GetRefusedRequests() uint64 {
+	if x != nil {
+		return x.RefusedRequests
+	}
+	return 0
+}
+
+func (x *Admission) GetRefusedFacts() uint64 {
+	if x != nil {
+		return x.RefusedFacts
+	}
+	return 0
+}
+
 var File_writ_proto protoreflect.FileDescriptor
 
 const file_writ_proto_rawDesc = "" +
@@ -3048,7 +3312,7 @@ const file_writ_proto_rawDesc = "" +
 	"\roldest_age_ms\x18\x03 \x01(\x03R\voldestAgeMs\x12)\n" +
 	"\x05facts\x18\x04 \x03(\v2\x13.writ.v1.OutboxFactR\x05facts\"=\n" +
 	"\rStatusRequest\x12,\n" +
-	"\x12without_state_hash\x18\x01 \x01(\bR\x10withoutStateHash\"\xb2\x05\n" +
+	"\x12without_state_hash\x18\x01 \x01(\bR\x10withoutStateHash\"\xe4\x05\n" +
 	"\x0eStatusResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\tleader_id\x18\x02 \x01(\tR\bleaderId\x12\x1b\n" +
@@ -3077,7 +3341,8 @@ const file_writ_proto_rawDesc = "" +
 	"state_hash\x18\x14 \x01(\tR\tstateHash\x12\x1f\n" +
 	"\vstate_index\x18\x15 \x01(\x04R\n" +
 	"stateIndex\x12\x1a\n" +
-	"\binsecure\x18\x16 \x03(\tR\binsecure\"\x10\n" +
+	"\binsecure\x18\x16 \x03(\tR\binsecure\x120\n" +
+	"\tadmission\x18\x17 \x01(\v2\x12.writ.v1.AdmissionR\tadmission\"\x10\n" +
 	"\x0eMembersRequest\"\x94\x02\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
@@ -3179,7 +3444,28 @@ const file_writ_proto_rawDesc = "" +
 	"\rSchemaRequest\"U\n" +
 	"\x0eSchemaResponse\x12-\n" +
 	"\x12schema_fingerprint\x18\x01 \x01(\tR\x11schemaFingerprint\x12\x14\n" +
-	"\x05model\x18\x02 \x01(\fR\x05model*r\n" +
+	"\x05model\x18\x02 \x01(\fR\x05model\"\x98\x01\n" +
+	"\x16ResolveConflictRequest\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x0e\n" +
+	"\x02by\x18\x03 \x01(\tR\x02by\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\x12%\n" +
+	"\x0eapply_incoming\x18\x05 \x01(\bR\rapplyIncoming\"\x87\x01\n" +
+	"\x17ResolveConflictResponse\x12*\n" +
+	"\aoutcome\x18\x01 \x01(\x0e2\x10.writ.v1.OutcomeR\aoutcome\x12\x14\n" +
+	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x12\n" +
+	"\x04case\x18\x04 \x01(\fR\x04case\"\xbc\x02\n" +
+	"\tAdmission\x12\x1a\n" +
+	"\binflight\x18\x01 \x01(\x04R\binflight\x12!\n" +
+	"\fmax_inflight\x18\x02 \x01(\x04R\vmaxInflight\x12%\n" +
+	"\x0eoutbox_entries\x18\x03 \x01(\x04R\routboxEntries\x12,\n" +
+	"\x12outbox_max_entries\x18\x04 \x01(\x04R\x10outboxMaxEntries\x12!\n" +
+	"\foutbox_bytes\x18\x05 \x01(\x04R\voutboxBytes\x12(\n" +
+	"\x10outbox_max_bytes\x18\x06 \x01(\x04R\x0eoutboxMaxBytes\x12)\n" +
+	"\x10refused_requests\x18\a \x01(\x04R\x0frefusedRequests\x12#\n" +
+	"\rrefused_facts\x18\b \x01(\x04R\frefusedFacts*r\n" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tCOMMITTED\x10\x01\x12\f\n" +
@@ -3190,7 +3476,7 @@ const file_writ_proto_rawDesc = "" +
 	"\bEncoding\x12\b\n" +
 	"\x04JSON\x10\x00\x12\n" +
 	"\n" +
-	"\x06BINARY\x10\x012\xd7\a\n" +
+	"\x06BINARY\x10\x012\xad\b\n" +
 	"\x04Writ\x129\n" +
 	"\x06Submit\x12\x16.writ.v1.SubmitRequest\x1a\x17.writ.v1.SubmitResponse\x129\n" +
 	"\x06Report\x12\x16.writ.v1.ReportRequest\x1a\x17.writ.v1.ReportResponse\x12<\n" +
@@ -3208,7 +3494,8 @@ const file_writ_proto_rawDesc = "" +
 	"\n" +
 	"ConfigShow\x12\x1a.writ.v1.ConfigShowRequest\x1a\x1b.writ.v1.ConfigShowResponse\x12I\n" +
 	"\rConfigUpgrade\x12\x1d.writ.v1.ConfigUpgradeRequest\x1a\x17.writ.v1.ConfigProgress0\x01\x129\n" +
-	"\x06Schema\x12\x16.writ.v1.SchemaRequest\x1a\x17.writ.v1.SchemaResponseB%Z#github.com/writ-dev/writ/api/writv1b\x06proto3"
+	"\x06Schema\x12\x16.writ.v1.SchemaRequest\x1a\x17.writ.v1.SchemaResponse\x12T\n" +
+	"\x0fResolveConflict\x12\x1f.writ.v1.ResolveConflictRequest\x1a .writ.v1.ResolveConflictResponseB%Z#github.com/writ-dev/writ/api/writv1b\x06proto3"
 
 var (
 	file_writ_proto_rawDescOnce sync.Once
@@ -3223,55 +3510,58 @@ func file_writ_proto_rawDescGZIP() []byte {
 }
 
 var file_writ_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_writ_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_writ_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_writ_proto_goTypes = []any{
-	(Outcome)(0),                 // 0: writ.v1.Outcome
-	(Encoding)(0),                // 1: writ.v1.Encoding
-	(KeyringRequest_Op)(0),       // 2: writ.v1.KeyringRequest.Op
-	(ConfigProgress_Phase)(0),    // 3: writ.v1.ConfigProgress.Phase
-	(*OutcomeDetail)(nil),        // 4: writ.v1.OutcomeDetail
-	(*Entry)(nil),                // 5: writ.v1.Entry
-	(*SubmitRequest)(nil),        // 6: writ.v1.SubmitRequest
-	(*SubmitResponse)(nil),       // 7: writ.v1.SubmitResponse
-	(*ReportRequest)(nil),        // 8: writ.v1.ReportRequest
-	(*ReportResponse)(nil),       // 9: writ.v1.ReportResponse
-	(*DeliverRequest)(nil),       // 10: writ.v1.DeliverRequest
-	(*DeliverResponse)(nil),      // 11: writ.v1.DeliverResponse
-	(*WatchRequest)(nil),         // 12: writ.v1.WatchRequest
-	(*WatchEvent)(nil),           // 13: writ.v1.WatchEvent
-	(*Record)(nil),               // 14: writ.v1.Record
-	(*GetRequest)(nil),           // 15: writ.v1.GetRequest
-	(*GetResponse)(nil),          // 16: writ.v1.GetResponse
-	(*ListRequest)(nil),          // 17: writ.v1.ListRequest
-	(*ListResponse)(nil),         // 18: writ.v1.ListResponse
-	(*OutcomeRequest)(nil),       // 19: writ.v1.OutcomeRequest
-	(*OutcomeResponse)(nil),      // 20: writ.v1.OutcomeResponse
-	(*ConflictsRequest)(nil),     // 21: writ.v1.ConflictsRequest
-	(*Conflict)(nil),             // 22: writ.v1.Conflict
-	(*ConflictsResponse)(nil),    // 23: writ.v1.ConflictsResponse
-	(*OutboxRequest)(nil),        // 24: writ.v1.OutboxRequest
-	(*OutboxFact)(nil),           // 25: writ.v1.OutboxFact
-	(*OutboxResponse)(nil),       // 26: writ.v1.OutboxResponse
-	(*StatusRequest)(nil),        // 27: writ.v1.StatusRequest
-	(*StatusResponse)(nil),       // 28: writ.v1.StatusResponse
-	(*MembersRequest)(nil),       // 29: writ.v1.MembersRequest
-	(*Member)(nil),               // 30: writ.v1.Member
-	(*Refusal)(nil),              // 31: writ.v1.Refusal
-	(*MembersResponse)(nil),      // 32: writ.v1.MembersResponse
-	(*KeyringRequest)(nil),       // 33: writ.v1.KeyringRequest
-	(*KeyringResponse)(nil),      // 34: writ.v1.KeyringResponse
-	(*PluginsRequest)(nil),       // 35: writ.v1.PluginsRequest
-	(*Plugin)(nil),               // 36: writ.v1.Plugin
-	(*PluginsResponse)(nil),      // 37: writ.v1.PluginsResponse
-	(*ConfigShowRequest)(nil),    // 38: writ.v1.ConfigShowRequest
-	(*ConfigShowResponse)(nil),   // 39: writ.v1.ConfigShowResponse
-	(*ConfigUpgradeRequest)(nil), // 40: writ.v1.ConfigUpgradeRequest
-	(*ConfigProgress)(nil),       // 41: writ.v1.ConfigProgress
-	(*SchemaRequest)(nil),        // 42: writ.v1.SchemaRequest
-	(*SchemaResponse)(nil),       // 43: writ.v1.SchemaResponse
-	nil,                          // 44: writ.v1.KeyringResponse.MessagesEntry
-	nil,                          // 45: writ.v1.KeyringResponse.KeysEntry
-	nil,                          // 46: writ.v1.KeyringResponse.PrimaryKeysEntry
+	(Outcome)(0),                    // 0: writ.v1.Outcome
+	(Encoding)(0),                   // 1: writ.v1.Encoding
+	(KeyringRequest_Op)(0),          // 2: writ.v1.KeyringRequest.Op
+	(ConfigProgress_Phase)(0),       // 3: writ.v1.ConfigProgress.Phase
+	(*OutcomeDetail)(nil),           // 4: writ.v1.OutcomeDetail
+	(*Entry)(nil),                   // 5: writ.v1.Entry
+	(*SubmitRequest)(nil),           // 6: writ.v1.SubmitRequest
+	(*SubmitResponse)(nil),          // 7: writ.v1.SubmitResponse
+	(*ReportRequest)(nil),           // 8: writ.v1.ReportRequest
+	(*ReportResponse)(nil),          // 9: writ.v1.ReportResponse
+	(*DeliverRequest)(nil),          // 10: writ.v1.DeliverRequest
+	(*DeliverResponse)(nil),         // 11: writ.v1.DeliverResponse
+	(*WatchRequest)(nil),            // 12: writ.v1.WatchRequest
+	(*WatchEvent)(nil),              // 13: writ.v1.WatchEvent
+	(*Record)(nil),                  // 14: writ.v1.Record
+	(*GetRequest)(nil),              // 15: writ.v1.GetRequest
+	(*GetResponse)(nil),             // 16: writ.v1.GetResponse
+	(*ListRequest)(nil),             // 17: writ.v1.ListRequest
+	(*ListResponse)(nil),            // 18: writ.v1.ListResponse
+	(*OutcomeRequest)(nil),          // 19: writ.v1.OutcomeRequest
+	(*OutcomeResponse)(nil),         // 20: writ.v1.OutcomeResponse
+	(*ConflictsRequest)(nil),        // 21: writ.v1.ConflictsRequest
+	(*Conflict)(nil),                // 22: writ.v1.Conflict
+	(*ConflictsResponse)(nil),       // 23: writ.v1.ConflictsResponse
+	(*OutboxRequest)(nil),           // 24: writ.v1.OutboxRequest
+	(*OutboxFact)(nil),              // 25: writ.v1.OutboxFact
+	(*OutboxResponse)(nil),          // 26: writ.v1.OutboxResponse
+	(*StatusRequest)(nil),           // 27: writ.v1.StatusRequest
+	(*StatusResponse)(nil),          // 28: writ.v1.StatusResponse
+	(*MembersRequest)(nil),          // 29: writ.v1.MembersRequest
+	(*Member)(nil),                  // 30: writ.v1.Member
+	(*Refusal)(nil),                 // 31: writ.v1.Refusal
+	(*MembersResponse)(nil),         // 32: writ.v1.MembersResponse
+	(*KeyringRequest)(nil),          // 33: writ.v1.KeyringRequest
+	(*KeyringResponse)(nil),         // 34: writ.v1.KeyringResponse
+	(*PluginsRequest)(nil),          // 35: writ.v1.PluginsRequest
+	(*Plugin)(nil),                  // 36: writ.v1.Plugin
+	(*PluginsResponse)(nil),         // 37: writ.v1.PluginsResponse
+	(*ConfigShowRequest)(nil),       // 38: writ.v1.ConfigShowRequest
+	(*ConfigShowResponse)(nil),      // 39: writ.v1.ConfigShowResponse
+	(*ConfigUpgradeRequest)(nil),    // 40: writ.v1.ConfigUpgradeRequest
+	(*ConfigProgress)(nil),          // 41: writ.v1.ConfigProgress
+	(*SchemaRequest)(nil),           // 42: writ.v1.SchemaRequest
+	(*SchemaResponse)(nil),          // 43: writ.v1.SchemaResponse
+	(*ResolveConflictRequest)(nil),  // 44: writ.v1.ResolveConflictRequest
+	(*ResolveConflictResponse)(nil), // 45: writ.v1.ResolveConflictResponse
+	(*Admission)(nil),               // 46: writ.v1.Admission
+	nil,                             // 47: writ.v1.KeyringResponse.MessagesEntry
+	nil,                             // 48: writ.v1.KeyringResponse.KeysEntry
+	nil,                             // 49: writ.v1.KeyringResponse.PrimaryKeysEntry
 }
 var file_writ_proto_depIdxs = []int32{
 	0,  // 0: writ.v1.OutcomeDetail.outcome:type_name -> writ.v1.Outcome
@@ -3285,53 +3575,57 @@ var file_writ_proto_depIdxs = []int32{
 	0,  // 8: writ.v1.OutcomeResponse.outcome:type_name -> writ.v1.Outcome
 	22, // 9: writ.v1.ConflictsResponse.conflicts:type_name -> writ.v1.Conflict
 	25, // 10: writ.v1.OutboxResponse.facts:type_name -> writ.v1.OutboxFact
-	30, // 11: writ.v1.MembersResponse.members:type_name -> writ.v1.Member
-	31, // 12: writ.v1.MembersResponse.refused:type_name -> writ.v1.Refusal
-	2,  // 13: writ.v1.KeyringRequest.op:type_name -> writ.v1.KeyringRequest.Op
-	2,  // 14: writ.v1.KeyringResponse.op:type_name -> writ.v1.KeyringRequest.Op
-	44, // 15: writ.v1.KeyringResponse.messages:type_name -> writ.v1.KeyringResponse.MessagesEntry
-	45, // 16: writ.v1.KeyringResponse.keys:type_name -> writ.v1.KeyringResponse.KeysEntry
-	46, // 17: writ.v1.KeyringResponse.primary_keys:type_name -> writ.v1.KeyringResponse.PrimaryKeysEntry
-	36, // 18: writ.v1.PluginsResponse.plugins:type_name -> writ.v1.Plugin
-	3,  // 19: writ.v1.ConfigProgress.phase:type_name -> writ.v1.ConfigProgress.Phase
-	0,  // 20: writ.v1.ConfigProgress.outcome:type_name -> writ.v1.Outcome
-	6,  // 21: writ.v1.Writ.Submit:input_type -> writ.v1.SubmitRequest
-	8,  // 22: writ.v1.Writ.Report:input_type -> writ.v1.ReportRequest
-	10, // 23: writ.v1.Writ.Deliver:input_type -> writ.v1.DeliverRequest
-	12, // 24: writ.v1.Writ.Watch:input_type -> writ.v1.WatchRequest
-	15, // 25: writ.v1.Writ.Get:input_type -> writ.v1.GetRequest
-	17, // 26: writ.v1.Writ.List:input_type -> writ.v1.ListRequest
-	19, // 27: writ.v1.Writ.Outcome:input_type -> writ.v1.OutcomeRequest
-	21, // 28: writ.v1.Writ.Conflicts:input_type -> writ.v1.ConflictsRequest
-	24, // 29: writ.v1.Writ.Outbox:input_type -> writ.v1.OutboxRequest
-	27, // 30: writ.v1.Writ.Status:input_type -> writ.v1.StatusRequest
-	29, // 31: writ.v1.Writ.Members:input_type -> writ.v1.MembersRequest
-	33, // 32: writ.v1.Writ.Keyring:input_type -> writ.v1.KeyringRequest
-	35, // 33: writ.v1.Writ.Plugins:input_type -> writ.v1.PluginsRequest
-	38, // 34: writ.v1.Writ.ConfigShow:input_type -> writ.v1.ConfigShowRequest
-	40, // 35: writ.v1.Writ.ConfigUpgrade:input_type -> writ.v1.ConfigUpgradeRequest
-	42, // 36: writ.v1.Writ.Schema:input_type -> writ.v1.SchemaRequest
-	7,  // 37: writ.v1.Writ.Submit:output_type -> writ.v1.SubmitResponse
-	9,  // 38: writ.v1.Writ.Report:output_type -> writ.v1.ReportResponse
-	11, // 39: writ.v1.Writ.Deliver:output_type -> writ.v1.DeliverResponse
-	13, // 40: writ.v1.Writ.Watch:output_type -> writ.v1.WatchEvent
-	16, // 41: writ.v1.Writ.Get:output_type -> writ.v1.GetResponse
-	18, // 42: writ.v1.Writ.List:output_type -> writ.v1.ListResponse
-	20, // 43: writ.v1.Writ.Outcome:output_type -> writ.v1.OutcomeResponse
-	23, // 44: writ.v1.Writ.Conflicts:output_type -> writ.v1.ConflictsResponse
-	26, // 45: writ.v1.Writ.Outbox:output_type -> writ.v1.OutboxResponse
-	28, // 46: writ.v1.Writ.Status:output_type -> writ.v1.StatusResponse
-	32, // 47: writ.v1.Writ.Members:output_type -> writ.v1.MembersResponse
-	34, // 48: writ.v1.Writ.Keyring:output_type -> writ.v1.KeyringResponse
-	37, // 49: writ.v1.Writ.Plugins:output_type -> writ.v1.PluginsResponse
-	39, // 50: writ.v1.Writ.ConfigShow:output_type -> writ.v1.ConfigShowResponse
-	41, // 51: writ.v1.Writ.ConfigUpgrade:output_type -> writ.v1.ConfigProgress
-	43, // 52: writ.v1.Writ.Schema:output_type -> writ.v1.SchemaResponse
-	37, // [37:53] is the sub-list for method output_type
-	21, // [21:37] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	46, // 11: writ.v1.StatusResponse.admission:type_name -> writ.v1.Admission
+	30, // 12: writ.v1.MembersResponse.members:type_name -> writ.v1.Member
+	31, // 13: writ.v1.MembersResponse.refused:type_name -> writ.v1.Refusal
+	2,  // 14: writ.v1.KeyringRequest.op:type_name -> writ.v1.KeyringRequest.Op
+	2,  // 15: writ.v1.KeyringResponse.op:type_name -> writ.v1.KeyringRequest.Op
+	47, // 16: writ.v1.KeyringResponse.messages:type_name -> writ.v1.KeyringResponse.MessagesEntry
+	48, // 17: writ.v1.KeyringResponse.keys:type_name -> writ.v1.KeyringResponse.KeysEntry
+	49, // 18: writ.v1.KeyringResponse.primary_keys:type_name -> writ.v1.KeyringResponse.PrimaryKeysEntry
+	36, // 19: writ.v1.PluginsResponse.plugins:type_name -> writ.v1.Plugin
+	3,  // 20: writ.v1.ConfigProgress.phase:type_name -> writ.v1.ConfigProgress.Phase
+	0,  // 21: writ.v1.ConfigProgress.outcome:type_name -> writ.v1.Outcome
+	0,  // 22: writ.v1.ResolveConflictResponse.outcome:type_name -> writ.v1.Outcome
+	6,  // 23: writ.v1.Writ.Submit:input_type -> writ.v1.SubmitRequest
+	8,  // 24: writ.v1.Writ.Report:input_type -> writ.v1.ReportRequest
+	10, // 25: writ.v1.Writ.Deliver:input_type -> writ.v1.DeliverRequest
+	12, // 26: writ.v1.Writ.Watch:input_type -> writ.v1.WatchRequest
+	15, // 27: writ.v1.Writ.Get:input_type -> writ.v1.GetRequest
+	17, // 28: writ.v1.Writ.List:input_type -> writ.v1.ListRequest
+	19, // 29: writ.v1.Writ.Outcome:input_type -> writ.v1.OutcomeRequest
+	21, // 30: writ.v1.Writ.Conflicts:input_type -> writ.v1.ConflictsRequest
+	24, // 31: writ.v1.Writ.Outbox:input_type -> writ.v1.OutboxRequest
+	27, // 32: writ.v1.Writ.Status:input_type -> writ.v1.StatusRequest
+	29, // 33: writ.v1.Writ.Members:input_type -> writ.v1.MembersRequest
+	33, // 34: writ.v1.Writ.Keyring:input_type -> writ.v1.KeyringRequest
+	35, // 35: writ.v1.Writ.Plugins:input_type -> writ.v1.PluginsRequest
+	38, // 36: writ.v1.Writ.ConfigShow:input_type -> writ.v1.ConfigShowRequest
+	40, // 37: writ.v1.Writ.ConfigUpgrade:input_type -> writ.v1.ConfigUpgradeRequest
+	42, // 38: writ.v1.Writ.Schema:input_type -> writ.v1.SchemaRequest
+	44, // 39: writ.v1.Writ.ResolveConflict:input_type -> writ.v1.ResolveConflictRequest
+	7,  // 40: writ.v1.Writ.Submit:output_type -> writ.v1.SubmitResponse
+	9,  // 41: writ.v1.Writ.Report:output_type -> writ.v1.ReportResponse
+	11, // 42: writ.v1.Writ.Deliver:output_type -> writ.v1.DeliverResponse
+	13, // 43: writ.v1.Writ.Watch:output_type -> writ.v1.WatchEvent
+	16, // 44: writ.v1.Writ.Get:output_type -> writ.v1.GetResponse
+	18, // 45: writ.v1.Writ.List:output_type -> writ.v1.ListResponse
+	20, // 46: writ.v1.Writ.Outcome:output_type -> writ.v1.OutcomeResponse
+	23, // 47: writ.v1.Writ.Conflicts:output_type -> writ.v1.ConflictsResponse
+	26, // 48: writ.v1.Writ.Outbox:output_type -> writ.v1.OutboxResponse
+	28, // 49: writ.v1.Writ.Status:output_type -> writ.v1.StatusResponse
+	32, // 50: writ.v1.Writ.Members:output_type -> writ.v1.MembersResponse
+	34, // 51: writ.v1.Writ.Keyring:output_type -> writ.v1.KeyringResponse
+	37, // 52: writ.v1.Writ.Plugins:output_type -> writ.v1.PluginsResponse
+	39, // 53: writ.v1.Writ.ConfigShow:output_type -> writ.v1.ConfigShowResponse
+	41, // 54: writ.v1.Writ.ConfigUpgrade:output_type -> writ.v1.ConfigProgress
+	43, // 55: writ.v1.Writ.Schema:output_type -> writ.v1.SchemaResponse
+	45, // 56: writ.v1.Writ.ResolveConflict:output_type -> writ.v1.ResolveConflictResponse
+	40, // [40:57] is the sub-list for method output_type
+	23, // [23:40] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_writ_proto_init() }
@@ -3345,7 +3639,7 @@ func file_writ_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_writ_proto_rawDesc), len(file_writ_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   43,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

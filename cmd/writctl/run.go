@@ -169,6 +169,8 @@ func (a *app) rpcErr(err error) error {
 		return fail(exitUnavailable, "no answer from writd at %s within %s: retry or raise --timeout", a.addr, a.timeout)
 	case codes.InvalidArgument, codes.FailedPrecondition:
 		return fail(exitUsage, "%s", st.Message())
+	case codes.OutOfRange:
+		return fail(exitError, "%s", st.Message())
 	}
 	return fail(exitError, "%s: %s", st.Code(), st.Message())
 }
@@ -299,6 +301,10 @@ func (a *app) statusCmd() *cobra.Command {
 				fmt.Fprintf(w, "restart required\t%s\n", strings.Join(s.RestartRequired, ", "))
 			}
 			fmt.Fprintf(w, "outbox\t%d facts\n", s.OutboxDepth)
+			if ad := s.Admission; ad != nil {
+				fmt.Fprintf(w, "admission\tinflight %d/%d\toutbox %d/%d facts, %d/%d bytes\trefused %d requests, %d facts\n",
+					ad.Inflight, ad.MaxInflight, ad.OutboxEntries, ad.OutboxMaxEntries, ad.OutboxBytes, ad.OutboxMaxBytes, ad.RefusedRequests, ad.RefusedFacts)
+			}
 			fmt.Fprintf(w, "conflicts\t%d open\n", s.OpenConflicts)
 			fmt.Fprintf(w, "schema\t%s\n", s.SchemaFingerprint)
 			fmt.Fprintf(w, "version\t%s\n", s.Version)
@@ -645,32 +651,6 @@ func (a *app) factsCmd() *cobra.Command {
 				fmt.Fprintf(w, "%s\t%s\tage %s\tattempts %d\n", f.Id, f.Type, time.Duration(f.AgeMs)*time.Millisecond, f.Attempts)
 			}
 			return w.Flush()
-		},
-	}
-}
-
-func (a *app) conflictsCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "conflicts",
-		Short: "List open conflict cases (facts that contradicted state)",
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			r, err := call(a, writv1.WritClient.Conflicts, &writv1.ConflictsRequest{})
-			if err != nil {
-				return err
-			}
-			if a.structured() {
-				out := []any{}
-				for _, x := range r.Conflicts {
-					out = append(out, map[string]any{"key": x.Key, "rev": x.Rev, "case": rawOrString(x.Case)})
-				}
-				return a.printAny(out)
-			}
-			fmt.Fprintf(a.out, "%d open conflict cases\n", len(r.Conflicts))
-			for _, x := range r.Conflicts {
-				fmt.Fprintf(a.out, "%s (rev %d): %s\n", x.Key, x.Rev, x.Case)
-			}
-			return nil
 		},
 	}
 }

@@ -52,7 +52,7 @@ var Settings = []Setting{
 	{Name: "commit_timeout", Kind: Duration, Required: true, NodeKey: "pipeline.commit_timeout", Help: "request commit timeout (applied at the next start)"},
 	{Name: "heartbeat", Kind: Duration, Min: D(time.Millisecond), Max: D(10 * time.Second), Help: "raft heartbeat interval (applied at the next start)"},
 	{Name: "max_batch", Kind: Int, Required: true, NodeKey: "pipeline.max_batch", Help: "most entries per proposal (applied at the next start)"},
-	{Name: "max_inflight", Kind: Int, Reload: true, Min: 1, Max: 1_000_000, Help: "most requests in flight per node (recorded for handlers and tools; writd does not enforce it)"},
+	{Name: "max_inflight", Kind: Int, Reload: true, NodeKey: "pipeline.max_inflight", Help: "most requests in flight per node, enforced (beyond it requests are refused UNAVAILABLE \"overloaded\"); applied live"},
 	{Name: "log_level", Kind: String, Required: true, Reload: true, NodeKey: "log.level", Help: "debug, info, warn or error"},
 	{Name: "fact_retry", Kind: Duration, Min: D(time.Millisecond), Max: D(10 * time.Minute), Help: "first pause between fact re-proposals (applied at the next start)"},
 	{Name: "dead_worker_grace", Kind: Duration, Reload: true, Min: 0, Max: D(24 * time.Hour), Help: "how long a dead worker's jobs wait before requeueing (read by the jobs handler from the committed configuration)"},
@@ -289,6 +289,8 @@ func ApplyAll(n *Node, c *Cluster) *Node {
 			cp.CommitTimeout, _ = time.ParseDuration(v)
 		case "max_batch":
 			cp.MaxBatch, _ = strconv.Atoi(v)
+		case "max_inflight":
+			cp.MaxInflight, _ = strconv.Atoi(v)
 		case "log_level":
 			cp.LogLevel = v
 		case "fact_retry":
@@ -315,8 +317,11 @@ func Apply(n *Node, c *Cluster) (*Node, []string) {
 			restart = append(restart, ch.Key)
 			continue
 		}
-		if ch.Key == "settings.log_level" {
+		switch ch.Key {
+		case "settings.log_level":
 			cp.LogLevel = ch.New
+		case "settings.max_inflight":
+			cp.MaxInflight, _ = strconv.Atoi(ch.New)
 		}
 	}
 	sort.Strings(restart)

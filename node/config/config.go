@@ -84,6 +84,11 @@ var Keys = []Key{
 	{Name: "pipeline.commit_timeout", Kind: Duration, Default: "5s", Help: "how long a request waits for commit before UNCERTAIN", Min: D(10 * time.Millisecond), Max: D(10 * time.Minute)},
 	{Name: "pipeline.config_timeout", Kind: Duration, Default: "10s", Help: "how long a configuration change may take to stage and activate before it is aborted", Min: D(100 * time.Millisecond), Max: D(10 * time.Minute)},
 	{Name: "pipeline.max_batch", Kind: Int, Default: 256, Help: "most entries per proposal", Min: 1, Max: 4096},
+	// Admission control: beyond these bounds entries are refused before
+	// they are queued or acknowledged.
+	{Name: "pipeline.max_inflight", Kind: Int, Default: 512, Help: "most requests in flight on this node; beyond it a request is refused UNAVAILABLE \"overloaded\" (definitely not appended)", Min: 1, Max: 1_000_000},
+	{Name: "pipeline.outbox_max_entries", Kind: Int, Default: 100_000, Help: "most facts retained in this node's outbox; beyond it a fact is refused RESOURCE_EXHAUSTED before it is acknowledged", Min: 1, Max: 100_000_000},
+	{Name: "pipeline.outbox_max_bytes", Kind: Int, Default: 256 << 20, Help: "most payload bytes retained in this node's outbox; beyond it a fact is refused RESOURCE_EXHAUSTED before it is acknowledged", Min: 1 << 10, Max: 1 << 40},
 	{Name: "membership.failed_grace", Kind: Duration, Default: "30s", Help: "how long a failed node stays a voter before removal", Min: 0, Max: D(24 * time.Hour)},
 	{Name: "membership.profile", Kind: String, Default: "lan", Help: "gossip failure-detection timing: lan (a dead node is noticed in ~5s) or local (~1s, for loopback test clusters)"},
 	{Name: "schema.dir", Kind: String, Default: "", FlagName: "schema", Help: "directory of the CUE schema package this node runs (empty: the embedded jobs schema)"},
@@ -134,8 +139,12 @@ type Node struct {
 	CommitTimeout   time.Duration
 	ConfigTimeout   time.Duration
 	MaxBatch        int
-	FailedGrace     time.Duration
-	GossipProfile   string
+	// Admission control bounds (pipeline.max_inflight, outbox_max_*).
+	MaxInflight      int
+	OutboxMaxEntries int
+	OutboxMaxBytes   int64
+	FailedGrace      time.Duration
+	GossipProfile    string
 	// FactRetry is the first pause between fact re-proposals (0: the
 	// pipeline's default); set only by an activated cluster configuration.
 	FactRetry time.Duration
@@ -674,6 +683,17 @@ func (s source) tuning(n *Node) error {
 	if n.MaxBatch, err = s.integerKey("pipeline.max_batch"); err != nil {
 		return err
 	}
+	if n.MaxInflight, err = s.integerKey("pipeline.max_inflight"); err != nil {
+		return err
+	}
+	if n.OutboxMaxEntries, err = s.integerKey("pipeline.outbox_max_entries"); err != nil {
+		return err
+	}
+	ob, err := s.integerKey("pipeline.outbox_max_bytes")
+	if err != nil {
+		return err
+	}
+	n.OutboxMaxBytes = int64(ob)
 	if n.FailedGrace, err = s.durKey("membership.failed_grace"); err != nil {
 		return err
 	}
