@@ -200,8 +200,8 @@ type NodeStatus struct {
 	StateIndex      uint64
 	// Insecure names the protections missing on a node started with
 	// insecure: true.
-	Insecure []string
-	Admission       *writv1.Admission
+	Insecure  []string
+	Admission *writv1.Admission
 }
 
 // MemberInfo is one node as gossip and consensus see it.

@@ -439,7 +439,7 @@ func (s *Server) Status(ctx context.Context, req *writv1.StatusRequest) (*writv1
 		GossipAddr: st.GossipAddr, SchemaFingerprint: st.Fingerprint, ConfigTag: st.ConfigTag,
 		OutboxDepth: st.OutboxDepth, OpenConflicts: st.OpenConflicts, Version: st.Version,
 		RestartRequired: st.RestartRequired, StateHash: st.StateHash, StateIndex: st.StateIndex,
-		Insecure: st.Insecure,
+		Insecure:  st.Insecure,
 		Admission: st.Admission,
 	}, nil
 }
