@@ -169,6 +169,11 @@ func (l *rollingLoad) one(id, payload string) {
 		case writv1.Outcome_REJECTED:
 			l.fail(fmt.Sprintf("%s on %s: REJECTED: %s", id, p.name, why))
 			return
+		case writv1.Outcome_NOT_COMMITTED:
+			// Its ID was fenced after a commit timeout during a restart:
+			// definitely not committed, so the same operation goes again
+			// under a new ID (the fenced one is spent).
+			id = fmt.Sprintf("%s-r%d", id, attempt)
 		}
 		l.retries.Add(1)
 		time.Sleep(50 * time.Millisecond)
