@@ -151,6 +151,16 @@ func Run(ctx context.Context, cfg Config) *Result {
 		return res
 	}
 	defer gen.Close()
+	// Each run starts its own copy of the plugin binaries, so that the
+	// orphan check (g) finds this run's plugin processes by their
+	// executable and never another run's (runs in one test binary, and
+	// tests, share the built binaries and run in parallel).
+	bins, err := runPlugins(cfg.Bins, filepath.Join(dir, "bin"))
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	cfg.Bins = bins
 	cl, err := StartCluster(ctx, cfg.Bins, gen.Dir(), dir, cfg.Hosts, res.Timing)
 	closed := false
 	var exits []string
@@ -373,4 +383,26 @@ func percentiles(ds []time.Duration) string {
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	at := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))] }
 	return fmt.Sprintf("p50=%s p99=%s max=%s", at(0.5), at(0.99), s[len(s)-1])
+}
+
+// runPlugins copies b's plugin binaries into dir and returns b with the
+// copies.
+func runPlugins(b Binaries, dir string) (Binaries, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return b, fmt.Errorf("robustness: %w", err)
+	}
+	out := b
+	out.Plugins = nil
+	for _, p := range b.Plugins {
+		src, err := os.ReadFile(p)
+		if err != nil {
+			return b, fmt.Errorf("robustness: plugin binary: %w", err)
+		}
+		dst := filepath.Join(dir, filepath.Base(p))
+		if err := os.WriteFile(dst, src, 0o700); err != nil {
+			return b, fmt.Errorf("robustness: plugin binary: %w", err)
+		}
+		out.Plugins = append(out.Plugins, dst)
+	}
+	return out, nil
 }
