@@ -85,9 +85,10 @@ voters() { ctl "$1" --timeout 2s members -o json 2>/dev/null | grep -o '"role":"
 
 leader_of() { ctl "$1" --timeout 2s status -o json 2>/dev/null | sed -n 's/.*"leader_id":"\([^"]*\)".*/\1/p'; }
 
+# the demo's keys, tokens and logs are readable by this user only
+umask 077
 rm -rf "$DATA"
 mkdir -p "$DATA"
-chmod 700 "$DATA"
 
 say "Make the cluster's credentials (writ certs: a dev CA, node and client certificates)"
 "$BIN/writ" certs init --dir "$CERTS" --name demo >/dev/null
