@@ -45,6 +45,12 @@ type dashView struct {
 	Machines map[string][]string `json:"machines"`
 	Classes  int                 `json:"classes"`
 	Health   map[string]string   `json:"health"`
+	// Feed is the live feed's rows, newest first.
+	Feed []feedRow `json:"feed"`
+}
+
+type feedRow struct {
+	Index, Type, Key, ID, Status string
 }
 
 const readDash = `(() => {
@@ -53,13 +59,18 @@ const readDash = `(() => {
   for (const r of rows) { down[r.dataset.node] = r.classList.contains("down"); health[r.dataset.node] = r.cells[9].textContent; }
   const machines = {};
   for (const m of document.querySelectorAll("svg.machine")) machines[m.dataset.machine] = [...m.querySelectorAll(".state")].map((s) => s.dataset.state);
-  return {machines, classes: document.querySelectorAll("#classes tbody tr").length, rows: rows.length, leaders: document.querySelectorAll("#members .badge.leader").length,
+  const feed = [...document.querySelectorAll("#feed tbody tr")].map((r) => {
+    const [Index, Type, Key, ID, Status] = [...r.cells].map((c) => c.textContent);
+    return {Index, Type, Key, ID, Status};
+  });
+  return {feed, machines, classes: document.querySelectorAll("#classes tbody tr").length, rows: rows.length, leaders: document.querySelectorAll("#members .badge.leader").length,
     commit: document.getElementById("commit").textContent, leader: document.getElementById("leader").textContent, down, health};
 })()`
 
 // TestCluster_DashboardInChromium loads /ui from a real 3-node cluster in
 // headless Chromium: it shows 3 members and one leader, the commit index
-// it shows moves after submits, the schema's machines are drawn and its
+// it shows moves after submits, a job submitted with a known request ID
+// appears in the live feed of committed outcomes, the schema's machines are drawn and its
 // classification table listed, and a killed node's row turns unhealthy.
 func TestCluster_DashboardInChromium(t *testing.T) {
 	if testing.Short() {
@@ -138,6 +149,24 @@ func TestCluster_DashboardInChromium(t *testing.T) {
 		return err == nil && n >= before+20
 	})
 	t.Logf("commit index on the page: %d -> %s", before, v.Commit)
+
+	// A job submitted with a known request ID shows up in the live feed
+	// (read from the watch stream of the node serving the page, which
+	// need not be the leader), newest first, with its type and key.
+	const reqID = "ui-feed-req-1"
+	if _, err := submitID(l, reqID, "ui-feed-job", 5*time.Second); err != nil {
+		t.Fatalf("submit %s: %v", reqID, err)
+	}
+	v = waitFor("the submitted job in the live feed", 10*time.Second, func(v dashView) bool {
+		return len(v.Feed) > 0 && v.Feed[0].ID == "req:"+reqID
+	})
+	if got := v.Feed[0]; got.Type != "job.submit" || got.Status != "apply" || !strings.Contains(got.Key, "ui-feed-job") {
+		t.Fatalf("live feed row for %s: %+v", reqID, got)
+	}
+	if len(v.Feed) < 21 || len(v.Feed) > 50 {
+		t.Fatalf("live feed: %d rows, want the 21 submits (at most 50)", len(v.Feed))
+	}
+	t.Logf("live feed: %d rows, newest %+v", len(v.Feed), v.Feed[0])
 
 	screenshot(ctx, t, "dashboard.png")
 
