@@ -33,6 +33,9 @@ type ServerConfig struct {
 	// UISchema is the schema the dashboard shows (/ui/api/schema; nil:
 	// none).
 	UISchema func() UISchema
+	// UIFeed, when set, serves the dashboard's live feed of committed
+	// outcomes on /ui/api/feed (nil: the page shows no feed).
+	UIFeed func(ctx context.Context, after UIFeedCursor) (UIFeedPage, error)
 }
 
 // Server is a running listener.

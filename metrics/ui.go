@@ -85,7 +85,7 @@ type uiResponse struct {
 	ByType   map[string]float64 `json:"committed_by_type"`
 }
 
-// mountUI adds /ui/ and /ui/api/status to mux.
+// mountUI adds /ui/, /ui/api/status, /ui/api/schema and /ui/api/feed to mux.
 func mountUI(mux *http.ServeMux, c ServerConfig) {
 	sub, err := fs.Sub(uiFiles, "ui")
 	if err != nil {
@@ -96,6 +96,7 @@ func mountUI(mux *http.ServeMux, c ServerConfig) {
 		http.Redirect(w, r, "/ui/", http.StatusFound)
 	})
 	mux.Handle("/ui/", securityHeaders(files))
+	mux.HandleFunc("/ui/api/feed", func(w http.ResponseWriter, r *http.Request) { serveFeed(w, r, c) })
 	mux.HandleFunc("/ui/api/schema", func(w http.ResponseWriter, _ *http.Request) { serveSchema(w, c) })
 	mux.HandleFunc("/ui/api/status", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +47,12 @@ type dashView struct {
 	Machines map[string][]string `json:"machines"`
 	Classes  int                 `json:"classes"`
 	Health   map[string]string   `json:"health"`
+	// Feed is the live feed's rows, newest first.
+	Feed []feedRow `json:"feed"`
+}
+
+type feedRow struct {
+	Index, Type, Key, ID, Status string
 }
 
 const readDash = `(() => {
@@ -53,13 +61,18 @@ const readDash = `(() => {
   for (const r of rows) { down[r.dataset.node] = r.classList.contains("down"); health[r.dataset.node] = r.cells[9].textContent; }
   const machines = {};
   for (const m of document.querySelectorAll("svg.machine")) machines[m.dataset.machine] = [...m.querySelectorAll(".state")].map((s) => s.dataset.state);
-  return {machines, classes: document.querySelectorAll("#classes tbody tr").length, rows: rows.length, leaders: document.querySelectorAll("#members .badge.leader").length,
+  const feed = [...document.querySelectorAll("#feed tbody tr")].map((r) => {
+    const [Index, Type, Key, ID, Status] = [...r.cells].map((c) => c.textContent);
+    return {Index, Type, Key, ID, Status};
+  });
+  return {feed, machines, classes: document.querySelectorAll("#classes tbody tr").length, rows: rows.length, leaders: document.querySelectorAll("#members .badge.leader").length,
     commit: document.getElementById("commit").textContent, leader: document.getElementById("leader").textContent, down, health};
 })()`
 
 // TestCluster_DashboardInChromium loads /ui from a real 3-node cluster in
 // headless Chromium: it shows 3 members and one leader, the commit index
-// it shows moves after submits, the schema's machines are drawn and its
+// it shows moves after submits, a job submitted with a known request ID
+// appears in the live feed of committed outcomes, the schema's machines are drawn and its
 // classification table listed, and a killed node's row turns unhealthy.
 func TestCluster_DashboardInChromium(t *testing.T) {
 	if testing.Short() {
@@ -139,6 +152,32 @@ func TestCluster_DashboardInChromium(t *testing.T) {
 	})
 	t.Logf("commit index on the page: %d -> %s", before, v.Commit)
 
+	// A job submitted with a known request ID shows up in the live feed
+	// (read from the watch stream of the node serving the page, which
+	// need not be the leader), newest first, with its type and key.
+	const reqID = "ui-feed-req-1"
+	if _, err := submitID(l, reqID, "ui-feed-job", 5*time.Second); err != nil {
+		t.Fatalf("submit %s: %v", reqID, err)
+	}
+	v = waitFor("the submitted job in the live feed", 10*time.Second, func(v dashView) bool {
+		return len(v.Feed) > 0 && v.Feed[0].ID == "req:"+reqID
+	})
+	if got := v.Feed[0]; got.Type != "job.submit" || got.Status != "apply" || !strings.Contains(got.Key, "ui-feed-job") {
+		t.Fatalf("live feed row for %s: %+v", reqID, got)
+	}
+	seen := map[string]bool{}
+	for _, r := range v.Feed {
+		if seen[r.Index+" "+r.ID] {
+			t.Fatalf("live feed shows %s at %s twice: %+v", r.ID, r.Index, v.Feed)
+		}
+		seen[r.Index+" "+r.ID] = true
+	}
+	if len(v.Feed) < 21 || len(v.Feed) > 50 {
+		t.Fatalf("live feed: %d rows, want the 21 submits (at most 50)", len(v.Feed))
+	}
+	t.Logf("live feed: %d rows, newest %+v", len(v.Feed), v.Feed[0])
+	checkFeedCursor(t, c.nodes[1], v.Feed[1].Index, "req:"+reqID)
+
 	screenshot(ctx, t, "dashboard.png")
 
 	// The page's polling asks members for their status without the
@@ -159,6 +198,48 @@ func TestCluster_DashboardInChromium(t *testing.T) {
 		return v.Down[victim.name] && v.Health[victim.name] == "unreachable"
 	})
 	screenshot(ctx, t, "dashboard-node-down.png")
+}
+
+// checkFeedCursor asks a node's /ui/api/feed directly: without a cursor
+// it restarts at the recent outcomes (reset), and after the second newest
+// outcome it returns exactly the newest one, continuing the cursor.
+func checkFeedCursor(t *testing.T, p *proc, second, newestID string) {
+	t.Helper()
+	type page struct {
+		Outcomes []struct {
+			Index uint64 `json:"index"`
+			ID    string `json:"id"`
+		} `json:"outcomes"`
+		Next struct {
+			Index uint64 `json:"index"`
+			Pos   int    `json:"pos"`
+		} `json:"next"`
+		Reset bool `json:"reset"`
+	}
+	get := func(q string) page {
+		code, body := httpGet(t, "http://"+p.host+":7079/ui/api/feed"+q)
+		var pg page
+		if err := json.Unmarshal([]byte(body), &pg); code != http.StatusOK || err != nil {
+			t.Fatalf("%s /ui/api/feed%s: %d %v %s", p.name, q, code, err, body)
+		}
+		return pg
+	}
+	// p need not have applied the newest outcome yet: wait for it
+	fresh := get("")
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && (len(fresh.Outcomes) == 0 || fresh.Outcomes[len(fresh.Outcomes)-1].ID != newestID); {
+		time.Sleep(100 * time.Millisecond)
+		fresh = get("")
+	}
+	if !fresh.Reset || len(fresh.Outcomes) == 0 || fresh.Outcomes[len(fresh.Outcomes)-1].ID != newestID {
+		t.Fatalf("%s /ui/api/feed without a cursor: %+v", p.name, fresh)
+	}
+	after := get("?after=" + second + "&pos=0")
+	if after.Reset || len(after.Outcomes) != 1 || after.Outcomes[0].ID != newestID || after.Next.Index != after.Outcomes[0].Index {
+		t.Fatalf("%s /ui/api/feed?after=%s: %+v", p.name, second, after)
+	}
+	if code, body := httpGet(t, "http://"+p.host+":7079/ui/api/feed?after=-1"); code != http.StatusBadRequest || !strings.Contains(body, "after=") {
+		t.Fatalf("%s /ui/api/feed?after=-1: %d %s", p.name, code, body)
+	}
 }
 
 // screenshot saves the page as a PNG in the test's temp dir and, when
