@@ -58,6 +58,11 @@ func TestWatchResumesAcrossEndpointKill(t *testing.T) {
 	recv := func(want string) client.Event {
 		t.Helper()
 		ev, err := w.Recv()
+		for err == nil && ev.Status == "not_committed" {
+			// a late attempt whose ID was fenced (submit resubmitted
+			// it under a new ID): it changed nothing
+			ev, err = w.Recv()
+		}
 		if err != nil {
 			t.Fatalf("watch, waiting for %s: %v", want, err)
 		}
