@@ -233,12 +233,14 @@ func Run(ctx context.Context, cfg Config) *Result {
 	}
 	ids, order := byID(ops)
 	outs := outcomes(ctx, cl, order)
+	mark("outcomes")
 	// Settle what no answer decided, then ask every node again.
 	open := undecided(ids, order)
 	settleErr := settleAll(ctx, cl, open, res.Timing.CommitTimeout)
 	for id, o := range outcomes(ctx, cl, open) {
 		outs[id] = o
 	}
+	mark("settle")
 	a, b, c, cmds := checkAcknowledged(ids, order, outs, convergedAt)
 	sc, unc := checkSettled(ids, open, outs, settleErr)
 	res.Uncertain = unc

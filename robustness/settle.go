@@ -3,6 +3,8 @@ package robustness
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/writ-dev/writ/api/writv1"
@@ -57,34 +59,56 @@ func undecided(ids map[string]*idAttempts, order []string) []string {
 	return out
 }
 
+// settleWorkers is how many settle calls run at once (their fences batch
+// in the log).
+const settleWorkers = 8
+
 // settleAll asks one node per ID (rotating, trying the next on an error)
-// for the outcome with settle set; it returns the IDs no node could settle,
-// with the last error.
+// for the outcome with settle set, settleWorkers at a time; it returns the
+// IDs no node could settle, with the last error.
 func settleAll(ctx context.Context, cl *Cluster, ids []string, commit time.Duration) map[string]string {
 	failed := map[string]string{}
-	for i, id := range ids {
-		var last error
-		for try := 0; try < 2*len(cl.nodes); try++ {
-			n := cl.nodes[(i+try)%len(cl.nodes)]
-			cctx, cancel := context.WithTimeout(ctx, settleTimeout(commit))
-			r, err := n.client.Outcome(cctx, &writv1.OutcomeRequest{RequestId: id, Settle: true})
-			cancel()
-			if err == nil && r.Known && (r.Outcome == writv1.Outcome_COMMITTED || r.Outcome == writv1.Outcome_NOT_COMMITTED) {
-				last = nil
-				break
+	var mu sync.Mutex
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < settleWorkers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(ids) {
+					return
+				}
+				if err := settleOne(ctx, cl, i, ids[i], commit); err != nil {
+					mu.Lock()
+					failed[ids[i]] = err.Error()
+					mu.Unlock()
+				}
 			}
-			if err == nil {
-				err = fmt.Errorf("%s answered known=%t %s (%s)", n.Name, r.Known, r.Outcome, r.Reason)
-			} else {
-				err = fmt.Errorf("%s: %w", n.Name, err)
-			}
-			last = err
+		}()
+	}
+	wg.Wait()
+	return failed
+}
+
+func settleOne(ctx context.Context, cl *Cluster, i int, id string, commit time.Duration) error {
+	var last error
+	for try := 0; try < 2*len(cl.nodes); try++ {
+		n := cl.nodes[(i+try)%len(cl.nodes)]
+		cctx, cancel := context.WithTimeout(ctx, settleTimeout(commit))
+		r, err := n.client.Outcome(cctx, &writv1.OutcomeRequest{RequestId: id, Settle: true})
+		cancel()
+		if err == nil && r.Known && (r.Outcome == writv1.Outcome_COMMITTED || r.Outcome == writv1.Outcome_NOT_COMMITTED) {
+			return nil
 		}
-		if last != nil {
-			failed[id] = last.Error()
+		if err == nil {
+			last = fmt.Errorf("%s answered known=%t %s (%s)", n.Name, r.Known, r.Outcome, r.Reason)
+		} else {
+			last = fmt.Errorf("%s: %w", n.Name, err)
 		}
 	}
-	return failed
+	return last
 }
 
 // definite reports whether every node gives the same definite answer, and
