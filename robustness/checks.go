@@ -148,17 +148,17 @@ func outcomeID(op Op) string {
 // checkAcknowledged: (a) every COMMITTED request is committed on every
 // node, at the index its reply named; (b) every received fact is
 // committed once, at one index, on every node; (c) nothing answered only
-// REJECTED or UNAVAILABLE is committed anywhere. It also counts UNCERTAIN
-// answers and how they resolved, and returns every committed command for
-// the linearizability check.
-func checkAcknowledged(ids map[string]*idAttempts, order []string, res map[string][]nodeOutcome, convergedAt int64) (a, b, c CheckResult, unc Uncertain, cmds []resolved) {
+// REJECTED or UNAVAILABLE is committed anywhere. It returns every
+// committed command for the linearizability check. The answers that
+// decided nothing are checkSettled's.
+func checkAcknowledged(ids map[string]*idAttempts, order []string, res map[string][]nodeOutcome, convergedAt int64) (a, b, c CheckResult, cmds []resolved) {
 	a = CheckResult{Name: "acknowledged-not-lost", Pass: true}
 	b = CheckResult{Name: "facts-exactly-once", Pass: true}
 	c = CheckResult{Name: "refused-absent", Pass: true}
 	for _, id := range order {
 		at := ids[id]
 		os := res[id]
-		var committed, received, undecided, refusedOnly = false, false, false, true
+		var committed, received, refusedOnly = false, false, true
 		var reply uint64
 		call, ret := at.ops[0].Start, convergedAt
 		for _, op := range at.ops {
@@ -171,8 +171,7 @@ func checkAcknowledged(ids map[string]*idAttempts, order []string, res map[strin
 				received = true
 				refusedOnly = false
 			case "REJECTED", "UNAVAILABLE":
-			default: // UNCERTAIN, ERROR
-				undecided = true
+			default: // UNCERTAIN, NOT_COMMITTED, ERROR
 				refusedOnly = false
 			}
 		}
@@ -200,22 +199,11 @@ func checkAcknowledged(ids map[string]*idAttempts, order []string, res map[strin
 				}
 			}
 		}
-		if undecided && !committed && !received {
-			unc.Total++
-			switch {
-			case same:
-				unc.Committed++
-			case anyCommitted(os):
-				unc.Unresolved++ // committed on some nodes only: (a) of a kind, reported
-			default:
-				unc.NotCommitted++
-			}
-		}
 		if ci, ok := committedIndex(os); ok {
 			cmds = append(cmds, resolved{index: ci, call: call, ret: ret, key: at.key, desc: at.typ + " " + id})
 		}
 	}
-	return a, b, c, unc, cmds
+	return a, b, c, cmds
 }
 
 // committedIndex is the index the nodes that have id committed agree on
@@ -232,24 +220,6 @@ func committedIndex(os []nodeOutcome) (uint64, bool) {
 		idx = o.index
 	}
 	return idx, idx != 0
-}
-
-func anyCommitted(os []nodeOutcome) bool {
-	for _, o := range os {
-		if o.committed() {
-			return true
-		}
-	}
-	return false
-}
-
-// Uncertain counts answers that decided nothing (UNCERTAIN, or no answer)
-// and how Outcome resolved them after heal.
-type Uncertain struct {
-	Total        int `json:"total"`
-	Committed    int `json:"committed"`
-	NotCommitted int `json:"not_committed"`
-	Unresolved   int `json:"unresolved"`
 }
 
 // checkLogs: (g) no node log holds a panic, a fatal error or a data race,

@@ -51,9 +51,9 @@ func TestAcknowledged_FakeOutcomes(t *testing.T) {
 		"r2":       {{}, {}, {}},
 		"r3":       {committed(8), committed(8), committed(8)},
 	}
-	a, b, c, unc, cmds := checkAcknowledged(ids, order, good, 100)
-	if !a.Pass || !b.Pass || !c.Pass || unc.Committed != 1 || len(cmds) != 3 {
-		t.Fatalf("a correct history failed: %+v %+v %+v %+v %d", a, b, c, unc, len(cmds))
+	a, b, c, cmds := checkAcknowledged(ids, order, good, 100)
+	if !a.Pass || !b.Pass || !c.Pass || len(cmds) != 3 {
+		t.Fatalf("a correct history failed: %+v %+v %+v %d", a, b, c, len(cmds))
 	}
 	bad := map[string][]nodeOutcome{
 		"r1":       {committed(4), {}, committed(4)},           // lost on n2
@@ -61,11 +61,57 @@ func TestAcknowledged_FakeOutcomes(t *testing.T) {
 		"r2":       {{}, committed(5), {}},                     // UNAVAILABLE, yet committed
 		"r3":       {committed(8), committed(8), committed(8)},
 	}
-	a, b, c, _, _ = checkAcknowledged(ids, order, bad, 100)
+	a, b, c, _ = checkAcknowledged(ids, order, bad, 100)
 	if a.Pass || b.Pass || c.Pass {
 		t.Fatalf("defects passed: %+v %+v %+v", a, b, c)
 	}
 	if !strings.Contains(c.Detail[0], "UNAVAILABLE on every attempt") {
 		t.Fatalf("refused-absent detail: %v", c.Detail)
+	}
+}
+
+func TestSettled_FakeOutcomes(t *testing.T) {
+	committed := func(idx uint64) nodeOutcome {
+		return nodeOutcome{known: true, out: writv1.Outcome_COMMITTED, index: idx}
+	}
+	fenced := func(idx uint64) nodeOutcome {
+		return nodeOutcome{known: true, out: writv1.Outcome_NOT_COMMITTED, index: idx}
+	}
+	uncertain := nodeOutcome{known: true, out: writv1.Outcome_UNCERTAIN}
+	ops := []Op{
+		{Kind: "submit", Type: "t", ID: "ok", Outcome: "COMMITTED", Index: 4},
+		{Kind: "submit", Type: "t", ID: "u1", Outcome: "UNCERTAIN"},
+		{Kind: "submit", Type: "t", ID: "u1", Outcome: outError},
+		{Kind: "submit", Type: "t", ID: "u2", Outcome: outError},
+		{Kind: "submit", Type: "t", ID: "nc", Outcome: "NOT_COMMITTED", Index: 9},
+		{Kind: "submit", Type: "t", ID: "no", Outcome: "UNAVAILABLE"},
+		{Kind: "report", Type: "f", ID: "x", Outcome: outError},
+	}
+	ids, order := byID(ops)
+	open := undecided(ids, order)
+	if strings.Join(open, ",") != "u1,u2,nc" {
+		t.Fatalf("undecided = %v, want u1,u2,nc", open)
+	}
+	good := map[string][]nodeOutcome{
+		"u1": {committed(7), committed(7), committed(7)},
+		"u2": {fenced(8), fenced(8), fenced(8)},
+		"nc": {fenced(9), fenced(9), fenced(9)},
+	}
+	r, unc := checkSettled(ids, open, good, nil)
+	want := Uncertain{Total: 2, Committed: 1, NotCommitted: 1, Told: 1, ToldConfirmed: 1}
+	if !r.Pass || r.Cases != 3 || unc != want {
+		t.Fatalf("a correct history failed: %+v %+v", r, unc)
+	}
+	bad := map[string][]nodeOutcome{
+		"u1": {committed(7), fenced(8), committed(7)},       // disagree
+		"u2": {fenced(8), {}, uncertain},                    // not definite everywhere
+		"nc": {committed(10), committed(10), committed(10)}, // told NOT_COMMITTED, committed
+	}
+	r, unc = checkSettled(ids, open, bad, map[string]string{"u2": "n2: no leader"})
+	if r.Pass || r.Failures != 3 || unc.Unresolved != 1 || unc.Disagreeing != 2 {
+		t.Fatalf("defects passed: %+v %+v", r, unc)
+	}
+	if !strings.Contains(r.Detail[1], "settle: n2: no leader") {
+		t.Fatalf("unresolved detail lacks the settle error: %v", r.Detail)
 	}
 }

@@ -243,7 +243,16 @@ func Run(ctx context.Context, cfg Config) *Result {
 	}
 	ids, order := byID(ops)
 	outs := outcomes(ctx, cl, order)
-	a, b, c, unc, cmds := checkAcknowledged(ids, order, outs, convergedAt)
+	mark("outcomes")
+	// Settle what no answer decided, then ask every node again.
+	open := undecided(ids, order)
+	settleErr := settleAll(ctx, cl, open, res.Timing.CommitTimeout)
+	for id, o := range outcomes(ctx, cl, open) {
+		outs[id] = o
+	}
+	mark("settle")
+	a, b, c, cmds := checkAcknowledged(ids, order, outs, convergedAt)
+	sc, unc := checkSettled(ids, open, outs, settleErr)
 	res.Uncertain = unc
 
 	finals := finalRevisions(ctx, cl, w.targets)
@@ -267,7 +276,7 @@ func Run(ctx context.Context, cfg Config) *Result {
 	g := checkLogs(cl, exits)
 	orph := checkOrphans(cfg.Bins.Plugins, 10*time.Second)
 	mark("orphans")
-	res.Checks = []CheckResult{hcheck, a, b, c, lc, g, orph}
+	res.Checks = []CheckResult{hcheck, a, b, c, sc, lc, g, orph}
 	if !res.Passed() {
 		writeHistory(filepath.Join(dir, "history.jsonl"), ops)
 	}
@@ -354,10 +363,7 @@ func (s *Summary) Add(r *Result) {
 	s.JoinExits += len(r.JoinExits)
 	s.KeysChecked += r.Lin.Checked
 	s.KeysLin += r.Lin.Linearized
-	s.Uncertain.Total += r.Uncertain.Total
-	s.Uncertain.Committed += r.Uncertain.Committed
-	s.Uncertain.NotCommitted += r.Uncertain.NotCommitted
-	s.Uncertain.Unresolved += r.Uncertain.Unresolved
+	s.Uncertain.add(r.Uncertain)
 }
 
 // Line is the summary line.
@@ -369,9 +375,10 @@ func (s *Summary) Line() string {
 		total += n
 	}
 	sort.Strings(kinds)
-	return fmt.Sprintf("robustness: runs=%d failed=%d faults=%d (%s) ops=%d acknowledged-lost=%d facts-lost=%d keys-linearizable=%d/%d uncertain=%d (committed=%d not-committed=%d unresolved=%d; not yet a failure) seed-join-exits=%d recovery %s",
+	return fmt.Sprintf("robustness: runs=%d failed=%d faults=%d (%s) ops=%d acknowledged-lost=%d facts-lost=%d keys-linearizable=%d/%d uncertain=%d (committed=%d not-committed=%d) told-not-committed=%d (confirmed=%d) unresolved=%d disagreeing=%d seed-join-exits=%d recovery %s",
 		s.Runs, s.Failed, total, strings.Join(kinds, " "), s.Ops, s.AckLost, s.FactsLost, s.KeysLin, s.KeysChecked,
-		s.Uncertain.Total, s.Uncertain.Committed, s.Uncertain.NotCommitted, s.Uncertain.Unresolved, s.JoinExits, percentiles(s.Recovery))
+		s.Uncertain.Total, s.Uncertain.Committed, s.Uncertain.NotCommitted, s.Uncertain.Told, s.Uncertain.ToldConfirmed,
+		s.Uncertain.Unresolved, s.Uncertain.Disagreeing, s.JoinExits, percentiles(s.Recovery))
 }
 
 // percentiles describes durations as p50/p99/max.
