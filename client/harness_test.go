@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/internal/proctest"
 )
 
 // The tests here start real writd processes (with the writ-jobs plugin) on
@@ -195,7 +195,7 @@ func (c *cluster) signal(n *node, s syscall.Signal) {
 func (c *cluster) pause(n *node) {
 	c.t.Helper()
 	c.signal(n, syscall.SIGSTOP)
-	waitStopped(c.t, n.cmd.Process.Pid)
+	proctest.WaitStopped(c.t, n.cmd.Process.Pid)
 }
 
 func (c *cluster) kill(n *node) {
@@ -229,36 +229,5 @@ func (c *cluster) stopAll() {
 			}
 			c.t.Logf("--- %s log tail:\n%s", n.name, strings.Join(lines, "\n"))
 		}
-	}
-}
-
-// waitStopped polls /proc until every thread of pid is stopped: SIGSTOP
-// returns before the process has stopped, and a thread still running could
-// answer one more request.
-func waitStopped(t *testing.T, pid int) {
-	t.Helper()
-	dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		tasks, err := os.ReadDir(dir)
-		if err != nil {
-			t.Skipf("cannot see whether writd stopped: %v", err)
-		}
-		stopped := len(tasks) > 0
-		for _, task := range tasks {
-			b, err := os.ReadFile(filepath.Join(dir, task.Name(), "stat"))
-			// the state follows the command name in parentheses
-			if err != nil || !strings.HasPrefix(strings.TrimSpace(string(b[strings.LastIndexByte(string(b), ')')+1:])), "T") {
-				stopped = false
-				break
-			}
-		}
-		if stopped {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("writd (pid %d) did not stop within 10s of SIGSTOP", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/writ-dev/writ/internal/proctest"
 )
 
 // TestPausedNodeBeforeTheRequestLeft pauses (SIGSTOP) the only node before
@@ -18,7 +20,7 @@ func TestPausedNodeBeforeTheRequestLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Signal(syscall.SIGCONT) }) // before the node is stopped
-	waitStopped(t, p.Pid)
+	proctest.WaitStopped(t, p.Pid)
 	code, out, errs := run(t, "", "--addr", addr, "--timeout", "1s", "submit", "job.submit", `{"job_id":"j1","queue":"q1","priority":1,"command":"run"}`)
 	if code != exitUnavailable || !strings.Contains(errs, "never left writctl") || strings.Contains(errs, "UNCERTAIN") {
 		t.Fatalf("submit to a paused node: exit %d (want %d, never left)\nstdout: %s\nstderr: %s", code, exitUnavailable, out, errs)

@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/writ-dev/writ/internal/proctest"
 )
 
 var uncertainLine = regexp.MustCompile(`UNCERTAIN (r-[0-9a-f]{32})`)
@@ -37,7 +39,7 @@ func TestWritctl_UncertainWhenTheLeaderNeverAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = l.cmd.Process.Signal(syscall.SIGCONT) }) // before the cluster stops
-	waitStopped(t, l.cmd.Process.Pid)
+	proctest.WaitStopped(t, l.cmd.Process.Pid)
 	job := `{"job_id":"j1","queue":"q1","priority":1,"command":"run"}`
 	out, code := ctl("--addr", f.api(), "--timeout", "2s", "submit", "job.submit", job)
 	m := uncertainLine.FindStringSubmatch(out)

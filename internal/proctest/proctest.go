@@ -1,0 +1,57 @@
+// Package proctest owns what tests need to know about real processes they
+// start: whether a process SIGSTOPped has really stopped. Tests only.
+package proctest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Stopped reports whether every thread of pid is in the stopped state (T
+// in /proc/PID/task/*/stat).
+func Stopped(pid int) (bool, error) {
+	dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return false, fmt.Errorf("proctest: %w", err)
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, task.Name(), "stat"))
+		if err != nil {
+			return false, nil // the thread is gone or going
+		}
+		// the state follows the command name in parentheses
+		s := string(b)
+		if !strings.HasPrefix(strings.TrimSpace(s[strings.LastIndexByte(s, ')')+1:]), "T") {
+			return false, nil
+		}
+	}
+	return len(tasks) > 0, nil
+}
+
+// WaitStopped polls until every thread of pid is stopped: SIGSTOP returns
+// before the process has stopped, and a thread still running could answer
+// one more request. It skips t when /proc cannot tell, and fails it after
+// 10 s.
+func WaitStopped(t testing.TB, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok, err := Stopped(pid)
+		if err != nil {
+			t.Skipf("cannot see whether pid %d stopped: %v", pid, err)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d did not stop within 10s of SIGSTOP", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
