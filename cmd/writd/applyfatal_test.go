@@ -65,6 +65,7 @@ func TestFatalApplyStopExitsWithItsOwnCode(t *testing.T) {
 	}
 	runRecover := func(extra ...string) (int, string) {
 		cmd := exec.Command(filepath.Join(bin, "writd"), append([]string{"recover", "--data-dir", p.dir, "--skip-index", fmt.Sprint(idx)}, extra...)...)
+		cmd.Env = cleanEnv()
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {

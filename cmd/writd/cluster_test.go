@@ -271,6 +271,7 @@ func TestCluster_ConfigUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctl := exec.Command(filepath.Join(c.bin, "writctl"), "--addr", s.api(), "config", "upgrade", "--file", f, "--wait", "60s")
+	ctl.Env = cleanEnv()
 	out, err := ctl.CombinedOutput()
 	if err == nil || ctl.ProcessState.ExitCode() != exitUpgradeFailed || !strings.Contains(string(out), "did NOT activate") {
 		t.Fatalf("writctl config upgrade with a majority down: exit %d, want %d:\n%s", ctl.ProcessState.ExitCode(), exitUpgradeFailed, out)

@@ -84,6 +84,7 @@ func TestPluginChecksumFromConfigRefusesMismatch(t *testing.T) {
 	cmd := exec.Command(filepath.Join(bin, "writd"), "--data-dir", data,
 		"--api-addr", "127.0.3.29:17070", "--raft-addr", "127.0.3.29:17071", "--gossip-addr", "127.0.3.29:17072",
 		"--plugin", filepath.Join(bin, "writ-jobs")+"="+wrong)
+	cmd.Env = cleanEnv()
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	done := make(chan error, 1)

@@ -243,7 +243,7 @@ func checkFeedCursor(t *testing.T, p *proc, second, newestID string) {
 }
 
 // screenshot saves the page as a PNG in the test's temp dir and, when
-// WRIT_UI_SCREENSHOT_DIR is set, there too (CI keeps it as an artefact).
+// TESTUI_SCREENSHOT_DIR is set, there too (CI keeps it as an artefact).
 func screenshot(ctx context.Context, t *testing.T, name string) {
 	t.Helper()
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
@@ -251,7 +251,7 @@ func screenshot(ctx context.Context, t *testing.T, name string) {
 		t.Fatalf("screenshot: %v", err)
 	}
 	dirs := []string{t.TempDir()}
-	if d := os.Getenv("WRIT_UI_SCREENSHOT_DIR"); d != "" {
+	if d := os.Getenv("TESTUI_SCREENSHOT_DIR"); d != "" {
 		dirs = append(dirs, d)
 	}
 	for _, d := range dirs {

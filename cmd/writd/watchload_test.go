@@ -55,6 +55,7 @@ func TestWatchersReplayingKeepSubmitLatency(t *testing.T) {
 	baseSamples := samples("base1")
 
 	cmd := exec.Command(load, "--addr", n.api(), "--watchers", "200", "--conns", "10", "--history", strconv.Itoa(history))
+	cmd.Env = cleanEnv()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
