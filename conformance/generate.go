@@ -140,5 +140,53 @@ func (g *Generator) Fact(inst, id string, order uint64) (Drawn, bool) {
 	})
 }
 
+// Config draws a document of a random config type (ok=false when the
+// schema declares none): the payload ConfigUpgrade takes, with Type naming
+// the config type.
+func (g *Generator) Config() (Drawn, bool) {
+	var ts []*ir.TypeDesc
+	for _, td := range g.e.Catalog.Types() {
+		if td.Class == ir.ClassConfig && td.Entry != nil && td.ParseJSON != nil {
+			ts = append(ts, td)
+		}
+	}
+	if len(ts) == 0 {
+		return Drawn{}, false
+	}
+	return g.drawFree(ts[g.rng.IntN(len(ts))], nil, func(ir.Payload) bool { return true })
+}
+
+// Receipt draws a receipt of a random receipt type whose identifier fields
+// (the items' machine keys among them) are drawn from insts (ok=false when
+// the schema declares no receipt type).
+func (g *Generator) Receipt(insts []string) (Drawn, bool) {
+	var ts []*ir.TypeDesc
+	for _, td := range g.e.Catalog.Types() {
+		if td.Class == ir.ClassReceipt && td.Entry != nil && td.ParseJSON != nil {
+			ts = append(ts, td)
+		}
+	}
+	if len(ts) == 0 {
+		return Drawn{}, false
+	}
+	return g.drawFree(ts[g.rng.IntN(len(ts))], insts, func(p ir.Payload) bool { return len(p.Items()) > 0 })
+}
+
+// drawFree draws a valid payload of td (bound to no machine) with
+// identifiers from pool, accepted by ok.
+func (g *Generator) drawFree(td *ir.TypeDesc, pool []string, ok func(ir.Payload) bool) (Drawn, bool) {
+	g.d.pool = pool
+	for try := 0; try < 40; try++ {
+		g.sized()
+		data, _ := json.Marshal(g.d.object(td.Entry.Fields))
+		p, err := td.ParseJSON(data)
+		if err != nil || !ok(p) || g.e.Load.CheckPayloadJSON(td.Name, data) != nil {
+			continue
+		}
+		return Drawn{Type: td.Name, Class: td.Class, ID: p.IdempotencyKey(), Payload: data}, true
+	}
+	return Drawn{}, false
+}
+
 // Close releases what the generator holds.
 func (g *Generator) Close() { g.e.close() }
