@@ -53,27 +53,31 @@ func outcomes(ctx context.Context, cl *Cluster, ids []string) map[string][]nodeO
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
+	const perNode = 4 // lookups in flight per node
 	for i, n := range cl.nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for _, id := range ids {
-				var o nodeOutcome
-				for try := 0; try < 3; try++ {
-					cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-					r, err := n.client.Outcome(cctx, &writv1.OutcomeRequest{RequestId: id})
-					cancel()
-					if err == nil {
-						o = nodeOutcome{known: r.Known, out: r.Outcome, index: r.Index, stat: r.Status}
-						break
+		for part := 0; part < perNode; part++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := part; j < len(ids); j += perNode {
+					id := ids[j]
+					var o nodeOutcome
+					for try := 0; try < 3; try++ {
+						cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+						r, err := n.client.Outcome(cctx, &writv1.OutcomeRequest{RequestId: id})
+						cancel()
+						if err == nil {
+							o = nodeOutcome{known: r.Known, out: r.Outcome, index: r.Index, stat: r.Status}
+							break
+						}
+						o = nodeOutcome{err: err}
 					}
-					o = nodeOutcome{err: err}
+					mu.Lock()
+					res[id][i] = o
+					mu.Unlock()
 				}
-				mu.Lock()
-				res[id][i] = o
-				mu.Unlock()
-			}
-		}()
+			}()
+		}
 	}
 	wg.Wait()
 	return res
@@ -121,7 +125,7 @@ func byID(ops []Op) (map[string]*idAttempts, []string) {
 	m := map[string]*idAttempts{}
 	var order []string
 	for _, op := range ops {
-		if op.Kind != "submit" && op.Kind != "report" {
+		if op.Kind != "submit" && op.Kind != "report" && op.Kind != "item" {
 			continue
 		}
 		oid := outcomeID(op)

@@ -15,9 +15,11 @@ const (
 // Op is one client call: what was asked of which node, when (nanoseconds
 // since the run's monotonic base) and what came back.
 type Op struct {
-	Client  int    `json:"client"`
-	Node    string `json:"node"`
-	Kind    string `json:"kind"` // submit, report, get (linearizable), sget (serializable)
+	Client int    `json:"client"`
+	Node   string `json:"node"`
+	// submit, report, get (linearizable), sget (serializable), deliver (a
+	// receipt), item (one of a receipt's items, by its command ID), config
+	Kind    string `json:"kind"`
 	Type    string `json:"type,omitempty"`
 	ID      string `json:"id,omitempty"`  // request ID or fact ID
 	Key     string `json:"key,omitempty"` // the machine key addressed or read
@@ -29,6 +31,17 @@ type Op struct {
 	Found   bool   `json:"found,omitempty"`
 	Rev     uint64 `json:"rev,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// Reuse: a request sent under an ID already answered COMMITTED, with
+	// another payload (the first one is the one that counts).
+	Reuse bool `json:"reuse,omitempty"`
+	// Order is a fact's per-instance order as drawn.
+	Order uint64 `json:"order,omitempty"`
+	// Phases are a config upgrade's progress messages.
+	Phases []string `json:"phases,omitempty"`
+	// CommittedBy/Of are the ACTIVATED phase's acknowledgement count.
+	CommittedBy uint32 `json:"committed_by,omitempty"`
+	Of          uint32 `json:"of,omitempty"`
+	Tag         string `json:"tag,omitempty"`
 }
 
 // History records every call on one monotonic base.

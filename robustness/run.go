@@ -14,6 +14,7 @@ import (
 
 	"github.com/writ-dev/writ/api/writv1"
 	"github.com/writ-dev/writ/conformance"
+	"github.com/writ-dev/writ/pipeline"
 )
 
 // Config is one run.
@@ -38,6 +39,11 @@ type Config struct {
 	Instances int
 	// Reproduce is the command line that reruns this seed.
 	Reproduce string
+	// Keep keeps the history, watch streams, logs and data directories of
+	// a passing run too.
+	Keep bool
+	// NoConfig leaves config upgrades out of the workload.
+	NoConfig bool
 	// HealTimeout bounds the wait for readiness and convergence after heal
 	// (default 60 s).
 	HealTimeout time.Duration
@@ -132,7 +138,7 @@ func Run(ctx context.Context, cfg Config) *Result {
 			res.Dir = dir
 		}
 		b, _ := json.MarshalIndent(res, "", "  ")
-		if res.Passed() {
+		if res.Passed() && !cfg.Keep {
 			// Only run.json is kept for a passing run.
 			ents, _ := os.ReadDir(dir)
 			for _, e := range ents {
@@ -180,7 +186,19 @@ func Run(ctx context.Context, cfg Config) *Result {
 	defer func() { _ = fw.heal() }()
 
 	h := newHistory()
-	w := &workload{cl: cl, h: h, timeout: res.Timing.CommitTimeout, gen: gen, run: fmt.Sprintf("s%d", cfg.Seed)}
+	// Watchers follow the log from index 1 (one per node, resuming on the
+	// next node when a stream breaks) until after settling.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	var watchers []*watcher
+	var wwg sync.WaitGroup
+	for i := range cl.nodes {
+		wt := newWatcher(i+1, cl, i)
+		watchers = append(watchers, wt)
+		wwg.Add(1)
+		go func() { defer wwg.Done(); wt.run(watchCtx) }()
+	}
+	w := &workload{cl: cl, h: h, timeout: res.Timing.CommitTimeout, gen: gen, cat: gen.Catalog(), configs: !cfg.NoConfig, run: fmt.Sprintf("s%d", cfg.Seed)}
 	for i := 0; i < max(1, cfg.Instances); i++ {
 		w.insts = append(w.insts, fmt.Sprintf("rk-%d", i))
 	}
@@ -251,11 +269,39 @@ func Run(ctx context.Context, cfg Config) *Result {
 		outs[id] = o
 	}
 	mark("settle")
+	committed := map[string]uint64{}
+	var maxIdx uint64
+	for id, no := range outs {
+		if ci, ok := committedIndex(no); ok {
+			cid := id
+			if ids[id] != nil && ids[id].kind == "submit" {
+				cid = "req:" + id
+			}
+			committed[cid] = ci
+			maxIdx = max(maxIdx, ci)
+		}
+	}
+	_ = poll(ctx, 10*time.Second, func() (bool, string) {
+		for _, wt := range watchers {
+			if !wt.caughtUp(maxIdx) {
+				return false, ""
+			}
+		}
+		return true, ""
+	})
+	stopWatch()
+	wwg.Wait()
+	wc, best := checkWatches(watchers, committed)
+	gc := CheckResult{Name: "guards", Pass: false, Cases: 1, Failures: 1, Detail: []string{"no watcher followed the whole log: nothing to replay"}}
+	mark("watch")
 	a, b, c, cmds := checkAcknowledged(ids, order, outs, convergedAt)
 	sc, unc := checkSettled(ids, open, outs, settleErr)
 	res.Uncertain = unc
 
-	finals := finalRevisions(ctx, cl, w.targets)
+	finals, records := finalRevisions(ctx, cl, w.targets)
+	if best != nil {
+		gc = checkGuards(gen.Catalog(), best.events, callsByCmd(ops), committed, records)
+	}
 	lin := checkLinearizable(ops, finals, h.now(), cmds, dir, 20*time.Second)
 	res.Lin = lin
 	lc := CheckResult{Name: "linearizable", Pass: lin.ok(), Cases: lin.Checked}
@@ -276,36 +322,50 @@ func Run(ctx context.Context, cfg Config) *Result {
 	g := checkLogs(cl, exits)
 	orph := checkOrphans(cfg.Bins.Plugins, 10*time.Second)
 	mark("orphans")
-	res.Checks = []CheckResult{hcheck, a, b, c, sc, lc, g, orph}
-	if !res.Passed() {
+	res.Checks = []CheckResult{hcheck, a, b, c, sc, lc, wc, gc, g, orph}
+	if !res.Passed() || cfg.Keep {
 		writeHistory(filepath.Join(dir, "history.jsonl"), ops)
+		for _, wt := range watchers {
+			writeHistory(filepath.Join(dir, fmt.Sprintf("watch-%d.jsonl", wt.id)), wt.snapshot())
+		}
 	}
 	return res
 }
 
 // finalRevisions reads every target key on every node after convergence
-// (serializable: each node's own state).
-func finalRevisions(ctx context.Context, cl *Cluster, ts []target) map[string][]uint64 {
+// (serializable: each node's own state): the revisions, and the records
+// the guard replay compares with.
+func finalRevisions(ctx context.Context, cl *Cluster, ts []target) (map[string][]uint64, map[string][]finalRecord) {
 	out := map[string][]uint64{}
+	recs := map[string][]finalRecord{}
 	for _, t := range ts {
 		for _, n := range cl.nodes {
 			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 			r, err := n.client.Get(cctx, &writv1.GetRequest{Key: t.key, Serializable: true})
 			cancel()
 			if err != nil {
+				recs[t.key] = append(recs[t.key], finalRecord{node: n.Name, err: err.Error()})
 				continue
 			}
 			rev := uint64(0)
-			if r.Found && r.Record != nil {
+			f := finalRecord{node: n.Name, found: r.Found && r.Record != nil}
+			if f.found {
 				rev = r.Record.Rev
+				f.rev = rev
+				mr, err := pipeline.ParseMachineRecord(r.Record.Value)
+				if err != nil {
+					f.err = err.Error()
+				}
+				f.rec = mr
 			}
 			out[t.key] = append(out[t.key], rev)
+			recs[t.key] = append(recs[t.key], f)
 		}
 	}
-	return out
+	return out, recs
 }
 
-func writeHistory(path string, ops []Op) {
+func writeHistory[T any](path string, ops []T) {
 	f, err := os.Create(path)
 	if err != nil {
 		return

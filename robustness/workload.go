@@ -12,6 +12,7 @@ import (
 	"github.com/writ-dev/writ/api/writv1"
 	"github.com/writ-dev/writ/conformance"
 	"github.com/writ-dev/writ/pipeline"
+	"github.com/writ-dev/writ/schema/ir"
 )
 
 // target is one machine instance the workload addresses.
@@ -34,9 +35,17 @@ type workload struct {
 	insts   []string
 	targets []target
 
+	cat     ir.Catalog
+	configs bool // this run sends config upgrades
+
 	orders sync.Map // instance → *atomic.Uint64
 	seq    atomic.Uint64
+
+	mu   sync.Mutex
+	done []doneReq // requests answered COMMITTED (IDs to reuse)
 }
+
+type doneReq struct{ id, machine, inst string }
 
 func (w *workload) draw(f func(g *conformance.Generator) (conformance.Drawn, bool)) (conformance.Drawn, bool) {
 	w.genMu.Lock()
@@ -72,6 +81,8 @@ func (w *workload) newID(client int) string {
 func (w *workload) client(ctx context.Context, id int, home *Node, rng *rand.Rand) {
 	var retry *conformance.Drawn
 	var retryID string
+	var lastFact *conformance.Drawn
+	var lastOrder uint64
 	for ctx.Err() == nil {
 		n := home
 		if rng.IntN(4) == 0 {
@@ -86,7 +97,7 @@ func (w *workload) client(ctx context.Context, id int, home *Node, rng *rand.Ran
 			continue
 		}
 		switch k := rng.IntN(100); {
-		case k < 40:
+		case k < 34:
 			inst := w.insts[rng.IntN(len(w.insts))]
 			d, ok := w.draw(func(g *conformance.Generator) (conformance.Drawn, bool) { return g.Request(inst) })
 			if !ok {
@@ -96,16 +107,27 @@ func (w *workload) client(ctx context.Context, id int, home *Node, rng *rand.Ran
 			if out := w.submit(ctx, id, n, d, rid); (out == writv1.Outcome_UNCERTAIN.String() || out == outError) && rng.IntN(2) == 0 {
 				retry, retryID = &d, rid
 			}
-		case k < 55:
+		case k < 37:
+			w.reuse(ctx, id, n, rng)
+		case k < 47:
 			inst := w.insts[rng.IntN(len(w.insts))]
-			v, _ := w.orders.LoadOrStore(inst, new(atomic.Uint64))
-			order := v.(*atomic.Uint64).Add(1)
-			fid := fmt.Sprintf("%s-f%d", w.run, w.seq.Add(1))
-			d, ok := w.draw(func(g *conformance.Generator) (conformance.Drawn, bool) { return g.Fact(inst, fid, order) })
+			order := w.nextOrder(inst, 1)
+			d, ok := w.drawFact(inst, order)
 			if !ok {
 				continue
 			}
-			w.report(ctx, id, n, d)
+			w.report(ctx, id, n, d, order)
+			lastFact, lastOrder = &d, order
+		case k < 51:
+			w.factReordered(ctx, id, n, rng)
+		case k < 53:
+			w.factAgain(ctx, id, n, rng, lastFact, lastOrder)
+		case k < 56:
+			w.deliver(ctx, id, n)
+		case k < 57:
+			if w.configs && rng.IntN(3) == 0 {
+				w.config(ctx, id, n)
+			}
 		case k < 92:
 			w.get(ctx, id, n, w.targets[rng.IntN(len(w.targets))].key, false)
 		default:
@@ -115,7 +137,11 @@ func (w *workload) client(ctx context.Context, id int, home *Node, rng *rand.Ran
 }
 
 func (w *workload) submit(ctx context.Context, client int, n *Node, d conformance.Drawn, id string) string {
-	op := Op{Client: client, Node: n.Name, Kind: "submit", Type: d.Type, ID: id,
+	return w.submitOp(ctx, client, n, d, id, false)
+}
+
+func (w *workload) submitOp(ctx context.Context, client int, n *Node, d conformance.Drawn, id string, reuse bool) string {
+	op := Op{Client: client, Node: n.Name, Kind: "submit", Type: d.Type, ID: id, Reuse: reuse,
 		Key: pipeline.MachineKey(d.Machine, d.Instance), Payload: string(d.Payload)}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.timeout+3*time.Second)
 	op.Start = w.h.now()
@@ -134,11 +160,16 @@ func (w *workload) submit(ctx context.Context, client int, n *Node, d conformanc
 		}
 	}
 	w.h.add(op)
+	if op.Outcome == writv1.Outcome_COMMITTED.String() && !reuse {
+		w.mu.Lock()
+		w.done = append(w.done, doneReq{id: id, machine: d.Machine, inst: d.Instance})
+		w.mu.Unlock()
+	}
 	return op.Outcome
 }
 
-func (w *workload) report(ctx context.Context, client int, n *Node, d conformance.Drawn) {
-	op := Op{Client: client, Node: n.Name, Kind: "report", Type: d.Type, ID: d.ID,
+func (w *workload) report(ctx context.Context, client int, n *Node, d conformance.Drawn, order uint64) {
+	op := Op{Client: client, Node: n.Name, Kind: "report", Type: d.Type, ID: d.ID, Order: order,
 		Key: pipeline.MachineKey(d.Machine, d.Instance), Payload: string(d.Payload)}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	op.Start = w.h.now()
