@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -126,10 +127,21 @@ func runRoot(t *testing.T) string {
 	return d
 }
 
-// TestRobustness is the CI tier: WRIT_ROBUSTNESS_RUNS runs (default 10)
+// ciLanes are the CI tier's clusters: runs go on in parallel, one cluster
+// per lane, each on its own addresses (lane 0 on 127.0.47.1–3, the others
+// on 127.0.56.x). A lane's runs follow one another; run i is lane i%lanes's.
+var ciLanes = [][]string{
+	ciHosts,
+	{"127.0.56.1", "127.0.56.2", "127.0.56.3"},
+	{"127.0.56.11", "127.0.56.12", "127.0.56.13"},
+	{"127.0.56.21", "127.0.56.22", "127.0.56.23"},
+}
+
+// TestRobustness is the CI tier: WRIT_ROBUSTNESS_RUNS runs (default 30)
 // of WRIT_ROBUSTNESS_FAULTS faults each (default 2) on 3 real writd
-// processes, seeds from WRIT_ROBUSTNESS_SEED on (default: drawn and
-// printed). Every run must pass every check; the summary line is printed.
+// processes, WRIT_ROBUSTNESS_LANES clusters at a time (default 3), seeds
+// from WRIT_ROBUSTNESS_SEED on (default: drawn and printed). Every run must
+// pass every check; the summary line is printed.
 func TestRobustness(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real writd processes: skipped with -short")
@@ -137,9 +149,33 @@ func TestRobustness(t *testing.T) {
 	t.Parallel()
 	kinds := faultKinds(t)
 	bins := binaries(t, "")
-	runs := envInt(t, "WRIT_ROBUSTNESS_RUNS", 10)
+	runs := envInt(t, "WRIT_ROBUSTNESS_RUNS", 30)
 	faults := envInt(t, "WRIT_ROBUSTNESS_FAULTS", 2)
-	base := uint64(time.Now().UnixNano() % 1_000_000_000)
+	lanes := envInt(t, "WRIT_ROBUSTNESS_LANES", 3)
+	if lanes < 1 || lanes > len(ciLanes) {
+		t.Fatalf("WRIT_ROBUSTNESS_LANES=%d: give 1..%d", lanes, len(ciLanes))
+	}
+	base := seedBase(t, 0)
+	root := runRoot(t)
+	start := time.Now()
+	sum := runTier(t, tier{base: base, runs: runs, lanes: ciLanes[:lanes], root: root, kinds: kinds, bins: bins,
+		cfg: func(seed uint64, hosts []string) Config {
+			return Config{Seed: seed, SchemaDir: envOr("WRIT_ROBUSTNESS_SCHEMA", jobsSchema), Bins: bins, Hosts: hosts, Root: root,
+				Faults: faults, Kinds: kinds, ClientsPerNode: 2, Instances: 3, Keep: os.Getenv("WRIT_ROBUSTNESS_KEEP") == "1",
+				Reproduce: fmt.Sprintf("WRIT_ROBUSTNESS_SEED=%d WRIT_ROBUSTNESS_RUNS=1 WRIT_ROBUSTNESS_FAULTS=%d go test -count=1 -run 'TestRobustness$' ./robustness/", seed, faults)}
+		}})
+	if sum.Failed == 0 && os.Getenv("WRIT_ROBUSTNESS_DIR") == "" {
+		os.RemoveAll(root)
+	}
+	fmt.Println(sum.Line())
+	t.Logf("%d runs in %s on %d lanes", runs, time.Since(start).Round(time.Second), lanes)
+}
+
+// seedBase is WRIT_ROBUSTNESS_SEED, or a seed drawn from the clock (plus
+// offset) and printed by the runs.
+func seedBase(t *testing.T, offset uint64) uint64 {
+	t.Helper()
+	base := uint64(time.Now().UnixNano()%1_000_000_000) + offset
 	if s := os.Getenv("WRIT_ROBUSTNESS_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
@@ -147,25 +183,58 @@ func TestRobustness(t *testing.T) {
 		}
 		base = v
 	}
-	root := runRoot(t)
-	var sum Summary
-	for i := 0; i < runs; i++ {
-		seed := base + uint64(i)
-		r := Run(context.Background(), Config{
-			Seed: seed, SchemaDir: envOr("WRIT_ROBUSTNESS_SCHEMA", jobsSchema), Bins: bins, Hosts: ciHosts, Root: root,
-			Faults: faults, Kinds: kinds, ClientsPerNode: 2, Instances: 3,
-			Reproduce: fmt.Sprintf("WRIT_ROBUSTNESS_SEED=%d WRIT_ROBUSTNESS_RUNS=1 WRIT_ROBUSTNESS_FAULTS=%d go test -count=1 -run 'TestRobustness$' ./robustness/", seed, faults),
-		})
-		sum.Add(r)
-		t.Logf("seed %d: %s, %d faults, recovery %s, %d ops, uncertain %d, keys linearizable %d/%d", seed, r.Duration, len(r.Faults), r.Recovery, opsOf(r), r.Uncertain.Total, r.Lin.Linearized, r.Lin.Checked)
-		if !r.Passed() {
-			t.Errorf("seed %d failed: %s\n  reproduce: %s\n  kept: %s", seed, strings.Join(r.Failures(), "; "), r.Reproduce, r.Dir)
-		}
+	return base
+}
+
+// tier is a set of runs spread over lanes.
+type tier struct {
+	base     uint64
+	runs     int
+	lanes    [][]string
+	root     string
+	kinds    []string
+	bins     Binaries
+	cfg      func(seed uint64, hosts []string) Config
+	afterRun func(lane int, r *Result) // optional, called in the lane's goroutine
+}
+
+// runTier runs the tier's runs, lane l taking runs l, l+lanes, …, and folds
+// them into one summary; a failing run fails t with its reproduce line.
+func runTier(t *testing.T, tr tier) *Summary {
+	t.Helper()
+	var mu sync.Mutex
+	sum := &Summary{}
+	var wg sync.WaitGroup
+	for l, hosts := range tr.lanes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := l; i < tr.runs; i += len(tr.lanes) {
+				seed := tr.base + uint64(i)
+				r := Run(context.Background(), tr.cfg(seed, hosts))
+				if tr.afterRun != nil {
+					tr.afterRun(l, r)
+				}
+				mu.Lock()
+				sum.Add(r)
+				mu.Unlock()
+				t.Logf("seed %d (lane %d): %s, faults %s, recovery %s, %d ops, uncertain %d, keys linearizable %d/%d", seed, l, r.Duration, faultList(r), r.Recovery, opsOf(r), r.Uncertain.Total, r.Lin.Linearized, r.Lin.Checked)
+				if !r.Passed() {
+					t.Errorf("seed %d failed: %s\n  reproduce: %s\n  kept: %s", seed, strings.Join(r.Failures(), "; "), r.Reproduce, r.Dir)
+				}
+			}
+		}()
 	}
-	if sum.Failed == 0 && os.Getenv("WRIT_ROBUSTNESS_DIR") == "" {
-		os.RemoveAll(root)
+	wg.Wait()
+	return sum
+}
+
+func faultList(r *Result) string {
+	var ks []string
+	for _, f := range r.Faults {
+		ks = append(ks, f.Kind)
 	}
-	fmt.Println(sum.Line())
+	return strings.Join(ks, ",")
 }
 
 func opsOf(r *Result) int {
