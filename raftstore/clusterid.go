@@ -156,7 +156,7 @@ func (n *Node) syncMembers(peers []Peer, bootstrap bool) {
 		for _, p := range peers {
 			ids = append(ids, RaftID(p.ID))
 		}
-		n.tr.syncMembers(ids)
+		n.net.syncMembers(ids)
 		return
 	}
 	n.syncMembersLocked()
@@ -168,5 +168,5 @@ func (n *Node) syncMembersLocked() {
 	for id := range n.members {
 		ids = append(ids, id)
 	}
-	n.tr.syncMembers(ids)
+	n.net.syncMembers(ids)
 }

@@ -106,6 +106,9 @@ type testHooks struct {
 	// dropMessage is asked about every outgoing raft message; true drops
 	// it as a lost packet would be (partitions between nodes).
 	dropMessage func(m *raftpb.Message) bool
+	// sim, if set, replaces the transport, the disk and the clock, and
+	// Start runs none of the node's goroutines (seams.go).
+	sim *simHooks
 }
 
 func (c *Config) withDefaults() (Config, error) {

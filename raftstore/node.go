@@ -53,11 +53,12 @@ type Node struct {
 	rnStopped bool          // guarded by rnMu: set once the node stops
 	wakec     chan struct{} // wakes the Ready loop after a step
 	storage   *logStorage
-	wal       *wal.WAL
-	snapper   *snap.Snapshotter
+	wal       walLog
+	snapper   snapStore
 	snapDir   string
 	st        *stateDB
-	tr        *transport
+	tr        *transport // nil in the simulation
+	net       peerNet    // tr, or the simulated network
 	appendc   chan *raftpb.Message
 	applyc    chan applyTask
 
@@ -129,15 +130,20 @@ func Start(c Config) (*Node, error) {
 		n.closeStorage()
 		return nil, err
 	}
+	sim := cfg.sim()
 	lis := cfg.Listener
 	if lis == nil {
-		lis, err = net.Listen("tcp", cfg.RaftAddr)
-		if err != nil {
+		if sim != nil {
+			lis = simListener{}
+		} else if lis, err = net.Listen("tcp", cfg.RaftAddr); err != nil {
 			n.closeStorage()
 			return nil, fmt.Errorf("raftstore: listen on RaftAddr %q: %w", cfg.RaftAddr, err)
 		}
 	}
-	addr := lis.Addr().String()
+	addr := cfg.RaftAddr
+	if sim == nil {
+		addr = lis.Addr().String()
+	}
 	rc := &raft.Config{
 		ID:                        n.id,
 		ElectionTick:              cfg.ElectionTicks,
@@ -195,21 +201,26 @@ func Start(c Config) (*Node, error) {
 		n.closeStorage()
 		return nil, err
 	}
-	// The transport starts after raft: it steps incoming messages into it.
-	n.tr = newTransport(n.id, lis, cfg.SendQueue, cfg.MaxBatchBytes, cfg.MaxFrameBytes, n, n.log, peerSecurity{tls: cfg.TLS, cluster: cid})
-	n.tr.metrics = cfg.Metrics
-	if cfg.hooks != nil {
-		n.tr.drop = cfg.hooks.dropMessage
+	if sim != nil {
+		n.net = sim.net
+	} else {
+		// The transport starts after raft: it steps incoming messages into it.
+		n.tr = newTransport(n.id, lis, cfg.SendQueue, cfg.MaxBatchBytes, cfg.MaxFrameBytes, n, n.log, peerSecurity{tls: cfg.TLS, cluster: cid})
+		n.tr.metrics = cfg.Metrics
+		if cfg.hooks != nil {
+			n.tr.drop = cfg.hooks.dropMessage
+		}
+		n.net = n.tr
 	}
 	for id, m := range n.members {
 		if id != n.id {
-			n.tr.setPeer(id, m.Addr)
+			n.net.setPeer(id, m.Addr)
 		}
 	}
 	if fresh && !cfg.Join {
 		for _, p := range peers {
 			if p.ID != cfg.NodeID {
-				n.tr.setPeer(RaftID(p.ID), p.Addr)
+				n.net.setPeer(RaftID(p.ID), p.Addr)
 			}
 		}
 	}
@@ -218,6 +229,10 @@ func Start(c Config) (*Node, error) {
 	// is reported to it: what came before was not observed one by one.
 	if ro, ok := cfg.Observer.(kv.RestoreObserver); ok {
 		ro.Restored(n.applied.Load())
+	}
+	if sim != nil {
+		// The simulation runs the rounds of the three goroutines itself.
+		return n, nil
 	}
 	n.wg.Add(3)
 	go n.run()
@@ -234,7 +249,7 @@ func Start(c Config) (*Node, error) {
 		case <-n.stopc:
 		}
 	}()
-	n.log.Info("raftstore: started", "raft_id", n.id, "addr", n.tr.addr, "fresh", fresh, "join", cfg.Join, "applied", n.applied.Load(), "cluster_id", n.ClusterID(), "peer_tls", cfg.TLS != nil)
+	n.log.Info("raftstore: started", "raft_id", n.id, "addr", addr, "fresh", fresh, "join", cfg.Join, "applied", n.applied.Load(), "cluster_id", n.ClusterID(), "peer_tls", cfg.TLS != nil)
 	return n, nil
 }
 
@@ -247,45 +262,34 @@ func (n *Node) open() error {
 		return fmt.Errorf("raftstore: create %s: %w", n.snapDir, err)
 	}
 	lg := zap.NewNop()
-	n.snapper = snap.New(lg, n.snapDir)
+	if sim := cfg.sim(); sim != nil {
+		n.snapper = sim.disk
+	} else {
+		n.snapper = snap.New(lg, n.snapDir)
+	}
 	st, err := openState(filepath.Join(cfg.DataDir, "state.db"), cfg.OutcomeRetention)
 	if err != nil {
 		return err
 	}
 	n.st = st
 	st.onCommit = n.stateCommitHook()
+	if sim := cfg.sim(); sim != nil {
+		st.now = sim.now
+	}
 	applied, members, err := st.load()
 	if err != nil {
 		return err
 	}
-	if !wal.Exist(walDir) {
+	exists, snapshot, meta, hs, ents, err := n.loadLog(walDir)
+	if err != nil {
+		return err
+	}
+	if !exists {
 		if applied > 0 {
 			return fmt.Errorf("raftstore: %s has state applied to index %d but no WAL in %s; the data directory is incomplete", cfg.DataDir, applied, walDir)
 		}
 		n.members = members
 		return nil
-	}
-	walSnaps, err := wal.ValidSnapshotEntries(lg, walDir)
-	if err != nil {
-		return fmt.Errorf("raftstore: read WAL snapshot entries: %w", err)
-	}
-	snapshot, err := n.snapper.LoadNewestAvailable(walSnaps)
-	if err != nil && !errors.Is(err, snap.ErrNoSnapshot) {
-		return fmt.Errorf("raftstore: load snapshot: %w", err)
-	}
-	ws := &walpb.Snapshot{Index: new(uint64(0)), Term: new(uint64(0))}
-	if snapshot != nil {
-		ws.Index = new(snapshot.GetMetadata().GetIndex())
-		ws.Term = new(snapshot.GetMetadata().GetTerm())
-	}
-	w, err := wal.Open(lg, walDir, ws)
-	if err != nil {
-		return fmt.Errorf("raftstore: open WAL: %w", err)
-	}
-	n.wal = w
-	meta, hs, ents, err := w.ReadAll()
-	if err != nil {
-		return fmt.Errorf("raftstore: replay WAL: %w", err)
 	}
 	if string(meta) != cfg.NodeID {
 		return fmt.Errorf("raftstore: WAL in %s belongs to node %q, not %q; use that node's ID or another DataDir", walDir, meta, cfg.NodeID)
@@ -293,11 +297,11 @@ func (n *Node) open() error {
 	if snapshot == nil && len(ents) == 0 && raft.IsEmptyHardState(hs) && applied == 0 {
 		// Created but never written (stopped before the first Ready):
 		// start over as a fresh node so that bootstrap runs again.
-		if err := w.Close(); err != nil {
+		if err := n.wal.Close(); err != nil {
 			return fmt.Errorf("raftstore: close empty WAL: %w", err)
 		}
 		n.wal = nil
-		if err := os.RemoveAll(walDir); err != nil {
+		if err := n.removeLog(walDir); err != nil {
 			return fmt.Errorf("raftstore: remove empty WAL: %w", err)
 		}
 		n.members = members
@@ -345,8 +349,61 @@ func (n *Node) open() error {
 	return nil
 }
 
+// loadLog opens the durable log (see logDisk.load), setting n.wal.
+func (n *Node) loadLog(walDir string) (exists bool, snapshot *raftpb.Snapshot, meta []byte, hs *raftpb.HardState, ents []*raftpb.Entry, err error) {
+	if sim := n.cfg.sim(); sim != nil {
+		exists, snapshot, meta, hs, ents, n.wal, err = sim.disk.load()
+		if err != nil {
+			return false, nil, nil, nil, nil, fmt.Errorf("raftstore: load simulated log: %w", err)
+		}
+		return exists, snapshot, meta, hs, ents, nil
+	}
+	if !wal.Exist(walDir) {
+		return false, nil, nil, nil, nil, nil
+	}
+	lg := zap.NewNop()
+	walSnaps, err := wal.ValidSnapshotEntries(lg, walDir)
+	if err != nil {
+		return false, nil, nil, nil, nil, fmt.Errorf("raftstore: read WAL snapshot entries: %w", err)
+	}
+	snapshot, err = n.snapper.(*snap.Snapshotter).LoadNewestAvailable(walSnaps)
+	if err != nil && !errors.Is(err, snap.ErrNoSnapshot) {
+		return false, nil, nil, nil, nil, fmt.Errorf("raftstore: load snapshot: %w", err)
+	}
+	ws := &walpb.Snapshot{Index: new(uint64(0)), Term: new(uint64(0))}
+	if snapshot != nil {
+		ws.Index = new(snapshot.GetMetadata().GetIndex())
+		ws.Term = new(snapshot.GetMetadata().GetTerm())
+	}
+	w, err := wal.Open(lg, walDir, ws)
+	if err != nil {
+		return false, nil, nil, nil, nil, fmt.Errorf("raftstore: open WAL: %w", err)
+	}
+	n.wal = w
+	meta, hs, ents, err = w.ReadAll()
+	if err != nil {
+		return false, nil, nil, nil, nil, fmt.Errorf("raftstore: replay WAL: %w", err)
+	}
+	return true, snapshot, meta, hs, ents, nil
+}
+
+func (n *Node) removeLog(walDir string) error {
+	if sim := n.cfg.sim(); sim != nil {
+		return sim.disk.remove()
+	}
+	return os.RemoveAll(walDir)
+}
+
 func (n *Node) createWAL() error {
 	walDir := filepath.Join(n.cfg.DataDir, "wal")
+	if sim := n.cfg.sim(); sim != nil {
+		w, err := sim.disk.create([]byte(n.cfg.NodeID))
+		if err != nil {
+			return fmt.Errorf("raftstore: create simulated WAL: %w", err)
+		}
+		n.wal = w
+		return nil
+	}
 	w, err := wal.Create(zap.NewNop(), walDir, []byte(n.cfg.NodeID))
 	if err != nil {
 		return fmt.Errorf("raftstore: create WAL in %s: %w", walDir, err)
@@ -455,7 +512,7 @@ func (n *Node) handleReady(rd raft.Ready) error {
 			peers = append(peers, m)
 		}
 	}
-	n.tr.send(coalesce(peers, n.cfg.MaxBatchBytes))
+	n.net.send(coalesce(peers, n.cfg.MaxBatchBytes))
 	// 2. Answer linearizable reads.
 	if len(rd.ReadStates) > 0 {
 		n.mu.Lock()
@@ -512,6 +569,12 @@ func (n *Node) appender() {
 const maxAppendBatch = 256
 
 func (n *Node) persist(batch []*raftpb.Message) error {
+	local, remote := splitResponses(n.id, batch)
+	if canaryRaftAckBeforeFsync {
+		// The deliberate bug: acknowledge to peers before the fsync.
+		n.net.send(coalesce(remote, n.cfg.MaxBatchBytes))
+		remote = nil
+	}
 	// 1. WAL: entries and hard state, a received snapshot's file and
 	// record in its place in the order, one fsync for the batch.
 	var ents []*raftpb.Entry
@@ -570,18 +633,23 @@ func (n *Node) persist(batch []*raftpb.Message) error {
 		}
 	}
 	// 3. The responses, now that what they promise is durable.
-	var local, remote []*raftpb.Message
+	n.net.send(coalesce(remote, n.cfg.MaxBatchBytes))
+	return n.stepLocal(local)
+}
+
+// splitResponses returns the responses that the append messages carry, to
+// this node (local) and to peers (remote).
+func splitResponses(self uint64, batch []*raftpb.Message) (local, remote []*raftpb.Message) {
 	for _, m := range batch {
 		for _, r := range m.GetResponses() {
-			if r.GetTo() == n.id {
+			if r.GetTo() == self {
 				local = append(local, r)
 			} else {
 				remote = append(remote, r)
 			}
 		}
 	}
-	n.tr.send(coalesce(remote, n.cfg.MaxBatchBytes))
-	return n.stepLocal(local)
+	return local, remote
 }
 
 // stepLocal steps messages from this node's own storage goroutines.
@@ -652,49 +720,51 @@ func (n *Node) applier() {
 				break more
 			}
 		}
-		var ents []*raftpb.Entry
-		var resps []*raftpb.Message
-		for _, t := range tasks {
-			if t.snap != nil {
-				if err := n.applyEntries(ents); err != nil {
-					n.failAsync(err)
-					return
-				}
-				ents = nil
-				if err := n.restoreSnapshot(t.snap); err != nil {
-					n.failAsync(err)
-					return
-				}
-			}
-			ents = append(ents, t.entries...)
-			resps = append(resps, t.resps...)
-		}
-		if err := n.applyEntries(ents); err != nil {
-			n.failAsync(err)
-			return
-		}
-		// Tell raft what is applied (it gates conf changes on it).
-		if err := n.stepLocal(resps); err != nil {
+		wait, err := n.applyTasks(tasks)
+		if err != nil {
 			if !errors.Is(err, errStopping) {
 				n.failAsync(err)
 			}
-			return
-		}
-		if err := n.maybeSnapshot(); err != nil {
-			n.failAsync(err)
-			return
-		}
-		// Commit the state transaction when due; otherwise come back when
-		// it will be, should no entries arrive before then.
-		wait, err := n.st.maybeCommit()
-		if err != nil {
-			n.failAsync(err)
 			return
 		}
 		if wait > 0 {
 			commit.Reset(wait)
 		}
 	}
+}
+
+// applyTasks is one round of the applier: it applies the tasks in order,
+// tells raft, maybe takes a snapshot and commits the state transaction when
+// it is due; wait is how long until that is, if it is not yet.
+func (n *Node) applyTasks(tasks []applyTask) (wait time.Duration, err error) {
+	var ents []*raftpb.Entry
+	var resps []*raftpb.Message
+	for _, t := range tasks {
+		if t.snap != nil {
+			if err := n.applyEntries(ents); err != nil {
+				return 0, err
+			}
+			ents = nil
+			if err := n.restoreSnapshot(t.snap); err != nil {
+				return 0, err
+			}
+		}
+		ents = append(ents, t.entries...)
+		resps = append(resps, t.resps...)
+	}
+	if err := n.applyEntries(ents); err != nil {
+		return 0, err
+	}
+	// Tell raft what is applied (it gates conf changes on it).
+	if err := n.stepLocal(resps); err != nil {
+		return 0, err
+	}
+	if err := n.maybeSnapshot(); err != nil {
+		return 0, err
+	}
+	// Commit the state transaction when due; otherwise come back when
+	// it will be, should no entries arrive before then.
+	return n.st.maybeCommit()
 }
 
 // applyMemberChange updates the member table and the transport; it reports
@@ -717,14 +787,14 @@ func (n *Node) applyMemberChange(cc *raftpb.ConfChange) bool {
 		}
 		n.members[id] = m
 		if id != n.id {
-			n.tr.setPeer(id, m.Addr)
+			n.net.setPeer(id, m.Addr)
 		}
 	case raftpb.ConfChangeRemoveNode:
 		delete(n.members, id)
 		if id == n.id {
 			return true
 		}
-		n.tr.removePeer(id)
+		n.net.removePeer(id)
 	}
 	n.syncMembersLocked()
 	return false
@@ -751,12 +821,12 @@ func (n *Node) restoreSnapshot(s *raftpb.Snapshot) error {
 	n.mu.Unlock()
 	for id := range old {
 		if _, ok := members[id]; !ok && id != n.id {
-			n.tr.removePeer(id)
+			n.net.removePeer(id)
 		}
 	}
 	for id, m := range members {
 		if id != n.id {
-			n.tr.setPeer(id, m.Addr)
+			n.net.setPeer(id, m.Addr)
 		}
 	}
 	n.setApplied(md.GetIndex())
@@ -991,7 +1061,12 @@ func (n *Node) applyConfChange(cc raftpb.ConfChangeI) *raftpb.ConfState {
 // ---- lifecycle ----
 
 // Addr is the address the peer transport listens on.
-func (n *Node) Addr() string { return n.tr.addr }
+func (n *Node) Addr() string {
+	if n.tr == nil {
+		return n.cfg.RaftAddr
+	}
+	return n.tr.addr
+}
 
 // ID is the node's ID.
 func (n *Node) ID() string { return n.cfg.NodeID }
@@ -1051,7 +1126,7 @@ func (n *Node) shutdown() {
 		n.rnStopped = true
 		n.rnMu.Unlock()
 		n.wg.Wait()
-		n.tr.close()
+		n.net.close()
 		if err := n.wal.Close(); err != nil {
 			n.log.Warn("raftstore: close WAL", "err", err)
 		}

@@ -62,6 +62,8 @@ type stateDB struct {
 	opened  time.Time // when wtx began
 	// onCommit, if set, is told how long each commit took (metrics).
 	onCommit func(time.Duration)
+	// now, if set, replaces time.Now for the commit interval (simulation).
+	now func() time.Time
 
 	// The overlay: every key and outcome wtx changed, as its encoded bbolt
 	// value (nil: deleted). Readers hold ovMu.RLock across the overlay
@@ -148,7 +150,7 @@ func (s *stateDB) maybeCommit() (time.Duration, error) {
 	if s.wtx == nil {
 		return 0, nil
 	}
-	if age := time.Since(s.opened); age < commitInterval && s.pending < commitEntries {
+	if age := s.clock().Sub(s.opened); age < commitInterval && s.pending < commitEntries {
 		return commitInterval - age, nil
 	}
 	return 0, s.commitLocked()
@@ -181,6 +183,13 @@ func (s *stateDB) rollbackLocked() {
 	s.clearOverlay()
 }
 
+func (s *stateDB) clock() time.Time {
+	if s.now != nil {
+		return s.now()
+	}
+	return time.Now()
+}
+
 func (s *stateDB) clearOverlay() {
 	s.ovMu.Lock()
 	clear(s.ovKV)
@@ -198,7 +207,7 @@ func (s *stateDB) writeTxLocked() (*bolt.Tx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: begin state transaction: %w", err)
 	}
-	s.wtx, s.opened = tx, time.Now()
+	s.wtx, s.opened = tx, s.clock()
 	return tx, nil
 }
 
