@@ -250,6 +250,31 @@ func TestRequestIDReusedAcrossNodesRejectedAtApply_FakeLog(t *testing.T) {
 	}
 }
 
+// A retry arrives on a node that has not yet applied the first attempt
+// (made on another node); this node proposes it again, and the first
+// attempt's application answers it. The answer is the first application's
+// and says Duplicate: this submission is not the one that applied it.
+func TestRetryAnsweredByAnotherNodesAttemptIsDuplicate_FakeLog(t *testing.T) {
+	h := newFenceHarness(t)
+	ctx := context.Background()
+	first := submitJob("r1", "j1")
+	if _, err := h.Log.Propose(ctx, []kv.Command{{ID: "req:r1", Type: first.Type, Payload: first.Payload, Origin: "n2"}}); err != nil {
+		t.Fatal(err)
+	}
+	hd := h.P.SubmitAsync(ctx, submitJob("r1", "j1"))
+	h.P.Flush(ctx)
+	h.Drain()
+	if o := hd.Outcome(); o.Status != pipeline.StatusCommitted || o.Index != 1 || !o.Duplicate {
+		t.Fatalf("want COMMITTED at the first application (1) and Duplicate, have %s", o)
+	}
+	hd = h.P.SubmitAsync(ctx, submitJob("r1", "j1"))
+	h.P.Flush(ctx)
+	h.Drain()
+	if o := hd.Outcome(); o.Status != pipeline.StatusCommitted || o.Index != 1 || !o.Duplicate {
+		t.Fatalf("a later retry: want COMMITTED index 1 Duplicate, have %s", o)
+	}
+}
+
 func stateReport(id, state string, seq int) pipeline.Entry {
 	return pipeline.Entry{Type: "job.state_report", Payload: []byte(`{"report_id":"` + id + `","job_id":"j1","state":"` + state + `","seq":` + string(rune('0'+seq)) + `,"worker_id":"w1"}`)}
 }

@@ -2156,7 +2156,11 @@ func (p *Pipeline) resolveLocked(e *entry, cmd *kv.Command, res kv.Result) {
 			p.factDoneLocked(e, res.Index, "done")
 			return
 		}
-		out := Outcome{Status: StatusCommitted, Index: idx, Result: e.result, Verdict: Verdict(cmd.Verdict), Duplicate: res.Status == kv.StatusDuplicate}
+		// Duplicate: this submission is not the one that applied the ID
+		// (an earlier application, or another node's attempt with the same
+		// ID that applied first while this one was in flight).
+		dup := res.Status == kv.StatusDuplicate || cmd.Origin != p.cfg.NodeID
+		out := Outcome{Status: StatusCommitted, Index: idx, Result: e.result, Verdict: Verdict(cmd.Verdict), Duplicate: dup}
 		if Verdict(cmd.Verdict) == VerdictReject {
 			g, _ := decodeGuard(cmd.Guard)
 			out = Outcome{Status: StatusRejected, Index: idx, Verdict: VerdictReject, Reason: g.Reason}
