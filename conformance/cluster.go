@@ -28,8 +28,9 @@ type ClusterOptions struct {
 	// executable, else the first on PATH. The nodes run it with --schema
 	// (the schema under test) and one --plugin per plugin under test.
 	Writd string
-	// Plugins are handler plugins besides Options.PluginPath that the
-	// nodes load (a schema whose types are served by several plugins).
+	// Plugins are handler plugins besides Options.PluginPath (a schema
+	// whose types are served by several plugins); the property tier's
+	// plugin host and the cluster's nodes load them all.
 	Plugins []string
 	// Hosts are the loopback addresses of the 3 nodes (one address is used
 	// for all; default 127.0.0.1). Ports are chosen by the kernel.
@@ -129,7 +130,7 @@ func (e *Env) startCluster(ctx context.Context) (*cluster, string) {
 }
 
 func (e *Env) newCluster(ctx context.Context) (*cluster, error) {
-	if e.Opts.PluginPath == "" {
+	if len(e.Opts.pluginPaths()) == 0 {
 		return nil, errors.New("no plugin given (--plugin PATH)")
 	}
 	root, err := os.MkdirTemp("", "writ-conformance-cluster-")

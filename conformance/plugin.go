@@ -16,12 +16,27 @@ import (
 	"github.com/writ-dev/writ/schema/ir"
 )
 
-// pluginHandle is the user's plugin started through plugins/host, exactly
-// as a node starts it.
+// pluginHandle is the user's plugins started through plugins/host, exactly
+// as a node starts them: one host over every plugin given, each type served
+// by exactly one of them.
 type pluginHandle struct {
 	host  *host.Host
 	types []string
-	eval  pipeline.Evaluator
+	// served maps each served type to the path of the plugin serving it.
+	served map[string]string
+	eval   pipeline.Evaluator
+}
+
+// pluginPaths are every plugin under test: Options.PluginPath, then
+// ClusterOptions.Plugins, in order.
+func (o *Options) pluginPaths() []string {
+	var out []string
+	for _, p := range append([]string{o.PluginPath}, o.Cluster.Plugins...) {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (p *pluginHandle) close() {
@@ -39,18 +54,23 @@ func (e *Env) catalogForHost() ir.Catalog {
 	return schemaCatalog{e.Schema}
 }
 
-// startPlugin starts the plugin once per run; later calls return the same
-// handle or error.
+// startPlugin starts every plugin under test once per run, in one host as
+// a node does (so a type no plugin serves, or two plugins serving one type,
+// refuses the start); later calls return the same handle or error.
 func (e *Env) startPlugin() (*pluginHandle, error) {
 	e.pluginO.Do(func() {
-		b, err := os.ReadFile(e.Opts.PluginPath)
-		if err != nil {
-			e.plugErr = fmt.Errorf("conformance: plugin %s: %w", e.Opts.PluginPath, err)
-			return
+		var cfgs []host.PluginConfig
+		for _, path := range e.Opts.pluginPaths() {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				e.plugErr = fmt.Errorf("conformance: plugin %s: %w", path, err)
+				return
+			}
+			sum := sha256.Sum256(b)
+			cfgs = append(cfgs, host.PluginConfig{Path: path, SHA256: hex.EncodeToString(sum[:])})
 		}
-		sum := sha256.Sum256(b)
 		h, err := host.New(host.Config{
-			Plugins:      []host.PluginConfig{{Path: e.Opts.PluginPath, SHA256: hex.EncodeToString(sum[:])}},
+			Plugins:      cfgs,
 			Catalog:      e.catalogForHost(),
 			StartTimeout: 30 * time.Second,
 			CallTimeout:  30 * time.Second,
@@ -60,9 +80,12 @@ func (e *Env) startPlugin() (*pluginHandle, error) {
 			e.plugErr = err
 			return
 		}
-		p := &pluginHandle{host: h, eval: h}
+		p := &pluginHandle{host: h, eval: h, served: map[string]string{}}
 		for _, st := range h.Status() {
 			p.types = append(p.types, st.Types...)
+			for _, t := range st.Types {
+				p.served[t] = st.Path
+			}
 		}
 		sort.Strings(p.types)
 		e.plugin = p
@@ -77,12 +100,13 @@ func checkPluginTypes(_ context.Context, e *Env) Outcome {
 	if r, ok := e.needSchema(); !ok {
 		return notRun("%s", r)
 	}
-	if e.Opts.PluginPath == "" {
+	paths := e.Opts.pluginPaths()
+	if len(paths) == 0 {
 		return notRun("no plugin given (--plugin PATH)")
 	}
 	p, err := e.startPlugin()
 	if err != nil {
-		return Outcome{Cases: 1, Findings: []Finding{pluginRefusal(e.Opts.PluginPath, err)}}
+		return Outcome{Cases: 1, Findings: []Finding{pluginRefusal(strings.Join(paths, ","), err)}}
 	}
 	out := Outcome{Cases: 1}
 	need := map[string]bool{}
@@ -103,7 +127,7 @@ func checkPluginTypes(_ context.Context, e *Env) Outcome {
 	for _, t := range sortedKeys(need) {
 		if !served[t] {
 			out.Findings = append(out.Findings, Finding{Code: CodePluginMissingType, Status: ir.StatusBlocked, Subject: t,
-				Message: fmt.Sprintf("no plugin serves %q", t), Fix: "add a handler for the type to the plugin"})
+				Message: fmt.Sprintf("no plugin serves %q", t), Fix: "add a handler for the type to a plugin, or pass the plugin that serves it with another --plugin"})
 		}
 	}
 	return out
@@ -118,7 +142,7 @@ func pluginRefusal(path string, err error) Finding {
 	case strings.Contains(msg, "schema fingerprint"):
 		f.Code, f.Fix = CodePluginFingerprint, "rebuild the plugin against this schema's generated code"
 	case strings.Contains(msg, "no loaded plugin serves"):
-		f.Code, f.Fix = CodePluginMissingType, "add a handler for every request and fact type"
+		f.Code, f.Fix = CodePluginMissingType, "add a handler for every request and fact type, or pass every plugin of the schema (--plugin PATH, repeated)"
 	case strings.Contains(msg, "does not declare") || strings.Contains(msg, "serves receipt type"):
 		f.Code, f.Fix = CodePluginExtraType, "serve only the schema's request and fact types"
 	}

@@ -29,8 +29,9 @@ type Options struct {
 	// GenDir holds the generated *_gen.go files for the schema. Empty:
 	// <SchemaDir>/<go_package>, then the sibling <dir>/../<go_package>.
 	GenDir string
-	// PluginPath is the user's handler plugin binary. Empty: every check
-	// that needs the plugin is NOT RUN.
+	// PluginPath is the user's handler plugin binary; a schema served by
+	// several plugins lists the others in Cluster.Plugins, and every tier
+	// loads them all. None: every check that needs the plugin is NOT RUN.
 	PluginPath string
 	// Only selects tiers; empty selects all. Checks of other tiers are
 	// reported NOT RUN (not selected) and do not affect the exit code.
@@ -120,7 +121,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	env := newEnv(opts)
 	defer env.close()
-	rep := &Report{Schema: filepath.ToSlash(opts.SchemaDir), Plugin: opts.PluginPath, Cases: opts.Cases, Seed: opts.Seed}
+	rep := &Report{Schema: filepath.ToSlash(opts.SchemaDir), Plugin: strings.Join(opts.pluginPaths(), ","), Cases: opts.Cases, Seed: opts.Seed}
 	if env.Schema != nil {
 		rep.Fingerprint = env.Schema.Fingerprint()
 	}

@@ -52,6 +52,8 @@ type workload struct {
 	conflict collector
 	reply    collector
 	ack      collector
+	// evaluated counts the items evaluated through the plugins, by type.
+	evaluated map[string]int
 }
 
 func workloadCheck(pick func(*workload) *collector) func(context.Context, *Env) Outcome {
@@ -78,7 +80,7 @@ func (e *Env) runWorkload(ctx context.Context) *workload {
 			e.wl.notRun = r
 			return
 		}
-		if e.Opts.PluginPath == "" {
+		if len(e.Opts.pluginPaths()) == 0 {
 			e.wl.notRun = "no plugin given (--plugin PATH)"
 			return
 		}
@@ -93,7 +95,8 @@ func (e *Env) runWorkload(ctx context.Context) *workload {
 			return
 		}
 		defer os.RemoveAll(dir)
-		ev := &purityEval{inner: p.eval, c: &e.wl.pure}
+		e.wl.evaluated = map[string]int{}
+		ev := &purityEval{inner: p.eval, c: &e.wl.pure, seen: e.wl.evaluated}
 		n := pipelineCases(e.Opts.Cases)
 		for i := 0; i < n && ctx.Err() == nil; i++ {
 			if err := e.workloadCase(ctx, ev, filepath.Join(dir, strconv.Itoa(i)), i); err != nil {
@@ -557,9 +560,16 @@ func (e *Env) factPayload(d *drawer, ft factTargets, inst string, f seqFact) (dr
 type purityEval struct {
 	inner pipeline.Evaluator
 	c     *collector
+	mu    sync.Mutex
+	seen  map[string]int // items evaluated, by type
 }
 
 func (p *purityEval) Evaluate(ctx context.Context, items []pipeline.EvalItem) ([]pipeline.EvalResult, error) {
+	p.mu.Lock()
+	for _, it := range items {
+		p.seen[it.Type]++
+	}
+	p.mu.Unlock()
 	r1, err := p.inner.Evaluate(ctx, items)
 	if err != nil {
 		return r1, err

@@ -74,7 +74,7 @@ func (e *Env) writdArgs() ([]string, error) {
 		return nil, fmt.Errorf("conformance: schema %s: %w", e.Dir, err)
 	}
 	args := []string{"--schema", dir}
-	for _, p := range append([]string{e.Opts.PluginPath}, e.Opts.Cluster.Plugins...) {
+	for _, p := range e.Opts.pluginPaths() {
 		abs, err := filepath.Abs(p)
 		if err != nil {
 			return nil, fmt.Errorf("conformance: --plugin %s: %w", p, err)
