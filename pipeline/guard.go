@@ -170,7 +170,7 @@ func decideStep(m *ir.Machine, from, to string, illegal Verdict, why bool) (Verd
 // records its epoch. Every other verdict changes nothing.
 func NextRecord(cur MachineRecord, exists bool, in Incoming, v Verdict) (next MachineRecord, changed bool) {
 	switch v {
-	case VerdictApply:
+	case VerdictApply, VerdictOverride:
 	case VerdictDuplicate:
 		if !exists || !duplicateAdvances(cur, in) {
 			return cur, false

@@ -118,6 +118,21 @@ func (c *Checker) Check(cmd *kv.Command, state kv.Reader) error {
 		to := internState(m, t.to)
 		in := t.incoming(to)
 		v, _ := decide(m, cur, exists, in, illegal, false)
+		if t.verdict == VerdictOverride {
+			// An operator's audited override (conflict resolve with
+			// apply-incoming): only that command may carry it, only to a
+			// declared state, and only on the record it was decided on.
+			if cmd.Type != typeConflictResolve {
+				return fmt.Errorf("pipeline: guard: %s: verdict override on a %s command (only %s may override the guard)", key, cmd.Type, typeConflictResolve)
+			}
+			if !m.HasState(to) {
+				return fmt.Errorf("pipeline: guard: %s: override to undeclared state %q", key, t.to)
+			}
+			if rec.Rev != t.expectRev {
+				return fmt.Errorf("%s: %s moved (rev %d, resolved at %d): the override is decided again", errGuardMovedText, key, rec.Rev, t.expectRev)
+			}
+			v = VerdictOverride
+		}
 		if rec.Rev != t.expectRev {
 			if v != t.verdict {
 				return fmt.Errorf("%s: %s moved (rev %d, evaluated at %d): verdict now %s, was %s", errGuardMovedText, key, rec.Rev, t.expectRev, v, t.verdict)

@@ -68,6 +68,11 @@ const (
 	// VerdictQuarantine: an illegal transition reported by a fact; state is
 	// preserved and a conflict case is opened.
 	VerdictQuarantine Verdict = 5
+	// VerdictOverride: an operator's conflict resolve with apply-incoming
+	// moves the instance to the retained incoming fact's state although
+	// the machine does not declare the step; only a writ.conflict.resolve
+	// command may carry it, and the case records it (audited).
+	VerdictOverride Verdict = 6
 )
 
 func (v Verdict) String() string {
@@ -84,6 +89,8 @@ func (v Verdict) String() string {
 		return "reject"
 	case VerdictQuarantine:
 		return "quarantine"
+	case VerdictOverride:
+		return "override"
 	}
 	return fmt.Sprintf("verdict(%d)", uint8(v))
 }
