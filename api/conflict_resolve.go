@@ -18,8 +18,11 @@ type ConflictResolution struct {
 	Reason string
 	// By is who resolves it: the name the caller gave (or "anonymous")
 	// and the caller's address.
-	By      string
-	Timeout time.Duration
+	By string
+	// ApplyIncoming also applies the case's retained incoming fact (an
+	// audited guard override, see pipeline.ResolveRequest).
+	ApplyIncoming bool
+	Timeout       time.Duration
 }
 
 // ResolveResult is the outcome of a ConflictResolution, with the case as
@@ -69,11 +72,8 @@ func (s *Server) ResolveConflict(ctx context.Context, r *writv1.ResolveConflictR
 	if strings.TrimSpace(r.GetReason()) == "" {
 		return nil, StatusError(&Error{Outcome: Rejected, Field: "reason", Reason: "reason is required: say why the case is closed (writctl conflicts resolve KEY --reason TEXT)"})
 	}
-	if r.GetApplyIncoming() {
-		return nil, StatusError(&Error{Outcome: Rejected, Field: "apply_incoming", Reason: "apply_incoming is not supported by this version: resolve the case, then report the corrected fact again"})
-	}
 	res := cr.ResolveConflict(ctx, ConflictResolution{Key: r.GetKey(), Reason: r.GetReason(), By: callerOf(ctx, r.GetBy()),
-		Timeout: time.Duration(r.GetTimeoutMs()) * time.Millisecond})
+		ApplyIncoming: r.GetApplyIncoming(), Timeout: time.Duration(r.GetTimeoutMs()) * time.Millisecond})
 	if res.Outcome != Committed {
 		le := &Error{Outcome: res.Outcome, ID: res.ID, Reason: res.Reason, Field: res.Field}
 		if le.Outcome == writv1.Outcome_OUTCOME_UNSPECIFIED {

@@ -18,7 +18,7 @@ func (w *writer) ResolveConflict(ctx context.Context, r api.ConflictResolution) 
 		ctx, cancel = context.WithTimeout(ctx, r.Timeout)
 		defer cancel()
 	}
-	o := w.n.pl.ResolveConflictAs(ctx, pipeline.ResolveRequest{Key: r.Key, Reason: r.Reason, By: r.By})
+	o := w.n.pl.ResolveConflictAs(ctx, pipeline.ResolveRequest{Key: r.Key, Reason: r.Reason, By: r.By, ApplyIncoming: r.ApplyIncoming})
 	out := api.ResolveResult{SubmitResult: api.SubmitResult{Outcome: toOutcome(o.Status), ID: o.ID, Index: o.Index, Reason: o.Reason, Field: o.Field}}
 	if o.Status != pipeline.StatusCommitted {
 		return out

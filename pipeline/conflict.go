@@ -259,11 +259,21 @@ func (p *Pipeline) planResolve(ctx context.Context, log Log, e *entry) {
 	} else if e.x.note != "" {
 		c.Reason += "; resolved: " + e.x.note
 	}
+	verdict, g, mw := VerdictNone, guardInfo{}, []kv.Write(nil)
+	if r := e.x.resolution; r != nil && r.ApplyIncoming {
+		t, w, why := p.applyIncomingPlan(e, &c)
+		if why != "" {
+			e.plan, e.planOut = planFinish, &Outcome{Status: StatusRejected, Field: "apply_incoming", Reason: why}
+			return
+		}
+		verdict, g, mw = VerdictOverride, guardInfo{Transitions: []guardTransition{t}}, []kv.Write{w}
+		c.Resolution.Applied = appliedOf(&c, t)
+	}
 	v, _ := json.Marshal(c)
 	// one command ID per case revision: a retry deduplicates, a later case
 	// on the same instance can be resolved again
-	*e.cmd = p.baseCmd(e, VerdictNone, guardInfo{})
+	*e.cmd = p.baseCmd(e, verdict, g)
 	e.cmd.ID = e.cmdID + ":" + strconv.FormatUint(rec.Rev, 10)
-	e.cmd.Effect.Writes = []kv.Write{{Key: e.x.resolve, Value: v, IfRev: rec.Rev}}
+	e.cmd.Effect.Writes = append([]kv.Write{{Key: e.x.resolve, Value: v, IfRev: rec.Rev}}, mw...)
 	e.plan = planPropose
 }

@@ -27,9 +27,16 @@ type conflictCase struct {
 		EntryID string `json:"entry_id"`
 	} `json:"observations"`
 	Resolution *struct {
-		By     string `json:"by"`
-		At     string `json:"at"`
-		Reason string `json:"reason"`
+		By      string `json:"by"`
+		At      string `json:"at"`
+		Reason  string `json:"reason"`
+		Applied *struct {
+			EntryID string `json:"entry_id"`
+			Type    string `json:"type"`
+			From    string `json:"from"`
+			To      string `json:"to"`
+			Verdict string `json:"verdict"`
+		} `json:"applied"`
 	} `json:"resolution"`
 }
 
@@ -115,8 +122,8 @@ func (a *app) conflictsCmd() *cobra.Command {
 	var reason, by string
 	var applyIncoming bool
 	resolve := &cobra.Command{
-		Use:   "resolve KEY --reason TEXT",
-		Short: "Close a conflict case through the log (audited: who, when, why; the state stays as it is)",
+		Use:   "resolve KEY --reason TEXT [--apply-incoming]",
+		Short: "Close a conflict case through the log (audited: who, when, why); the state stays as it is unless --apply-incoming",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			if strings.TrimSpace(reason) == "" {
@@ -131,6 +138,11 @@ func (a *app) conflictsCmd() *cobra.Command {
 				return a.printAny(map[string]any{"outcome": r.Outcome.String(), "index": r.Index, "reason": r.Reason, "case": rawOrString(r.Case)})
 			}
 			line := fmt.Sprintf("%s %s resolved at index %d", r.Outcome, conflictKey(args[0]), r.Index)
+			var rc conflictCase
+			if json.Unmarshal(r.Case, &rc) == nil && rc.Resolution != nil && rc.Resolution.Applied != nil {
+				ap := rc.Resolution.Applied
+				line += fmt.Sprintf("; applied incoming %s %s: %s/%s %s -> %s (guard %s)", ap.Type, ap.EntryID, rc.Machine, rc.Instance, ap.From, ap.To, ap.Verdict)
+			}
 			if r.Reason != "" {
 				line += " (" + r.Reason + ")"
 			}
@@ -140,7 +152,7 @@ func (a *app) conflictsCmd() *cobra.Command {
 	}
 	resolve.Flags().StringVar(&reason, "reason", "", "why the case is closed (required; recorded in the case)")
 	resolve.Flags().StringVar(&by, "by", os.Getenv("USER"), "who resolves it (recorded with the caller's address)")
-	resolve.Flags().BoolVar(&applyIncoming, "apply-incoming", false, "also apply the retained incoming fact (not supported by this version: the node refuses it)")
+	resolve.Flags().BoolVar(&applyIncoming, "apply-incoming", false, "also apply the retained incoming fact: move the instance to its state, overriding the guard (recorded in the case and on watch)")
 	cmd.AddCommand(resolve)
 	return cmd
 }

@@ -29,14 +29,10 @@ func (c *cluster) waitHealth(want string, open uint64, d time.Duration) {
 	}
 }
 
-// TestCluster_ConflictResolveEndToEnd (issue 15, item 4): a fact that
-// contradicts a terminal state opens a case on every node (health
-// degraded); the case keeps the incoming payload and every observation's
-// entry ID; `writctl conflicts resolve` closes it through the log, audited
-// (who, when, why) and visible on watch, and health returns to ok on all
-// three nodes. Three real writd processes on 127.0.41.41–43.
-func TestCluster_ConflictResolveEndToEnd(t *testing.T) {
-	c := newCluster(t, "127.0.41.41", "127.0.41.42", "127.0.41.43")
+// completedJob brings job j1 to COMPLETED through worker w1 (the state a
+// late RUNNING report contradicts) and returns the leader.
+func completedJob(c *cluster) *proc {
+	c.t.Helper()
 	l := c.leader(20 * time.Second)
 	for _, s := range []struct{ typ, payload string }{
 		{"queue.control", `{"queue":"q1","action":"create"}`},
@@ -44,21 +40,21 @@ func TestCluster_ConflictResolveEndToEnd(t *testing.T) {
 		{"worker.join", `{"worker_id":"w1","capacity":2}`},
 	} {
 		if r, err := submit(l, s.typ, s.payload, 5*time.Second); err != nil || r.Outcome != writv1.Outcome_COMMITTED {
-			t.Fatalf("%s: %v %v", s.typ, r, err)
+			c.t.Fatalf("%s: %v %v", s.typ, r, err)
 		}
 	}
 	if code, out, errs := c.writctl(l, "deliver", "job.dispatch", `{"dispatch_id":"d1","scheduler":"s","items":[{"job_id":"j1","worker_id":"w1"}]}`); code != 0 {
-		t.Fatalf("deliver: %d %s %s", code, out, errs)
+		c.t.Fatalf("deliver: %d %s %s", code, out, errs)
 	}
 	if code, out, errs := c.writctl(l, "watch", "--from", "1", "--type", "job.assign", "--count", "1", "--for", "20s"); code != 0 || !strings.Contains(out, "job.assign") {
-		t.Fatalf("assign: %d %s %s", code, out, errs)
+		c.t.Fatalf("assign: %d %s %s", code, out, errs)
 	}
 	for _, r := range []string{
 		`{"report_id":"r1","job_id":"j1","state":"RUNNING","seq":1,"worker_id":"w1"}`,
 		`{"report_id":"r2","job_id":"j1","state":"COMPLETED","seq":2,"worker_id":"w1"}`,
 	} {
 		if _, err := report(l, "job.state_report", r); err != nil {
-			t.Fatal(err)
+			c.t.Fatal(err)
 		}
 	}
 	deadline := time.Now().Add(20 * time.Second)
@@ -68,10 +64,22 @@ func TestCluster_ConflictResolveEndToEnd(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("j1 never COMPLETED: %s", out)
+			c.t.Fatalf("j1 never COMPLETED: %s", out)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	return l
+}
+
+// TestCluster_ConflictResolveEndToEnd (issue 15, item 4): a fact that
+// contradicts a terminal state opens a case on every node (health
+// degraded); the case keeps the incoming payload and every observation's
+// entry ID; `writctl conflicts resolve` closes it through the log, audited
+// (who, when, why) and visible on watch, and health returns to ok on all
+// three nodes. Three real writd processes on 127.0.41.41–43.
+func TestCluster_ConflictResolveEndToEnd(t *testing.T) {
+	c := newCluster(t, "127.0.41.41", "127.0.41.42", "127.0.41.43")
+	l := completedJob(c)
 	// the same contradiction, reported twice on two nodes
 	if _, err := report(c.nodes[0], "job.state_report", `{"report_id":"r3","job_id":"j1","state":"RUNNING","seq":3,"worker_id":"w1"}`); err != nil {
 		t.Fatal(err)
@@ -102,7 +110,7 @@ func TestCluster_ConflictResolveEndToEnd(t *testing.T) {
 			t.Fatalf("conflicts show -o json: %v\n%s", err, out)
 		}
 	}
-	deadline = time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for {
 		show(c.nodes[2])
 		if len(cs.Case.Observations) == 2 {
@@ -159,4 +167,70 @@ func TestCluster_ConflictResolveEndToEnd(t *testing.T) {
 	if code, out, errs := c.writctl(l, "conflicts", "resolve", "job/j1", "--reason", "again"); code != 0 || !strings.Contains(out, "already resolved") {
 		t.Fatalf("resolve again: %d %s %s", code, out, errs)
 	}
+}
+
+// TestCluster_ConflictResolveApplyIncoming (issue 15, item 4): `writctl
+// conflicts resolve KEY --reason TEXT --apply-incoming` closes the case and,
+// in the same replicated request-class command, moves the instance to the
+// retained incoming fact's state, overriding the guard (COMPLETED → RUNNING
+// is not a declared step). Every node then reads the incoming variant, the
+// case records what was applied and by whom, the watch shows the resolve
+// with verdict override, and health returns to ok. Three real writd
+// processes on 127.0.50.41–43.
+func TestCluster_ConflictResolveApplyIncoming(t *testing.T) {
+	c := newCluster(t, "127.0.50.41", "127.0.50.42", "127.0.50.43")
+	l := completedJob(c)
+	if _, err := report(c.nodes[0], "job.state_report", `{"report_id":"r3","job_id":"j1","state":"RUNNING","seq":3,"worker_id":"w1"}`); err != nil {
+		t.Fatal(err)
+	}
+	c.waitHealth("degraded", 1, 20*time.Second)
+	st, _ := c.status(l)
+	watchFrom := st.GetApplied()
+	f := c.nodes[2]
+	if f == l {
+		f = c.nodes[1]
+	}
+	code, out, errs := c.writctl(f, "conflicts", "resolve", "job/j1", "--reason", "the worker really restarted it", "--by", "bob", "--apply-incoming")
+	if code != 0 || !strings.Contains(out, "COMMITTED _conflict/job/j1 resolved at index") ||
+		!strings.Contains(out, "applied incoming job.state_report r3: job/j1 COMPLETED -> RUNNING (guard override)") {
+		t.Fatalf("resolve --apply-incoming: %d %s %s", code, out, errs)
+	}
+	c.waitHealth("ok", 0, 20*time.Second)
+	for _, p := range c.nodes {
+		code, out, errs := c.writctl(p, "get", "_m/job/j1")
+		if code != 0 || !strings.Contains(out, `"RUNNING"`) || !strings.Contains(out, `3`) {
+			t.Fatalf("%s: _m/job/j1 after apply-incoming: %d %s %s", p.name, code, out, errs)
+		}
+		code, out, errs = c.writctl(p, "-o", "json", "conflicts", "show", "job/j1")
+		var cs struct {
+			Case struct {
+				Open       bool `json:"open"`
+				Resolution *struct {
+					By, Reason    string
+					ApplyIncoming bool                                         `json:"apply_incoming"`
+					Applied       *struct{ EntryID, From, To, Verdict string } `json:"applied"`
+				} `json:"resolution"`
+			} `json:"case"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &cs) != nil {
+			t.Fatalf("%s: conflicts show: %d %s %s", p.name, code, out, errs)
+		}
+		r := cs.Case.Resolution
+		if cs.Case.Open || r == nil || !r.ApplyIncoming || r.Applied == nil || !strings.HasPrefix(r.By, "bob (") ||
+			r.Applied.From != "COMPLETED" || r.Applied.To != "RUNNING" || r.Applied.Verdict != "override" {
+			t.Fatalf("%s: resolved case %s", p.name, out)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ws, err := p.client.Watch(ctx, &writv1.WatchRequest{FromIndex: watchFrom, Types: []string{"writ.conflict.resolve"}})
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		ev, err := ws.Recv()
+		cancel()
+		if err != nil || ev.Key != "_conflict/job/j1" || ev.Status != "override" {
+			t.Fatalf("%s watch: %v %v (want the resolve with status override)", p.name, ev, err)
+		}
+	}
+	c.waitHealth("ok", 0, 10*time.Second)
 }
