@@ -25,24 +25,27 @@ var factTypes = map[string]bool{"job.state_report": true, "worker.usage": true, 
 
 // BenchResult is what `writctl bench -o json` prints.
 type BenchResult struct {
-	Type      string         `json:"type"`
-	Kind      string         `json:"kind"`
-	Clients   int            `json:"clients"`
-	Ops       int            `json:"ops"`
-	Size      int            `json:"payload_size"`
-	Seconds   float64        `json:"seconds"`
-	OpsPerSec float64        `json:"ops_per_sec"`
-	P50       float64        `json:"p50_ms"`
-	P90       float64        `json:"p90_ms"`
-	P99       float64        `json:"p99_ms"`
-	Max       float64        `json:"max_ms"`
-	Outcomes  map[string]int `json:"outcomes"`
+	Type      string  `json:"type"`
+	Kind      string  `json:"kind"`
+	Clients   int     `json:"clients"`
+	Ops       int     `json:"ops"`
+	Size      int     `json:"payload_size"`
+	Seconds   float64 `json:"seconds"`
+	OpsPerSec float64 `json:"ops_per_sec"`
+	P50       float64 `json:"p50_ms"`
+	P90       float64 `json:"p90_ms"`
+	P99       float64 `json:"p99_ms"`
+	Max       float64 `json:"max_ms"`
+	// MaxGap is the longest time without a successful completion.
+	MaxGap   float64        `json:"max_gap_ms"`
+	Outcomes map[string]int `json:"outcomes"`
 }
 
 func (a *app) benchCmd() *cobra.Command {
 	var clients, ops, size int
-	var typ, run, payload, class, csvFile, plotFile string
-	var prepare bool
+	var typ, run, payload, class, csvFile, plotFile, getKey string
+	var prepare, serializable bool
+	var duration time.Duration
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Load-generate over the API: N clients, M operations; prints ops/s, latency percentiles and outcome counts",
@@ -51,10 +54,19 @@ func (a *app) benchCmd() *cobra.Command {
 			if clients < 1 || ops < 1 {
 				return fail(exitUsage, "--clients and --ops must be at least 1")
 			}
+			if duration < 0 {
+				return fail(exitUsage, "--duration %v: use a positive duration, or 0 to run all --ops", duration)
+			}
 			if size < 0 || size > 1024 {
 				return fail(exitUsage, "--size %d: use 0 to 1024 bytes of padding", size)
 			}
-			if payload == "" && typ != "job.submit" && typ != "job.state_report" {
+			if getKey != "" && (payload != "" || class != "auto") {
+				return fail(exitUsage, "--get: reads take no --payload or --class: drop them, or drop --get to time writes")
+			}
+			if serializable && getKey == "" {
+				return fail(exitUsage, "--serializable: only reads are serializable: add --get KEY")
+			}
+			if payload == "" && getKey == "" && typ != "job.submit" && typ != "job.state_report" {
 				return fail(exitUsage, "--type %q: without --payload bench generates job.submit (request) or job.state_report (fact); for any other type pass --payload @template.json", typ)
 			}
 			verb, ok := benchVerbs[class]
@@ -65,7 +77,9 @@ func (a *app) benchCmd() *cobra.Command {
 				run = fmt.Sprintf("b%x", time.Now().UnixNano()&0xffffffff)
 			}
 			var tmpl *benchTemplate
-			if payload != "" {
+			if getKey != "" {
+				verb, typ = verbGet, "get"
+			} else if payload != "" {
 				src, err := readBenchTemplate(payload)
 				if err != nil {
 					return fail(exitUsage, "%v", err)
@@ -90,7 +104,9 @@ func (a *app) benchCmd() *cobra.Command {
 				return err
 			}
 			var gen func(i, w int, rnd *rand.Rand) *writv1.Entry
-			if tmpl == nil {
+			if verb == verbGet {
+				gen = func(int, int, *rand.Rand) *writv1.Entry { return nil }
+			} else if tmpl == nil {
 				if err := a.benchSetup(c, typ, run, ops, clients, prepare); err != nil {
 					return err
 				}
@@ -118,16 +134,25 @@ func (a *app) benchCmd() *cobra.Command {
 				defer cancel()
 				t0 := time.Now()
 				var err error
+				var k0 string // an outcome other than the call's error
 				switch v {
 				case verbReport:
 					_, err = c.Report(ctx, &writv1.ReportRequest{Entry: e})
 				case verbDeliver:
 					_, err = c.Deliver(ctx, &writv1.DeliverRequest{Entry: e})
+				case verbGet:
+					var r *writv1.GetResponse
+					if r, err = c.Get(ctx, &writv1.GetRequest{Key: getKey, Serializable: serializable}); err == nil && !r.GetFound() {
+						k0 = "NOT_FOUND"
+					}
 				default:
 					_, err = c.Submit(ctx, &writv1.SubmitRequest{Entry: e})
 				}
 				end := time.Now()
 				k := v.ok()
+				if k0 != "" {
+					k = k0
+				}
 				var d *writv1.OutcomeDetail
 				if err != nil {
 					var isOutcome bool
@@ -192,6 +217,11 @@ func (a *app) benchCmd() *cobra.Command {
 					defer wg.Done()
 					rnd := rand.New(rand.NewPCG(uint64(start.UnixNano()), uint64(w)+1))
 					for {
+						// the deadline is checked before an index is taken,
+						// so the operations done are exactly 0..n-1
+						if duration > 0 && time.Since(start) >= duration {
+							return
+						}
 						i := int(next.Add(1)) - 1
 						if i >= ops {
 							return
@@ -201,7 +231,11 @@ func (a *app) benchCmd() *cobra.Command {
 				}()
 			}
 			wg.Wait()
-			el := time.Since(start)
+			end := time.Now()
+			el := end.Sub(start)
+			if n := int(next.Load()); n < ops {
+				ops, lat = n, lat[:n] // --duration ended the run first
+			}
 			if tty {
 				close(stop)
 				progressDone.Wait()
@@ -220,19 +254,22 @@ func (a *app) benchCmd() *cobra.Command {
 			pct := func(p float64) float64 { return percentileMs(lat, p) }
 			kind := verb.kind()
 			res := BenchResult{Type: typ, Kind: kind, Clients: clients, Ops: ops, Size: size, Seconds: el.Seconds(),
-				OpsPerSec: float64(ops) / el.Seconds(), P50: pct(0.50), P90: pct(0.90), P99: pct(0.99), Max: pct(1), Outcomes: counts}
+				OpsPerSec: float64(ops) / el.Seconds(), P50: pct(0.50), P90: pct(0.90), P99: pct(0.99), Max: pct(1), MaxGap: float64(stats.maxGap(end)) / 1e6, Outcomes: counts}
 			if a.structured() {
 				if err := a.printAny(res); err != nil {
 					return err
 				}
 			} else {
-				if tmpl != nil {
+				if verb == verbGet {
+					fmt.Fprintf(a.out, "get %s (%s): %d ops, %d clients in %.2fs\n", getKey, kind, ops, clients, res.Seconds)
+				} else if tmpl != nil {
 					fmt.Fprintf(a.out, "%s (%s): %d ops, %d clients, payload from template in %.2fs\n", typ, kind, ops, clients, res.Seconds)
 				} else {
 					fmt.Fprintf(a.out, "%s (%s): %d ops, %d clients, %d-byte padding in %.2fs\n", typ, kind, ops, clients, size, res.Seconds)
 				}
 				fmt.Fprintf(a.out, "  throughput  %.0f ops/s\n", res.OpsPerSec)
 				fmt.Fprintf(a.out, "  latency     p50 %.2fms  p90 %.2fms  p99 %.2fms  max %.2fms\n", res.P50, res.P90, res.P99, res.Max)
+				fmt.Fprintf(a.out, "  longest gap %.2fms without a successful operation\n", res.MaxGap)
 				var ks []string
 				for k := range counts {
 					ks = append(ks, k)
@@ -259,6 +296,9 @@ func (a *app) benchCmd() *cobra.Command {
 	f.BoolVar(&prepare, "prepare", true, "for job.state_report: first submit and dispatch the jobs the reports are about (untimed)")
 	f.StringVar(&csvFile, "csv", "", "write per-second throughput and latency percentiles to this CSV file")
 	f.StringVar(&plotFile, "plot", "", "write an SVG of throughput over time and the latency CDF to this file")
+	f.StringVar(&getKey, "get", "", "time reads instead of writes: Get calls of this key (linearizable: confirmed with a quorum)")
+	f.DurationVar(&duration, "duration", 0, "stop starting operations after this long (--ops is then an upper bound; 0: run all --ops)")
+	f.BoolVar(&serializable, "serializable", false, "with --get: read the node's applied state without a quorum round")
 	return cmd
 }
 
@@ -296,14 +336,18 @@ const (
 	verbSubmit
 	verbReport
 	verbDeliver
+	verbGet
 )
 
 var benchVerbs = map[string]benchVerb{"auto": verbAuto, "request": verbSubmit, "fact": verbReport, "receipt": verbDeliver}
 
 // ok is the outcome of a successful operation.
 func (v benchVerb) ok() string {
-	if v == verbSubmit {
+	switch v {
+	case verbSubmit:
 		return "COMMITTED"
+	case verbGet:
+		return "FOUND"
 	}
 	return "RECEIVED"
 }
@@ -314,6 +358,8 @@ func (v benchVerb) kind() string {
 		return "fact"
 	case verbDeliver:
 		return "receipt"
+	case verbGet:
+		return "read"
 	}
 	return "request"
 }

@@ -120,3 +120,43 @@ func TestBenchAnyTypeAgainstRealNode(t *testing.T) {
 		t.Fatalf("no progress line on a terminal:\n%q", out)
 	}
 }
+
+// TestBenchReadsAndDurationAgainstRealNode times linearizable and
+// serializable Gets of a real key, a missing key (counted, exit 1), and a
+// --duration-bounded write run whose longest gap is within its length.
+func TestBenchReadsAndDurationAgainstRealNode(t *testing.T) {
+	addr := startNode(t, "127.0.63.1")
+	ctl := func(args ...string) (int, string, string) {
+		return run(t, "", append([]string{"--addr", addr}, args...)...)
+	}
+	bench := func(want int, args ...string) BenchResult {
+		t.Helper()
+		code, out, errs := ctl(append([]string{"bench", "-o", "json"}, args...)...)
+		var br BenchResult
+		if err := json.Unmarshal([]byte(out), &br); code != want || err != nil {
+			t.Fatalf("writctl bench %v: exit %d (want %d), %v\nstdout: %s\nstderr: %s", args, code, want, err, out, errs)
+		}
+		return br
+	}
+	w := bench(0, "--run", "rd", "--clients", "2", "--ops", "20", "--size", "256")
+	if w.Outcomes["COMMITTED"] != 20 || w.MaxGap <= 0 || w.MaxGap > w.Seconds*1000 {
+		t.Fatalf("bench writes: %+v", w)
+	}
+	for _, ser := range []string{"--serializable=false", "--serializable=true"} {
+		r := bench(0, "--get", "_m/job/rd-0", ser, "--clients", "3", "--ops", "50")
+		if r.Kind != "read" || r.Outcomes["FOUND"] != 50 || len(r.Outcomes) != 1 || r.P99 < r.P50 {
+			t.Fatalf("bench --get %s: %+v", ser, r)
+		}
+	}
+	if r := bench(1, "--get", "_m/job/no-such-job", "--ops", "5"); r.Outcomes["NOT_FOUND"] != 5 {
+		t.Fatalf("bench --get of a missing key: %+v", r)
+	}
+	if code, _, errs := ctl("bench", "--get", "k", "--payload", "{}"); code != exitUsage || !strings.Contains(errs, "--get") {
+		t.Fatalf("bench --get --payload: exit %d, %s", code, errs)
+	}
+	// --duration ends the run before --ops: fewer ops, all of them counted.
+	d := bench(0, "--run", "du", "--clients", "2", "--ops", "1000000", "--duration", "1500ms")
+	if d.Ops >= 1000000 || d.Ops < 1 || d.Outcomes["COMMITTED"] != d.Ops || d.Seconds < 1.5 || d.Seconds > 15 || d.MaxGap > d.Seconds*1000 {
+		t.Fatalf("bench --duration 1.5s: %+v", d)
+	}
+}

@@ -15,9 +15,10 @@ type benchStats struct {
 	start time.Time
 	total int
 
-	mu   sync.Mutex
-	secs []benchSecond
-	done int
+	mu    sync.Mutex
+	secs  []benchSecond
+	done  int
+	okEnd []time.Time // completion times of the successful operations
 }
 
 type benchSecond struct {
@@ -39,6 +40,8 @@ func (s *benchStats) add(end time.Time, lat time.Duration, ok bool) {
 	s.secs[k].lat = append(s.secs[k].lat, lat)
 	if !ok {
 		s.secs[k].failed++
+	} else {
+		s.okEnd = append(s.okEnd, end)
 	}
 	s.done++
 	s.mu.Unlock()
@@ -93,6 +96,21 @@ type benchRow struct {
 	OpsPerSec float64
 	P50, P90  float64
 	P99, Max  float64
+}
+
+// maxGap is the longest time within [start, end] in which no operation
+// completed successfully: the stall a failover causes.
+func (s *benchStats) maxGap(end time.Time) time.Duration {
+	s.mu.Lock()
+	ends := slices.Clone(s.okEnd)
+	s.mu.Unlock()
+	slices.SortFunc(ends, time.Time.Compare)
+	prev, gap := s.start, time.Duration(0)
+	for _, t := range append(ends, end) {
+		gap = max(gap, t.Sub(prev))
+		prev = t
+	}
+	return gap
 }
 
 // rows returns one row per second of a run that lasted elapsed; the last,
