@@ -17,7 +17,7 @@ DATE      ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 VPKG      := github.com/writ-dev/writ/version
 LDFLAGS   := -X $(VPKG).version=$(VERSION) -X $(VPKG).commit=$(COMMIT) -X $(VPKG).date=$(DATE)
 
-.PHONY: all build demo test unit verify fmt vet staticcheck tidy-check gen gen-check bench soak robustness release clean
+.PHONY: all build demo test unit verify fmt vet staticcheck tidy-check gen gen-check bench bench-vs-etcd soak robustness release clean
 
 all: build
 
@@ -64,6 +64,12 @@ gen-check:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+# writ side by side with etcd v3.6 on this machine (not part of `make test`):
+# fresh 3-node clusters, interleaved rounds; docs/performance.md.
+# ROUNDS=1 for a quick run; OUT=dir for the table and plot.
+bench-vs-etcd:
+	GO=$(GO) BIN=$(BIN) ./scripts/bench-vs-etcd.sh
 
 soak:
 	$(GO) test $(RACE) -timeout 60m -tags soak $(PKGS)
