@@ -2,7 +2,6 @@ package raftstore
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -103,6 +102,9 @@ func openState(path string, retention int) (*stateDB, error) {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
+		}
+		if tx.Bucket(bucketMeta).Get(keyStateSum) == nil {
+			return storeFullSum(tx) // new, or written before the sum was kept
 		}
 		return nil
 	})
@@ -224,6 +226,13 @@ func (s *stateDB) apply(entries int, fn func(a *applyTx) error) (err error) {
 	if err := fn(a); err != nil {
 		s.rollbackLocked()
 		return err
+	}
+	if a.sumChanged {
+		b := a.sum.bytes()
+		if err := a.mb.Put(keyStateSum, append(a.buf(32), b[:]...)); err != nil {
+			s.rollbackLocked()
+			return fmt.Errorf("raftstore: record state sum: %w", err)
+		}
 	}
 	s.mergeOverlay(a)
 	s.pending += entries
@@ -353,7 +362,10 @@ type applyTx struct {
 	kvb, outb, ord, mb *bolt.Bucket
 	count              uint64
 	countChanged       bool
-	arena              []byte
+	// sum is the running state sum (statehash.go) as of this batch.
+	sum        stateSum
+	sumChanged bool
+	arena      []byte
 	// What this batch changed, for the overlay (val nil: deleted).
 	kvChanges, outChanges []change
 	// The commands being applied and which one, for a fatal apply error.
@@ -389,6 +401,7 @@ func (s *stateDB) beginApply(tx *bolt.Tx) *applyTx {
 	// instead of splitting them in half.
 	a.ord.FillPercent = 1.0
 	a.count = u64(a.mb.Get(keyOutCount))
+	a.sum = decodeSum(a.mb.Get(keyStateSum))
 	return a
 }
 
@@ -493,11 +506,17 @@ func (a *applyTx) applyCommands(index uint64, cmds []kv.Command, checker kv.Chec
 				key := append(a.buf(len(w.Key)), w.Key...)
 				var err error
 				var v []byte
+				if !w.Delete {
+					v = binary.BigEndian.AppendUint64(a.buf(8+len(w.Value)), index)
+					v = append(v, w.Value...)
+				}
+				// the value replaced is hashed before Put or Delete reuses its memory
+				if old := a.kvb.Get(key); old != nil || v != nil {
+					a.sumPut(tagKV, key, old, v)
+				}
 				if w.Delete {
 					err = a.kvb.Delete(key)
 				} else {
-					v = binary.BigEndian.AppendUint64(a.buf(8+len(w.Value)), index)
-					v = append(v, w.Value...)
 					err = a.kvb.Put(key, v)
 				}
 				a.kvChanges = append(a.kvChanges, change{w.Key, v})
@@ -596,6 +615,7 @@ func (a *applyTx) recordOutcome(idStr string, id []byte, res kv.Result, prev kv.
 		a.count--
 	}
 	enc := appendOutcome(a.buf(outcomeV2Bytes+len(res.Reason)), res)
+	a.sumPut(tagOutcome, id, a.outb.Get(id), enc)
 	if err := a.outb.Put(id, enc); err != nil {
 		return err
 	}
@@ -614,6 +634,7 @@ func (a *applyTx) recordOutcome(idStr string, id []byte, res kv.Result, prev kv.
 			if k == nil {
 				break
 			}
+			a.sumPut(tagOutcome, k[8:], a.outb.Get(k[8:]), nil)
 			if err := a.outb.Delete(k[8:]); err != nil {
 				return err
 			}
@@ -712,36 +733,6 @@ func (s *stateDB) outcome(id string) (kv.Result, bool) {
 		return nil
 	})
 	return r, ok
-}
-
-// hash is a digest of the replicated state (keys, values, revisions and
-// retained outcomes), equal on replicas that applied the same log prefix.
-func (s *stateDB) hash() (applied uint64, sum [32]byte, err error) {
-	if err := s.flush(); err != nil {
-		return 0, sum, err
-	}
-	h := sha256.New()
-	err = s.db.View(func(tx *bolt.Tx) error {
-		applied = u64(tx.Bucket(bucketMeta).Get(keyApplied))
-		for _, name := range [][]byte{bucketKV, bucketOutcomes} {
-			err := tx.Bucket(name).ForEach(func(k, v []byte) error {
-				var l [8]byte
-				binary.BigEndian.PutUint64(l[:], uint64(len(k)))
-				h.Write(l[:])
-				h.Write(k)
-				binary.BigEndian.PutUint64(l[:], uint64(len(v)))
-				h.Write(l[:])
-				h.Write(v)
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	copy(sum[:], h.Sum(nil))
-	return applied, sum, err
 }
 
 // Snapshot data: "WRITSNAP" version(1) then records
@@ -843,6 +834,11 @@ func (s *stateDB) restore(data []byte) (applied uint64, members map[uint64]membe
 			if err := bs[bi-1].Put(k, v); err != nil {
 				return err
 			}
+		}
+		// The sender's sum came with its meta bucket; recompute it from
+		// the records rather than trust it (or miss it, from an older node).
+		if err := storeFullSum(tx); err != nil {
+			return err
 		}
 		m := bs[0]
 		applied = u64(m.Get(keyApplied))
