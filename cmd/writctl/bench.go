@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
+	"os/signal"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -39,13 +42,19 @@ type BenchResult struct {
 	// MaxGap is the longest time without a successful completion.
 	MaxGap   float64        `json:"max_gap_ms"`
 	Outcomes map[string]int `json:"outcomes"`
+	// Retried counts operations that took more than one call (--retry),
+	// Resent those sent again under a new ID after NOT_COMMITTED.
+	Retried int `json:"retried,omitempty"`
+	Resent  int `json:"resent,omitempty"`
+	// Interrupted is set when SIGINT or SIGTERM ended the run early.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 func (a *app) benchCmd() *cobra.Command {
 	var clients, ops, size int
 	var typ, run, payload, class, csvFile, plotFile, getKey string
 	var prepare, serializable bool
-	var duration time.Duration
+	var duration, retryFor time.Duration
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Load-generate over the API: N clients, M operations; prints ops/s, latency percentiles and outcome counts",
@@ -62,6 +71,9 @@ func (a *app) benchCmd() *cobra.Command {
 			}
 			if getKey != "" && (payload != "" || class != "auto") {
 				return fail(exitUsage, "--get: reads take no --payload or --class: drop them, or drop --get to time writes")
+			}
+			if retryFor < 0 || (retryFor > 0 && getKey != "") {
+				return fail(exitUsage, "--retry %v: give how long to keep retrying a write that has no definite answer (reads are not retried)", retryFor)
 			}
 			if serializable && getKey == "" {
 				return fail(exitUsage, "--serializable: only reads are serializable: add --get KEY")
@@ -103,6 +115,8 @@ func (a *app) benchCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			cl, _ := a.cli()
+			var again, resent atomic.Int64
 			var gen func(i, w int, rnd *rand.Rand) *writv1.Entry
 			if verb == verbGet {
 				gen = func(int, int, *rand.Rand) *writv1.Entry { return nil }
@@ -135,12 +149,23 @@ func (a *app) benchCmd() *cobra.Command {
 				t0 := time.Now()
 				var err error
 				var k0 string // an outcome other than the call's error
-				switch v {
-				case verbReport:
+				switch {
+				case retryFor > 0 && !probing:
+					var d *writv1.OutcomeDetail
+					var r retried
+					k0, d, r = benchRetry(cl, v, e, retryFor, a.timeout)
+					if r.again {
+						again.Add(1)
+					}
+					resent.Add(int64(r.resent))
+					if d != nil {
+						err = &benchErr{d}
+					}
+				case v == verbReport:
 					_, err = c.Report(ctx, &writv1.ReportRequest{Entry: e})
-				case verbDeliver:
+				case v == verbDeliver:
 					_, err = c.Deliver(ctx, &writv1.DeliverRequest{Entry: e})
-				case verbGet:
+				case v == verbGet:
 					var r *writv1.GetResponse
 					if r, err = c.Get(ctx, &writv1.GetRequest{Key: getKey, Serializable: serializable}); err == nil && !r.GetFound() {
 						k0 = "NOT_FOUND"
@@ -154,7 +179,10 @@ func (a *app) benchCmd() *cobra.Command {
 					k = k0
 				}
 				var d *writv1.OutcomeDetail
-				if err != nil {
+				var be *benchErr
+				if errors.As(err, &be) {
+					d, k = be.d, be.d.Outcome.String()
+				} else if err != nil {
 					var isOutcome bool
 					if d, isOutcome = api.OutcomeFromError(err); isOutcome {
 						k = d.Outcome.String()
@@ -210,6 +238,17 @@ func (a *app) benchCmd() *cobra.Command {
 				progressDone.Add(1)
 				go func() { defer progressDone.Done(); stats.runProgress(a.out, stop) }()
 			}
+			// SIGINT/SIGTERM: stop starting operations, finish those in
+			// flight, and report what was done.
+			var interrupted atomic.Bool
+			sigs := make(chan os.Signal, 1)
+			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+			defer signal.Stop(sigs)
+			go func() {
+				if _, ok := <-sigs; ok {
+					interrupted.Store(true)
+				}
+			}()
 			var wg sync.WaitGroup
 			for w := 0; w < clients; w++ {
 				wg.Add(1)
@@ -219,7 +258,7 @@ func (a *app) benchCmd() *cobra.Command {
 					for {
 						// the deadline is checked before an index is taken,
 						// so the operations done are exactly 0..n-1
-						if duration > 0 && time.Since(start) >= duration {
+						if (duration > 0 && time.Since(start) >= duration) || interrupted.Load() {
 							return
 						}
 						i := int(next.Add(1)) - 1
@@ -254,7 +293,8 @@ func (a *app) benchCmd() *cobra.Command {
 			pct := func(p float64) float64 { return percentileMs(lat, p) }
 			kind := verb.kind()
 			res := BenchResult{Type: typ, Kind: kind, Clients: clients, Ops: ops, Size: size, Seconds: el.Seconds(),
-				OpsPerSec: float64(ops) / el.Seconds(), P50: pct(0.50), P90: pct(0.90), P99: pct(0.99), Max: pct(1), MaxGap: float64(stats.maxGap(end)) / 1e6, Outcomes: counts}
+				OpsPerSec: float64(ops) / el.Seconds(), P50: pct(0.50), P90: pct(0.90), P99: pct(0.99), Max: pct(1), MaxGap: float64(stats.maxGap(end)) / 1e6, Outcomes: counts,
+				Retried: int(again.Load()), Resent: int(resent.Load()), Interrupted: interrupted.Load()}
 			if a.structured() {
 				if err := a.printAny(res); err != nil {
 					return err
@@ -270,6 +310,9 @@ func (a *app) benchCmd() *cobra.Command {
 				fmt.Fprintf(a.out, "  throughput  %.0f ops/s\n", res.OpsPerSec)
 				fmt.Fprintf(a.out, "  latency     p50 %.2fms  p90 %.2fms  p99 %.2fms  max %.2fms\n", res.P50, res.P90, res.P99, res.Max)
 				fmt.Fprintf(a.out, "  longest gap %.2fms without a successful operation\n", res.MaxGap)
+				if retryFor > 0 {
+					fmt.Fprintf(a.out, "  retried     %d ops took more than one call, %d resent under a new ID\n", res.Retried, res.Resent)
+				}
 				var ks []string
 				for k := range counts {
 					ks = append(ks, k)
@@ -299,6 +342,7 @@ func (a *app) benchCmd() *cobra.Command {
 	f.StringVar(&getKey, "get", "", "time reads instead of writes: Get calls of this key (linearizable: confirmed with a quorum)")
 	f.DurationVar(&duration, "duration", 0, "stop starting operations after this long (--ops is then an upper bound; 0: run all --ops)")
 	f.BoolVar(&serializable, "serializable", false, "with --get: read the node's applied state without a quorum round")
+	f.DurationVar(&retryFor, "retry", 0, "drive each write to a definite answer for up to this long: fail over and retry with the same ID, resend under a new ID after NOT_COMMITTED (0: one call per operation, as a raw benchmark)")
 	return cmd
 }
 
