@@ -305,6 +305,13 @@ func (n *Node) stop(leave bool) {
 	n.stopOnce.Do(func() {
 		close(n.done)
 		n.stopObs()
+		// A leader hands leadership over first (as etcd does on a graceful
+		// stop): the cluster keeps committing, and this node's in-flight
+		// requests commit under the new leader instead of waiting out an
+		// election and their commit timeout.
+		if n.rs.IsLeader() {
+			n.transferLeadership()
+		}
 		// stop taking new calls, give in-flight ones a moment
 		stopped := make(chan struct{})
 		go func() { n.gs.GracefulStop(); close(stopped) }()
@@ -316,6 +323,7 @@ func (n *Node) stop(leave bool) {
 		n.apis.Close()
 		if leave {
 			if n.rs.IsLeader() {
+				// it became leader again meanwhile
 				n.transferLeadership()
 			}
 			if err := n.mem.Leave(); err != nil {
