@@ -153,7 +153,11 @@ func bench(t *testing.T, bin, addr string, args ...string) string {
 // the ones load moves are non-zero, then checks the health endpoints and
 // the gRPC health service, and that /readyz flips when quorum is lost.
 func TestCluster_MetricsAndHealth(t *testing.T) {
-	c := newMetricsCluster(t, []string{"--raft-snapshot-entries", "500", "--log-format", "json"}, "127.0.17.1", "127.0.17.2", "127.0.17.3")
+	// A snapshot is due every 50 raft entries: the load below is 1,800
+	// commands, which a loaded machine batches into as few as ~90 entries
+	// (20 clients: at most 20 commands per entry), so 500 was sometimes
+	// never reached.
+	c := newMetricsCluster(t, []string{"--raft-snapshot-entries", "50", "--log-format", "json"}, "127.0.17.1", "127.0.17.2", "127.0.17.3")
 	for _, p := range c.nodes {
 		for _, path := range []string{"/livez", "/readyz", "/healthz"} {
 			if code, body := httpGet(t, "http://"+p.host+":7079"+path); code != http.StatusOK || strings.TrimSpace(body) != "ok" {
