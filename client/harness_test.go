@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/internal/procenv"
 	"github.com/writ-dev/writ/internal/proctest"
 )
 
@@ -93,11 +94,7 @@ func startCluster(t *testing.T, hosts ...string) *cluster {
 		n.logf = lf
 		n.cmd = exec.Command(filepath.Join(c.bin, "writd"), args...)
 		n.cmd.Stdout, n.cmd.Stderr = lf, lf
-		for _, e := range os.Environ() {
-			if !strings.HasPrefix(e, "WRIT_") {
-				n.cmd.Env = append(n.cmd.Env, e)
-			}
-		}
+		n.cmd.Env = procenv.Clean()
 		if err := n.cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

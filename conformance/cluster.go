@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/internal/procenv"
 	"github.com/writ-dev/writ/schema/ir"
 )
 
@@ -217,13 +218,7 @@ func (c *cluster) start(n *node, join bool) error {
 	n.logf = lf
 	n.cmd = exec.Command(c.bin, args...)
 	n.cmd.Stdout, n.cmd.Stderr = lf, lf
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "WRIT_") {
-			env = append(env, kv)
-		}
-	}
-	n.cmd.Env = env
+	n.cmd.Env = procenv.Clean()
 	if err := n.cmd.Start(); err != nil {
 		return fmt.Errorf("conformance: start %s: %w", n.name, err)
 	}

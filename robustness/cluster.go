@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/internal/procenv"
 )
 
 // Timing is the cluster's timing, drawn per seed.
@@ -145,11 +146,7 @@ func (c *Cluster) Start(n *Node) error {
 	}
 	cmd := exec.Command(c.bins.Writd, args...)
 	cmd.Stdout, cmd.Stderr = lf, lf
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "WRIT_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
+	cmd.Env = procenv.Clean()
 	if err := cmd.Start(); err != nil {
 		lf.Close()
 		return fmt.Errorf("robustness: start %s: %w", n.Name, err)

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/writ-dev/writ/internal/procenv"
 )
 
 // TestInitRefusesNonEmptyDir: writ init writes nothing into a directory
@@ -208,13 +210,7 @@ func startWritd(t *testing.T, writd, logPath string, args []string) {
 	}
 	cmd := exec.Command(writd, args...)
 	cmd.Stdout, cmd.Stderr = lf, lf
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "WRIT_") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = env
+	cmd.Env = procenv.Clean()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/internal/procenv"
 )
 
 // binDir holds writd, writctl, writ-jobs, writ-lease and watchload built once for the multi-process tests.
@@ -179,17 +180,9 @@ func logLevel() string {
 	return "info"
 }
 
-// cleanEnv drops WRIT_* variables so the test's environment cannot
-// configure the nodes.
-func cleanEnv() []string {
-	var out []string
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "WRIT_") {
-			out = append(out, e)
-		}
-	}
-	return out
-}
+// cleanEnv drops WRIT_* and WRITCTL_* variables so the test's environment
+// cannot configure the nodes or writctl.
+func cleanEnv() []string { return procenv.Clean() }
 
 func (c *cluster) kill(p *proc) {
 	if p.cmd == nil {
