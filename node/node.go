@@ -61,12 +61,14 @@ type Node struct {
 	rs   *raftstore.Node
 	// peerTLS is the raft transport's certificate material (nil: plaintext).
 	peerTLS *pki.Reloader
-	mem     *membership.Agent
-	gs      *grpc.Server
-	apis    *api.Server
-	lis     net.Listener
-	obs     obsState
-	sch     *schemas
+	// apiTLS is the client API's certificate material (nil: plaintext).
+	apiTLS *pki.Reloader
+	mem    *membership.Agent
+	gs     *grpc.Server
+	apis   *api.Server
+	lis    net.Listener
+	obs    obsState
+	sch    *schemas
 	// replay bounds Watch streams replaying history at once (replay.go).
 	replay replaySlots
 
@@ -198,7 +200,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 		return nil, err
 	}
 	n.rs, err = raftstore.Start(raftstore.Config{
-		TLS: peerTLS, MaxFrameBytes: cfg.MaxFrameBytes,
+		TLS: peerTLS, MaxFrameBytes: cfg.MaxFrameBytes, MaxSnapshotBytes: cfg.MaxSnapshotBytes,
 		NodeID: cfg.NodeID, DataDir: filepath.Join(n.dataDir, "raft"), RaftAddr: cfg.RaftAddr, Join: !cfg.Bootstrap,
 		TickInterval: cfg.RaftTick, ElectionTicks: cfg.ElectionTicks, HeartbeatTicks: cfg.HeartbeatTicks,
 		SnapshotCount: cfg.SnapshotEntries, Checker: n.pl.Checker(), Observer: n.pl, Metrics: n.raftMetrics(), Logger: n.log.With("component", "raft"),
@@ -240,6 +242,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	n.watchAPITLS(as.tls, cfg.API.CertFile)
 	n.apis, err = api.New(api.Config{Writer: &writer{n: n}, Store: n.rs, Info: &info{n: n}, Membership: &members{a: n.mem}, Schema: n.sch.serve, Gate: n.sch.gate, Logger: n.log.With("component", "api"),
 		ForwardCreds: as.forward, Reflection: cfg.Dev || cfg.API.Reflection})
 	if err != nil {

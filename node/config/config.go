@@ -80,7 +80,8 @@ var Keys = []Key{
 	{Name: "raft.tls.cert_file", Kind: String, Default: "", Help: "PEM certificate this node presents to its peers; its identity (URI SAN spiffe://writ/node/<node.id>) must be node.id (writ certs node); set with key_file and ca_file (empty: plaintext peers)"},
 	{Name: "raft.tls.key_file", Kind: String, Default: "", Help: "PEM private key of raft.tls.cert_file, mode 0600"},
 	{Name: "raft.tls.ca_file", Kind: String, Default: "", Help: "PEM CA certificate(s) every peer's certificate must be issued by"},
-	{Name: "raft.max_frame_bytes", Kind: Int, Default: 64 << 20, Help: "largest raft transport frame accepted from a peer, refused from its header before it is read; also bounds a snapshot sent in one frame", Min: 34 << 20, Max: 1 << 30},
+	{Name: "raft.max_frame_bytes", Kind: Int, Default: 64 << 20, Help: "largest raft transport frame accepted from a peer, refused from its header before it is read (snapshots travel in chunks and are bounded by raft.max_snapshot_bytes)", Min: 34 << 20, Max: 1 << 30},
+	{Name: "raft.max_snapshot_bytes", Kind: Int, Default: 4 << 30, Help: "largest snapshot (the encoded state) sent to or received from a peer, and the most bytes of snapshots being received at once; keep it above the state's size, equal on every node", Min: 64 << 20, Max: 1 << 40},
 	{Name: "pipeline.commit_timeout", Kind: Duration, Default: "5s", Help: "how long a request waits for commit before UNCERTAIN", Min: D(10 * time.Millisecond), Max: D(10 * time.Minute)},
 	{Name: "pipeline.config_timeout", Kind: Duration, Default: "10s", Help: "how long a configuration change may take to stage and activate before it is aborted", Min: D(100 * time.Millisecond), Max: D(10 * time.Minute)},
 	{Name: "pipeline.max_batch", Kind: Int, Default: 256, Help: "most entries per proposal", Min: 1, Max: 4096},
@@ -164,6 +165,9 @@ type Node struct {
 	RaftTLS RaftTLS
 	// MaxFrameBytes bounds a raft transport frame (raft.max_frame_bytes).
 	MaxFrameBytes int
+	// MaxSnapshotBytes bounds a snapshot sent or received in chunks
+	// (raft.max_snapshot_bytes).
+	MaxSnapshotBytes int
 
 	// API is the client API's TLS, authentication and limits.
 	API APISecurity
