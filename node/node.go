@@ -228,7 +228,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 		NodeID: cfg.NodeID, BindAddr: ghost, BindPort: port, Seeds: cfg.Join,
 		RaftAddr: n.rs.Addr(), APIAddr: lis.Addr().String(), Fingerprint: n.cat.Fingerprint(), Version: Version,
 		Profile: cfg.GossipProfile, EncryptKey: ekey, KeyringFile: keyring, SnapshotPath: filepath.Join(n.dataDir, "serf.snapshot"),
-		FailedGrace: cfg.FailedGrace, Admit: n.sch.admit, Logger: n.log.With("component", "membership"),
+		FailedGrace: cfg.FailedGrace, ManualPromote: !cfg.AutoPromote, Admit: n.sch.admit, Logger: n.log.With("component", "membership"),
 	}, n.rs)
 	if err != nil {
 		return nil, startErr("%s", oneLine("membership", err))

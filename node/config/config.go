@@ -91,6 +91,7 @@ var Keys = []Key{
 	{Name: "pipeline.outbox_max_entries", Kind: Int, Default: 100_000, Help: "most facts retained in this node's outbox; beyond it a fact is refused RESOURCE_EXHAUSTED before it is acknowledged", Min: 1, Max: 100_000_000},
 	{Name: "pipeline.outbox_max_bytes", Kind: Int, Default: 256 << 20, Help: "most payload bytes retained in this node's outbox; beyond it a fact is refused RESOURCE_EXHAUSTED before it is acknowledged", Min: 1 << 10, Max: 1 << 40},
 	{Name: "membership.failed_grace", Kind: Duration, Default: "30s", Help: "how long a failed node stays a voter before removal", Min: 0, Max: D(24 * time.Hour)},
+	{Name: "membership.auto_promote", Kind: Bool, Default: true, Help: "the raft leader promotes a caught-up learner to voter on its own; false: a joined node stays a learner until an operator runs `writctl members promote ID` (set it on every node: whichever leads decides)"},
 	{Name: "membership.profile", Kind: String, Default: "lan", Help: "gossip failure-detection timing: lan (a dead node is noticed in ~5s) or local (~1s, for loopback test clusters)"},
 	{Name: "schema.dir", Kind: String, Default: "", FlagName: "schema", Help: "directory of the CUE schema package this node runs (empty: the embedded jobs schema)"},
 	{Name: "plugins", Kind: Plugins, Default: []Plugin{}, FlagName: "plugin", Help: "handler plugin as PATH[=SHA256], repeatable; every request and fact type must be served by exactly one (empty with the embedded jobs schema: writ-jobs next to writd, then on PATH)"},
@@ -145,7 +146,9 @@ type Node struct {
 	OutboxMaxEntries int
 	OutboxMaxBytes   int64
 	FailedGrace      time.Duration
-	GossipProfile    string
+	// AutoPromote lets the leader promote caught-up learners itself.
+	AutoPromote   bool
+	GossipProfile string
 	// FactRetry is the first pause between fact re-proposals (0: the
 	// pipeline's default); set only by an activated cluster configuration.
 	FactRetry time.Duration
@@ -699,6 +702,9 @@ func (s source) tuning(n *Node) error {
 	}
 	n.OutboxMaxBytes = int64(ob)
 	if n.FailedGrace, err = s.durKey("membership.failed_grace"); err != nil {
+		return err
+	}
+	if n.AutoPromote, err = s.boolean("membership.auto_promote"); err != nil {
 		return err
 	}
 	if n.GossipProfile, err = s.str("membership.profile"); err != nil {
