@@ -106,6 +106,11 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	}
 	n.log = slog.New(uniqueKeys(h)).With("node", cfg.NodeID)
 	n.initObs(cfg)
+	// Configuration warnings first: a start that fails later still shows
+	// them.
+	for _, w := range cfg.Warnings {
+		n.log.Warn("writd: " + w)
+	}
 
 	var cleanup []func()
 	defer func() {
@@ -271,9 +276,6 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 		}
 	}()
 	go n.watchRefusal()
-	for _, w := range cfg.Warnings {
-		n.log.Warn("writd: " + w)
-	}
 	n.log.Info("writd: started", "api", n.APIAddr(), "raft", n.rs.Addr(), "gossip", n.mem.Addr(), "data_dir", n.dataDir, "bootstrap", cfg.Bootstrap)
 	return n, nil
 }
@@ -391,6 +393,11 @@ func (n *Node) pluginConfigs(name string) ([]host.PluginConfig, error) {
 		if sum == "" {
 			if sum, err = fileSHA256(abs); err != nil {
 				return nil, startErr("plugins: %s: %v: check the plugins list (flag --plugin)", abs, err)
+			}
+			if n.cfg.RequirePinnedPlugins {
+				// Found next to writd or on PATH: no configured pin
+				// (config refuses an unpinned configured one).
+				return nil, startErr("plugins: not set, and writd found %s without a pinned sha256 (now %s); outside dev mode a node that joins or listens beyond loopback does not trust a plugin on first use: verify the binary, then set plugins: [{path: %s, sha256: HEX}] (flag --plugin %s=HEX), or set insecure: true", abs, sum, abs, abs)
 			}
 		}
 		out = append(out, host.PluginConfig{Path: abs, SHA256: sum})

@@ -179,6 +179,10 @@ type Node struct {
 	// names the keys that are missing.
 	Insecure        bool
 	InsecureMissing []string
+	// RequirePinnedPlugins is set outside dev mode for a node that joins a
+	// cluster or listens beyond loopback without insecure: true: every
+	// plugin needs a configured sha256, one found next to writd too.
+	RequirePinnedPlugins bool
 	// File is the configuration file used, if any.
 	File string
 	// Dev is set when no file, variable or flag configured anything.
