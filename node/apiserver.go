@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 
-	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
@@ -37,8 +36,8 @@ func newAPIServer(cfg *config.Node, lis net.Listener, logger *slog.Logger) (*api
 		}
 		auth.Access = acc
 	}
-	s := &apiServer{lis: netutil.LimitListener(lis, a.MaxConnections)}
-	s.opts = api.ServerOptions(api.Limits{MaxStreams: a.MaxStreams, MaxWatchers: a.MaxWatchers, MaxWatchersPerConn: a.MaxWatchersPerConn, KeepaliveMinTime: a.KeepaliveMinTime}, auth)
+	s := &apiServer{lis: newLimitListener(lis, a.MaxConnections, logger)}
+	s.opts = api.ServerOptions(api.Limits{MaxStreams: a.MaxStreams, MaxWatchers: a.MaxWatchers, MaxWatchersPerConn: a.MaxWatchersPerConn, KeepaliveMinTime: a.KeepaliveMinTime, Logger: logger}, auth)
 	if !a.TLS() {
 		return s, nil
 	}
