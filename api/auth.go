@@ -35,6 +35,7 @@ var methodRoles = map[string]string{
 	"Conflicts": RoleRead, "Outbox": RoleRead, "Members": RoleRead, "Plugins": RoleRead, "ConfigShow": RoleRead, "Schema": RoleRead,
 	"Submit": RoleWrite, "Report": RoleWrite, "Deliver": RoleWrite,
 	"ConfigUpgrade": RoleOperator, "Keyring": RoleOperator, "ResolveConflict": RoleOperator,
+	"PromoteMember": RoleOperator,
 }
 
 // RequiredRole is the role a full gRPC method name needs; "" means the

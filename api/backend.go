@@ -263,7 +263,15 @@ type Membership interface {
 	// Keyring runs op cluster-wide; key is base64 (empty for KeyList). The
 	// report is returned even with an error when some nodes answered.
 	Keyring(ctx context.Context, op KeyOp, key string) (KeyReport, error)
+	// Promote makes learner id a voter; it is called on the raft leader
+	// (the server forwards it there). ErrNotLeader (wrapped) says this
+	// node is not the leader.
+	Promote(ctx context.Context, id string) error
 }
+
+// ErrNotLeader is returned (wrapped) by Membership.Promote on a node that
+// is not the raft leader.
+var ErrNotLeader = errors.New("api: this node is not the raft leader")
 
 // PluginInfo describes one handler plugin process.
 type PluginInfo struct {

@@ -189,3 +189,10 @@ func TestMembers_FakeRefusedMemberField(t *testing.T) {
 		t.Fatalf("refused field mapped wrongly: %v", r.Members)
 	}
 }
+
+func (f *fakeMembership) Promote(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "promote "+id)
+	return nil
+}

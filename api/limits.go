@@ -1,6 +1,7 @@
 package api
 
 import (
+	"log/slog"
 	"sync"
 	"time"
 
@@ -21,12 +22,18 @@ type Limits struct {
 	// KeepaliveMinTime is the shortest interval between client pings
 	// allowed; a client pinging more often is disconnected.
 	KeepaliveMinTime time.Duration
+	// Logger receives a WARN line for refused watches (at most one a
+	// second, with the count of those not logged); nil discards them.
+	Logger *slog.Logger
 }
 
 // ServerOptions are the gRPC server options for the API: limits,
 // keepalive enforcement and the auth and watcher interceptors.
 func ServerOptions(l Limits, a *Auth) []grpc.ServerOption {
-	w := &watchers{max: l.MaxWatchers, perConn: l.MaxWatchersPerConn, conns: map[string]int{}}
+	w := &watchers{max: l.MaxWatchers, perConn: l.MaxWatchersPerConn, conns: map[string]int{}, log: l.Logger}
+	if w.log == nil {
+		w.log = slog.New(slog.DiscardHandler)
+	}
 	opts := []grpc.ServerOption{
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: l.KeepaliveMinTime, PermitWithoutStream: true}),
 		// find and close connections whose client vanished
@@ -44,9 +51,15 @@ func ServerOptions(l Limits, a *Auth) []grpc.ServerOption {
 type watchers struct {
 	max, perConn int
 
+	log *slog.Logger
+
 	mu    sync.Mutex
 	total int
 	conns map[string]int // peer address -> open watches
+	// lastLog and quiet rate-limit refusal lines: a client retrying in a
+	// loop must not fill the log.
+	lastLog time.Time
+	quiet   int
 }
 
 func (w *watchers) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
@@ -65,9 +78,11 @@ func (w *watchers) acquire(conn string) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.max > 0 && w.total >= w.max {
+		w.refused(conn, "api.max_watchers", w.max)
 		return status.Errorf(codes.ResourceExhausted, "api: this node already serves %d watches (api.max_watchers): close one, watch another node, or raise api.max_watchers", w.total)
 	}
 	if w.perConn > 0 && w.conns[conn] >= w.perConn {
+		w.refused(conn, "api.max_watchers_per_conn", w.perConn)
 		return status.Errorf(codes.ResourceExhausted, "api: this connection already holds %d watches (api.max_watchers_per_conn): close one, open another connection, or raise api.max_watchers_per_conn", w.conns[conn])
 	}
 	w.total++
@@ -82,4 +97,15 @@ func (w *watchers) release(conn string) {
 	if w.conns[conn]--; w.conns[conn] <= 0 {
 		delete(w.conns, conn)
 	}
+}
+
+// refused logs a refused watch, at most once a second; w.mu is held.
+func (w *watchers) refused(conn, limit string, n int) {
+	now := time.Now()
+	if now.Sub(w.lastLog) < time.Second {
+		w.quiet++
+		return
+	}
+	w.log.Warn("api: watch refused", "peer", conn, "limit", limit, "max", n, "open", w.total, "not_logged_since_last", w.quiet)
+	w.lastLog, w.quiet = now, 0
 }

@@ -352,9 +352,10 @@ func (a *Agent) policy() policy {
 		grace:       a.cfg.FailedGrace,
 		// Long enough for several anti-entropy rounds to bring news of a
 		// member whose broadcasts this node missed.
-		unknownGrace: a.cfg.FailedGrace + 3*a.pushPull,
-		promoteLag:   a.cfg.PromoteLag,
-		maxVoters:    a.cfg.MaxVoters,
+		unknownGrace:  a.cfg.FailedGrace + 3*a.pushPull,
+		promoteLag:    a.cfg.PromoteLag,
+		maxVoters:     a.cfg.MaxVoters,
+		manualPromote: a.cfg.ManualPromote,
 	}
 }
 

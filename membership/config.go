@@ -115,6 +115,10 @@ type Config struct {
 	// MaxVoters caps the number of voters; further nodes stay learners.
 	// 0 means no cap.
 	MaxVoters int
+	// ManualPromote stops the leader from promoting caught-up learners on
+	// its own (membership.auto_promote: false): a joined node stays a
+	// learner until an operator calls Agent.Promote.
+	ManualPromote bool
 	// Compatible decides whether a node with fingerprint remote may join a
 	// cluster running local. nil means the fingerprints must be equal.
 	Compatible func(local, remote string) error

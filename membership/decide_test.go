@@ -33,6 +33,8 @@ func TestDecide(t *testing.T) {
 	}{
 		{"new node becomes learner", p, []gossipMember{g("a", GossipAlive), g("b", GossipAlive)}, []kv.Member{v("a", 10)}, nil, "add-learner b", ""},
 		{"caught-up learner promoted", p, []gossipMember{g("a", GossipAlive), g("b", GossipAlive)}, []kv.Member{v("a", 10), l("b", 6)}, nil, "promote b", ""},
+		{"manual promotion: caught-up learner waits for an operator", policy{self: "a", fingerprint: "fp", compatible: EqualFingerprints, grace: time.Second, promoteLag: 5, manualPromote: true},
+			[]gossipMember{g("a", GossipAlive), g("b", GossipAlive)}, []kv.Member{v("a", 10), l("b", 10)}, nil, "none", "writctl members promote b"},
 		{"lagging learner waits", p, []gossipMember{g("a", GossipAlive), g("b", GossipAlive)}, []kv.Member{v("a", 10), l("b", 4)}, nil, "none", "learner b at 4"},
 		{"learner with no match waits", p, []gossipMember{g("a", GossipAlive), g("b", GossipAlive)}, []kv.Member{v("a", 0), l("b", 0)}, nil, "none", "learner b"},
 		{"max voters keeps learner", policy{self: "a", fingerprint: "fp", compatible: EqualFingerprints, grace: time.Second, promoteLag: 5, maxVoters: 1},

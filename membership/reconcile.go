@@ -107,6 +107,8 @@ type policy struct {
 	unknownGrace time.Duration
 	promoteLag   uint64
 	maxVoters    int
+	// manualPromote leaves learners for an operator to promote.
+	manualPromote bool
 }
 
 func quorum(n int) int { return n/2 + 1 }
@@ -245,8 +247,15 @@ func decide(p policy, now time.Time, gossip []gossipMember, raft []kv.Member, co
 			return action{kind: actRemove, id: m.ID, reason: fmt.Sprintf("%s for %s (grace %s)", orUnknown(status(m.ID)), now.Sub(since).Round(time.Millisecond), grace)}, ""
 		}
 	}
-	// 3. Promote a caught-up learner that wants to vote.
-	if p.maxVoters == 0 || voters < p.maxVoters {
+	// 3. Promote a caught-up learner that wants to vote (unless an
+	// operator promotes: then only say who is waiting).
+	if p.manualPromote {
+		for _, m := range sorted {
+			if !m.Voter && m.ID != p.self && byName[m.ID].Tags[TagRole] == RoleVoter && note == "" {
+				note = fmt.Sprintf("waiting: learner %s awaits an operator's promotion (membership.auto_promote is false): writctl members promote %s", m.ID, m.ID)
+			}
+		}
+	} else if p.maxVoters == 0 || voters < p.maxVoters {
 		for _, m := range sorted {
 			if m.Voter || status(m.ID) != GossipAlive {
 				continue

@@ -453,6 +453,7 @@ type agentView interface {
 	UseKey(key string) (membership.KeyReport, error)
 	RemoveKey(key string) (membership.KeyReport, error)
 	ListKeys() (membership.KeyReport, error)
+	Promote(ctx context.Context, id string) error
 }
 
 var _ agentView = (*membership.Agent)(nil)
@@ -464,6 +465,19 @@ var _ api.Membership = (*members)(nil)
 
 func (m *members) Refused(context.Context) []api.Refusal {
 	return refusalsToAPI(m.a.Refused())
+}
+
+// Promote asks the agent to promote learner id (it checks the
+// reconciler's conditions and logs the change).
+func (m *members) Promote(ctx context.Context, id string) error {
+	err := m.a.Promote(ctx, id)
+	if errors.Is(err, membership.ErrNotLeader) {
+		return fmt.Errorf("node: %w: %w", api.ErrNotLeader, err)
+	}
+	if err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	return nil
 }
 
 func refusalsToAPI(rs []membership.Refusal) []api.Refusal {

@@ -33,6 +33,10 @@ func (f *fakeAgent) InstallKey(k string) (membership.KeyReport, error) { return 
 func (f *fakeAgent) UseKey(k string) (membership.KeyReport, error)     { return f.op("use", k) }
 func (f *fakeAgent) RemoveKey(k string) (membership.KeyReport, error)  { return f.op("remove", k) }
 func (f *fakeAgent) ListKeys() (membership.KeyReport, error)           { return f.op("list", "") }
+func (f *fakeAgent) Promote(_ context.Context, id string) error {
+	f.calls = append(f.calls, "promote "+id)
+	return f.err
+}
 
 func TestMembersAdapter_FakeAgent(t *testing.T) {
 	since := time.Unix(1700000000, 0)

@@ -61,12 +61,14 @@ type Node struct {
 	rs   *raftstore.Node
 	// peerTLS is the raft transport's certificate material (nil: plaintext).
 	peerTLS *pki.Reloader
-	mem     *membership.Agent
-	gs      *grpc.Server
-	apis    *api.Server
-	lis     net.Listener
-	obs     obsState
-	sch     *schemas
+	// apiTLS is the client API's certificate material (nil: plaintext).
+	apiTLS *pki.Reloader
+	mem    *membership.Agent
+	gs     *grpc.Server
+	apis   *api.Server
+	lis    net.Listener
+	obs    obsState
+	sch    *schemas
 	// replay bounds Watch streams replaying history at once (replay.go).
 	replay replaySlots
 
@@ -104,6 +106,11 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	}
 	n.log = slog.New(uniqueKeys(h)).With("node", cfg.NodeID)
 	n.initObs(cfg)
+	// Configuration warnings first: a start that fails later still shows
+	// them.
+	for _, w := range cfg.Warnings {
+		n.log.Warn("writd: " + w)
+	}
 
 	var cleanup []func()
 	defer func() {
@@ -198,7 +205,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 		return nil, err
 	}
 	n.rs, err = raftstore.Start(raftstore.Config{
-		TLS: peerTLS, MaxFrameBytes: cfg.MaxFrameBytes,
+		TLS: peerTLS, MaxFrameBytes: cfg.MaxFrameBytes, MaxSnapshotBytes: cfg.MaxSnapshotBytes,
 		NodeID: cfg.NodeID, DataDir: filepath.Join(n.dataDir, "raft"), RaftAddr: cfg.RaftAddr, Join: !cfg.Bootstrap,
 		TickInterval: cfg.RaftTick, ElectionTicks: cfg.ElectionTicks, HeartbeatTicks: cfg.HeartbeatTicks,
 		SnapshotCount: cfg.SnapshotEntries, Checker: n.pl.Checker(), Observer: n.pl, Metrics: n.raftMetrics(), Logger: n.log.With("component", "raft"),
@@ -226,7 +233,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 		NodeID: cfg.NodeID, BindAddr: ghost, BindPort: port, Seeds: cfg.Join,
 		RaftAddr: n.rs.Addr(), APIAddr: lis.Addr().String(), Fingerprint: n.cat.Fingerprint(), Version: Version,
 		Profile: cfg.GossipProfile, EncryptKey: ekey, KeyringFile: keyring, SnapshotPath: filepath.Join(n.dataDir, "serf.snapshot"),
-		FailedGrace: cfg.FailedGrace, Admit: n.sch.admit, Logger: n.log.With("component", "membership"),
+		FailedGrace: cfg.FailedGrace, ManualPromote: !cfg.AutoPromote, Admit: n.sch.admit, Logger: n.log.With("component", "membership"),
 	}, n.rs)
 	if err != nil {
 		return nil, startErr("%s", oneLine("membership", err))
@@ -240,6 +247,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	n.watchAPITLS(as.tls, cfg.API.CertFile)
 	n.apis, err = api.New(api.Config{Writer: &writer{n: n}, Store: n.rs, Info: &info{n: n}, Membership: &members{a: n.mem}, Schema: n.sch.serve, Gate: n.sch.gate, Logger: n.log.With("component", "api"),
 		ForwardCreds: as.forward, Reflection: cfg.Dev || cfg.API.Reflection})
 	if err != nil {
@@ -268,9 +276,6 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 		}
 	}()
 	go n.watchRefusal()
-	for _, w := range cfg.Warnings {
-		n.log.Warn("writd: " + w)
-	}
 	n.log.Info("writd: started", "api", n.APIAddr(), "raft", n.rs.Addr(), "gossip", n.mem.Addr(), "data_dir", n.dataDir, "bootstrap", cfg.Bootstrap)
 	return n, nil
 }
@@ -396,6 +401,11 @@ func (n *Node) pluginConfigs(name string) ([]host.PluginConfig, error) {
 		if sum == "" {
 			if sum, err = fileSHA256(abs); err != nil {
 				return nil, startErr("plugins: %s: %v: check the plugins list (flag --plugin)", abs, err)
+			}
+			if n.cfg.RequirePinnedPlugins {
+				// Found next to writd or on PATH: no configured pin
+				// (config refuses an unpinned configured one).
+				return nil, startErr("plugins: not set, and writd found %s without a pinned sha256 (now %s); outside dev mode a node that joins or listens beyond loopback does not trust a plugin on first use: verify the binary, then set plugins: [{path: %s, sha256: HEX}] (flag --plugin %s=HEX), or set insecure: true", abs, sum, abs, abs)
 			}
 		}
 		out = append(out, host.PluginConfig{Path: abs, SHA256: sum})

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/writ-dev/writ/node/config"
@@ -31,17 +32,45 @@ func (n *Node) loadPeerTLS(cfg *config.Node) (*pki.Reloader, error) {
 	return r, nil
 }
 
-// ReloadTLS re-reads the certificate files (writd does on SIGHUP); new
-// connections use them, established ones keep theirs. On error the
-// material in use stays.
-func (n *Node) ReloadTLS() error {
-	if n.peerTLS == nil {
-		return nil
+// watchAPITLS keeps the API's certificate material (nil: plaintext) for
+// ReloadTLS and logs reloads caused by a changed file.
+func (n *Node) watchAPITLS(r *pki.Reloader, certFile string) {
+	if r == nil {
+		return
 	}
-	if err := n.peerTLS.Reload(); err != nil {
-		n.log.Error("writd: reload of peer TLS files failed; keeping the certificate in use", "err", err)
+	r.OnReload = func(err error) {
+		if err != nil {
+			n.log.Error("writd: API TLS files changed but do not load; keeping the certificate in use", "err", err)
+			return
+		}
+		n.log.Info("writd: API TLS files changed: reloaded", "cert_file", certFile, "not_after", r.Leaf().NotAfter)
+	}
+	n.apiTLS = r
+}
+
+// ReloadTLS re-reads the peer and API certificate files (writd does on
+// SIGHUP); new connections use them, established ones keep theirs. On
+// error the material in use stays (each set reloads on its own).
+func (n *Node) ReloadTLS() error {
+	var errs []error
+	if n.peerTLS != nil {
+		if err := n.peerTLS.Reload(); err != nil {
+			n.log.Error("writd: reload of peer TLS files failed; keeping the certificate in use", "err", err)
+			errs = append(errs, err)
+		} else {
+			n.log.Info("writd: peer TLS files reloaded", "not_after", n.peerTLS.Leaf().NotAfter)
+		}
+	}
+	if n.apiTLS != nil {
+		if err := n.apiTLS.Reload(); err != nil {
+			n.log.Error("writd: reload of API TLS files failed; keeping the certificate in use", "err", err)
+			errs = append(errs, err)
+		} else {
+			n.log.Info("writd: API TLS files reloaded", "not_after", n.apiTLS.Leaf().NotAfter, "serial", n.apiTLS.Leaf().SerialNumber.String())
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
-	n.log.Info("writd: peer TLS files reloaded", "not_after", n.peerTLS.Leaf().NotAfter)
 	return nil
 }

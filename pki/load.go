@@ -91,6 +91,10 @@ func VerifyChain(roots *x509.CertPool, chain []*x509.Certificate, usage x509.Ext
 	if len(chain) == 0 {
 		return errors.New("pki: no certificate presented")
 	}
+	if roots == nil {
+		// x509 would verify against the system's roots instead
+		return errors.New("pki: no CA to verify the certificate against")
+	}
 	leaf := chain[0]
 	now := time.Now()
 	if now.Before(leaf.NotBefore) {

@@ -38,7 +38,9 @@ type material struct {
 }
 
 // NewReloader reads certFile, keyFile and caFile; any of them missing or
-// not matching is an error naming the file.
+// not matching is an error naming the file. caFile may be empty: then
+// there is no pool (Pool is nil), for a server that verifies no client
+// certificates.
 func NewReloader(certFile, keyFile, caFile string) (*Reloader, error) {
 	r := &Reloader{certFile: certFile, keyFile: keyFile, caFile: caFile}
 	if err := r.Reload(); err != nil {
@@ -59,9 +61,11 @@ func (r *Reloader) Reload() error {
 			return fmt.Errorf("pki: %s: %w", r.certFile, err)
 		}
 	}
-	pool, err := LoadPool(r.caFile)
-	if err != nil {
-		return err
+	var pool *x509.CertPool
+	if r.caFile != "" {
+		if pool, err = LoadPool(r.caFile); err != nil {
+			return err
+		}
 	}
 	r.cur.Store(&material{cert: &cert, pool: pool, stamp: stamp})
 	return nil
@@ -94,6 +98,14 @@ func (r *Reloader) maybeReload() {
 	if r.OnReload != nil {
 		r.OnReload(err)
 	}
+}
+
+// Current is the certificate and CA pool in use, reloaded first if a
+// file changed (checked at most once a second): what a handshake uses.
+func (r *Reloader) Current() (*tls.Certificate, *x509.CertPool) {
+	r.maybeReload()
+	m := r.cur.Load()
+	return m.cert, m.pool
 }
 
 // Leaf is the certificate in use.

@@ -65,9 +65,16 @@ type Config struct {
 	MaxEntryBytes int
 	// MaxFrameBytes bounds one transport frame received from a peer; a
 	// larger frame is refused from its header, before it is read or
-	// allocated, and a snapshot larger than it is not sent (default
-	// 64 MiB; at least MaxEntryBytes + MaxBatchBytes + 64 KiB).
+	// allocated (default 64 MiB; at least MaxEntryBytes + MaxBatchBytes +
+	// 64 KiB). Snapshots larger than MaxBatchBytes are sent in chunks of
+	// MaxBatchBytes, so they are not bounded by it.
 	MaxFrameBytes int
+	// MaxSnapshotBytes bounds a snapshot sent to or received from a peer
+	// (its encoded state), and the bytes of snapshots being received on
+	// all streams at once; a larger one is not sent, and refused when
+	// received (default 4 GiB; keep it above the state's size, equal on
+	// every node).
+	MaxSnapshotBytes int
 	// MaxUncommittedBytes bounds the leader's uncommitted log tail; beyond it
 	// proposals fail with kv.ErrDropped (default 64 MiB).
 	MaxUncommittedBytes uint64
@@ -152,6 +159,9 @@ func (c *Config) withDefaults() (Config, error) {
 	if need := out.MaxEntryBytes + out.MaxBatchBytes + 64<<10; out.MaxFrameBytes < need {
 		return out, fmt.Errorf("raftstore: config: MaxFrameBytes (%d) must be at least MaxEntryBytes + MaxBatchBytes + 64 KiB (%d): raise it or lower MaxEntryBytes", out.MaxFrameBytes, need)
 	}
+	if out.MaxSnapshotBytes <= 0 {
+		out.MaxSnapshotBytes = defaultMaxSnapshotBytes
+	}
 	if out.MaxUncommittedBytes == 0 {
 		out.MaxUncommittedBytes = 64 << 20
 	}
@@ -185,6 +195,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	return out, nil
 }
+
+// defaultMaxSnapshotBytes is MaxSnapshotBytes unless set.
+const defaultMaxSnapshotBytes = 4 << 30
 
 // RaftID maps a node ID to raft's uint64 ID deterministically (FNV-1a 64,
 // never zero), so every node computes the same mapping.

@@ -254,6 +254,8 @@
 // log; snapshots must parse. A message that fails, an undecodable frame, or
 // a raft panic on a message (recovered) ends the stream with a log line
 // naming the source address. Frames over MaxFrameBytes are refused from
-// their length prefix, before allocation. None of this authenticates the
+// their length prefix, before allocation. A snapshot larger than
+// MaxBatchBytes travels in chunks, reassembled within MaxSnapshotBytes
+// (snapchunk.go), so the frame cap does not bound the state. None of this authenticates the
 // sender.
 package raftstore

@@ -196,7 +196,7 @@ func Start(c Config) (*Node, error) {
 		return nil, err
 	}
 	// The transport starts after raft: it steps incoming messages into it.
-	n.tr = newTransport(n.id, lis, cfg.SendQueue, cfg.MaxBatchBytes, cfg.MaxFrameBytes, n, n.log, peerSecurity{tls: cfg.TLS, cluster: cid})
+	n.tr = newTransport(n.id, lis, transportLimits{queue: cfg.SendQueue, batch: cfg.MaxBatchBytes, frame: cfg.MaxFrameBytes, snapshot: cfg.MaxSnapshotBytes}, n, n.log, peerSecurity{tls: cfg.TLS, cluster: cid})
 	n.tr.metrics = cfg.Metrics
 	if cfg.hooks != nil {
 		n.tr.drop = cfg.hooks.dropMessage

@@ -222,7 +222,7 @@ func TestPeerTLSRefusesEveryUnauthenticatedPeer(t *testing.T) {
 // header naming a known peer with another address changes nothing.
 func TestTransportHeaderNeverRepointsKnownPeer(t *testing.T) {
 	ra := &recorder{}
-	a := newTransport(1, listen(t, authAddr(10)), 64, 1<<20, 64<<20, ra, testLogger(t), peerSecurity{})
+	a := newTransport(1, listen(t, authAddr(10)), transportLimits{queue: 64, batch: 1 << 20, frame: 64 << 20}, ra, testLogger(t), peerSecurity{})
 	defer a.close()
 	a.setPeer(2, authAddr(11)+":7071")
 	md := metadata.Pairs(mdFromID, "2", mdFromAddr, authAddr(50)+":9")
@@ -363,9 +363,9 @@ func TestPeerTLSDialerRequiresThePeersOwnCertificate(t *testing.T) {
 	logs := &syncBuf{}
 	la := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	rb := &recorder{}
-	b := newTransport(RaftID("n3"), listen(t, authAddr(12)), 64, 1<<20, 64<<20, rb, testLogger(t), peerSecurity{tls: cb.TLS})
+	b := newTransport(RaftID("n3"), listen(t, authAddr(12)), transportLimits{queue: 64, batch: 1 << 20, frame: 64 << 20}, rb, testLogger(t), peerSecurity{tls: cb.TLS})
 	defer b.close()
-	a := newTransport(RaftID("n1"), listen(t, authAddr(11)), 64, 1<<20, 64<<20, &recorder{}, la, peerSecurity{tls: ca.TLS})
+	a := newTransport(RaftID("n1"), listen(t, authAddr(11)), transportLimits{queue: 64, batch: 1 << 20, frame: 64 << 20}, &recorder{}, la, peerSecurity{tls: ca.TLS})
 	defer a.close()
 	n2 := RaftID("n2")
 	a.setPeer(n2, b.addr)

@@ -99,6 +99,9 @@ type transport struct {
 	queueLen int
 	maxBatch int
 	maxFrame int // largest frame received or sent
+	maxSnap  int // largest snapshot sent or received (in chunks)
+	// snapHeld is the bytes of partly received snapshots on all streams.
+	snapHeld atomic.Int64
 	h        raftHandler
 	log      *slog.Logger
 	metrics  Metrics // nil: not measured
@@ -130,9 +133,18 @@ type peerSecurity struct {
 	cluster *clusterID
 }
 
-func newTransport(self uint64, lis net.Listener, queueLen, maxBatch, maxFrame int, h raftHandler, log *slog.Logger, sec peerSecurity) *transport {
+// transportLimits bounds a transport: the per-peer send queue, a batch of
+// messages (and a snapshot chunk), a frame and a snapshot.
+type transportLimits struct {
+	queue, batch, frame, snapshot int
+}
+
+func newTransport(self uint64, lis net.Listener, lim transportLimits, h raftHandler, log *slog.Logger, sec peerSecurity) *transport {
+	if lim.snapshot <= 0 {
+		lim.snapshot = defaultMaxSnapshotBytes
+	}
 	t := &transport{
-		self: self, addr: lis.Addr().String(), queueLen: queueLen, maxBatch: maxBatch, maxFrame: maxFrame,
+		self: self, addr: lis.Addr().String(), queueLen: lim.queue, maxBatch: lim.batch, maxFrame: lim.frame, maxSnap: lim.snapshot,
 		h: h, log: log, lis: lis, tls: sec.tls, cluster: sec.cluster,
 		peers: map[uint64]*peer{}, removed: map[uint64]bool{}, draining: map[*peer]bool{},
 	}
@@ -142,7 +154,7 @@ func newTransport(self uint64, lis net.Listener, queueLen, maxBatch, maxFrame in
 	if ta, ok := lis.Addr().(*net.TCPAddr); ok && !ta.IP.IsUnspecified() {
 		t.localIP = ta.IP
 	}
-	opts := []grpc.ServerOption{grpc.ForceServerCodec(rawCodec{}), grpc.MaxRecvMsgSize(maxFrame),
+	opts := []grpc.ServerOption{grpc.ForceServerCodec(rawCodec{}), grpc.MaxRecvMsgSize(lim.frame),
 		grpc.InitialWindowSize(flowWindow), grpc.InitialConnWindowSize(flowWindow)}
 	if t.tls != nil {
 		opts = append(opts, grpc.Creds(t.serverCreds()))
@@ -188,14 +200,16 @@ func (t *transport) serve(ss grpc.ServerStream) (err error) {
 	if err != nil {
 		return status.Error(codes.PermissionDenied, err.Error())
 	}
-	nonMember := false
+	rs := &recvStream{t: t, ctx: ctx, src: src, auth: auth}
 	// Forwarded proposals are stepped off the stream: a handler may hold a
 	// proposal while this node knows no leader (a restarted node receiving
 	// proposals queued for it while it was the leader), and the heartbeats
 	// that would tell it the leader arrive behind them on this stream.
-	props := make(chan *raftpb.Message, propQueue)
-	defer close(props)
-	go t.stepProposals(ctx, props, src)
+	rs.props = make(chan *raftpb.Message, propQueue)
+	defer close(rs.props)
+	go t.stepProposals(ctx, rs.props, src)
+	rs.snap = snapAssembly{held: &t.snapHeld, limit: int64(t.maxSnap)}
+	defer rs.snap.release()
 	var frame []byte
 	for {
 		if err := ss.RecvMsg(&frame); err != nil {
@@ -204,6 +218,16 @@ func (t *transport) serve(ss grpc.ServerStream) (err error) {
 				return err
 			}
 			return nil
+		}
+		if isChunkFrame(frame) {
+			if err := rs.chunk(frame); err != nil {
+				return streamEnd(err)
+			}
+			continue
+		}
+		if rs.snap.active {
+			t.log.Warn("raftstore: transport: dropping stream: a message frame inside a chunked snapshot", "source", src, "peer", auth.from)
+			return status.Error(codes.InvalidArgument, "raftstore: message frame inside a chunked snapshot")
 		}
 		msgs, err := decodeFrame(frame)
 		if err != nil {
@@ -214,41 +238,100 @@ func (t *transport) serve(ss grpc.ServerStream) (err error) {
 			t.mreceived(msgs[0].GetFrom(), len(msgs), len(frame))
 		}
 		for _, m := range msgs {
-			if auth.from != 0 && m.GetFrom() != auth.from {
-				t.log.Warn("raftstore: transport: dropping stream: message not from the authenticated peer", "source", src, "type", m.GetType().String(), "from", m.GetFrom(), "peer", auth.from, "peer_node", auth.node)
-				return status.Error(codes.PermissionDenied, "raftstore: message From is not the authenticated peer")
-			}
-			if err := t.h.check(m); err != nil {
-				t.log.Warn("raftstore: transport: dropping stream: refused message", "source", src, "type", m.GetType().String(), "from", m.GetFrom(), "err", err)
-				return status.Error(codes.InvalidArgument, err.Error())
-			}
-			if !t.admit(m.GetFrom()) {
-				// A removed member may still send for a while: drop its
-				// messages, logging the first of each stream.
-				if !nonMember {
-					t.log.Warn("raftstore: transport: dropping messages from a non-member", "source", src, "type", m.GetType().String(), "from", m.GetFrom())
-					nonMember = true
-				}
-				continue
-			}
-			if m.GetType() == raftpb.MsgProp {
-				select {
-				case props <- m:
-				default:
-					// Like a follower without a leader, drop it: the
-					// proposer's wait times out and it retries.
-				}
-				continue
-			}
-			if err := t.h.step(ctx, m); err != nil {
-				if errors.Is(err, errMalformed) {
-					t.log.Warn("raftstore: transport: dropping stream: refused message", "source", src, "type", m.GetType().String(), "from", m.GetFrom(), "err", err)
-					return status.Error(codes.InvalidArgument, err.Error())
-				}
-				return nil
+			if err := rs.handle(m); err != nil {
+				return streamEnd(err)
 			}
 		}
 	}
+}
+
+// errStreamDone ends a stream quietly: raft stopped.
+var errStreamDone = errors.New("raftstore: transport: stream done")
+
+// streamEnd is the status a stream handler returns for err.
+func streamEnd(err error) error {
+	if errors.Is(err, errStreamDone) {
+		return nil
+	}
+	return err
+}
+
+// recvStream is the receiving end of one peer stream.
+type recvStream struct {
+	t         *transport
+	ctx       context.Context
+	src       string
+	auth      streamAuth
+	props     chan *raftpb.Message
+	snap      snapAssembly
+	nonMember bool
+}
+
+// chunk adds a snapshot chunk frame; the chunk that completes a snapshot
+// hands it to handle. A bad chunk, or chunks from a non-member, end the
+// stream.
+func (rs *recvStream) chunk(frame []byte) error {
+	t := rs.t
+	if !rs.snap.active && rs.auth.from != 0 && !t.admit(rs.auth.from) {
+		t.log.Warn("raftstore: transport: dropping stream: snapshot chunks from a non-member", "source", rs.src, "from", rs.auth.from)
+		return status.Error(codes.PermissionDenied, "raftstore: snapshot from a non-member")
+	}
+	c, err := decodeChunk(frame)
+	if err == nil {
+		var m *raftpb.Message
+		if m, err = rs.snap.add(c); err == nil {
+			if m == nil {
+				return nil
+			}
+			t.mreceived(m.GetFrom(), 1, int(c.total))
+			return rs.handle(m)
+		}
+	}
+	t.log.Warn("raftstore: transport: dropping stream: refused snapshot chunk", "source", rs.src, "from", rs.auth.from, "err", err)
+	if errors.Is(err, errSnapshotBudget) {
+		return status.Error(codes.ResourceExhausted, err.Error())
+	}
+	return status.Error(codes.InvalidArgument, err.Error())
+}
+
+// handle checks one received message and steps it into raft. An error
+// ends the stream; it has been logged.
+func (rs *recvStream) handle(m *raftpb.Message) error {
+	t, src, auth := rs.t, rs.src, rs.auth
+	if auth.from != 0 && m.GetFrom() != auth.from {
+		t.log.Warn("raftstore: transport: dropping stream: message not from the authenticated peer", "source", src, "type", m.GetType().String(), "from", m.GetFrom(), "peer", auth.from, "peer_node", auth.node)
+		return status.Error(codes.PermissionDenied, "raftstore: message From is not the authenticated peer")
+	}
+	if err := t.h.check(m); err != nil {
+		t.log.Warn("raftstore: transport: dropping stream: refused message", "source", src, "type", m.GetType().String(), "from", m.GetFrom(), "err", err)
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	if !t.admit(m.GetFrom()) {
+		// A removed member may still send for a while: drop its
+		// messages, logging the first of each stream.
+		if !rs.nonMember {
+			t.log.Warn("raftstore: transport: dropping messages from a non-member", "source", src, "type", m.GetType().String(), "from", m.GetFrom())
+			rs.nonMember = true
+		}
+		return nil
+	}
+	if m.GetType() == raftpb.MsgProp {
+		select {
+		case rs.props <- m:
+		default:
+			// Like a follower without a leader, drop it: the
+			// proposer's wait times out and it retries.
+		}
+		return nil
+	}
+	if err := t.h.step(rs.ctx, m); err != nil {
+		if errors.Is(err, errMalformed) {
+			t.log.Warn("raftstore: transport: dropping stream: refused message", "source", src, "type", m.GetType().String(), "from", m.GetFrom(), "err", err)
+			return status.Error(codes.InvalidArgument, err.Error())
+		}
+		return errStreamDone
+	}
+	return nil
 }
 
 // stepProposals steps forwarded proposals, each given at most propTimeout
@@ -544,33 +627,76 @@ func (p *peer) pump(stream grpc.ClientStream, pending *[]*raftpb.Message) error 
 			}
 		}
 		*pending = batch
-		// A fresh buffer per frame: the raw codec hands this slice to gRPC,
-		// which may still be writing it after SendMsg returns. Messages are
-		// marshalled straight into it, reusing the sizes computed above.
-		buf := binary.AppendUvarint(make([]byte, 0, size+binary.MaxVarintLen64*(len(batch)+1)), uint64(len(batch)))
-		hasSnap := false
-		for i, m := range batch {
-			buf = binary.AppendUvarint(buf, uint64(sizes[i]))
-			before := len(buf)
-			var err error
-			buf, err = marshalCached.MarshalAppend(buf, m)
-			if err != nil {
-				return fmt.Errorf("raftstore: transport: marshal: %w", err)
-			}
-			if len(buf)-before != sizes[i] {
-				return fmt.Errorf("raftstore: transport: message %d changed size while queued (%d, now %d bytes)", i, sizes[i], len(buf)-before)
-			}
-			hasSnap = hasSnap || m.GetType() == raftpb.MsgSnap
-		}
-		if err := stream.SendMsg(&buf); err != nil {
+		if err := p.sendBatch(stream, batch, sizes); err != nil {
 			return err
 		}
-		p.t.msent(p.id, len(batch), len(buf))
 		*pending = nil
-		if hasSnap {
-			p.t.h.reportSnapshot(p.id, raft.SnapshotFinish)
-		}
 	}
+}
+
+// sendBatch sends a batch in order: runs of messages as one frame each, and
+// a snapshot larger than one batch in chunks (snapchunk.go).
+func (p *peer) sendBatch(stream grpc.ClientStream, batch []*raftpb.Message, sizes []int) error {
+	start := 0
+	for i, m := range batch {
+		if m.GetType() != raftpb.MsgSnap || sizes[i] <= p.t.maxBatch {
+			continue
+		}
+		if err := p.sendFrame(stream, batch[start:i], sizes[start:i]); err != nil {
+			return err
+		}
+		start = i + 1
+		frames, total, err := chunkFrames(m, p.t.maxBatch)
+		if err != nil {
+			return err
+		}
+		for _, f := range frames {
+			if err := stream.SendMsg(&f); err != nil {
+				return err
+			}
+		}
+		p.t.msent(p.id, 1, total)
+		p.t.h.reportSnapshot(p.id, raft.SnapshotFinish)
+	}
+	return p.sendFrame(stream, batch[start:], sizes[start:])
+}
+
+// sendFrame sends messages as one frame (none: nothing).
+func (p *peer) sendFrame(stream grpc.ClientStream, batch []*raftpb.Message, sizes []int) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	size := 0
+	for _, n := range sizes {
+		size += n
+	}
+	// A fresh buffer per frame: the raw codec hands this slice to gRPC,
+	// which may still be writing it after SendMsg returns. Messages are
+	// marshalled straight into it, reusing the sizes computed when they
+	// were batched.
+	buf := binary.AppendUvarint(make([]byte, 0, size+binary.MaxVarintLen64*(len(batch)+1)), uint64(len(batch)))
+	hasSnap := false
+	for i, m := range batch {
+		buf = binary.AppendUvarint(buf, uint64(sizes[i]))
+		before := len(buf)
+		var err error
+		buf, err = marshalCached.MarshalAppend(buf, m)
+		if err != nil {
+			return fmt.Errorf("raftstore: transport: marshal: %w", err)
+		}
+		if len(buf)-before != sizes[i] {
+			return fmt.Errorf("raftstore: transport: message %d changed size while queued (%d, now %d bytes)", i, sizes[i], len(buf)-before)
+		}
+		hasSnap = hasSnap || m.GetType() == raftpb.MsgSnap
+	}
+	if err := stream.SendMsg(&buf); err != nil {
+		return err
+	}
+	p.t.msent(p.id, len(batch), len(buf))
+	if hasSnap {
+		p.t.h.reportSnapshot(p.id, raft.SnapshotFinish)
+	}
+	return nil
 }
 
 // ready prepares a dequeued message for the wire: a snapshot gets its data
@@ -585,9 +711,9 @@ func (p *peer) ready(m *raftpb.Message) bool {
 		p.t.h.reportSnapshot(p.id, raft.SnapshotFailure)
 		return false
 	}
-	if size := proto.Size(m); size > p.t.maxFrame-64<<10 {
-		p.t.log.Error("raftstore: transport: not sending snapshot: the state is larger than one frame; raise MaxFrameBytes on every node",
-			"peer", p.id, "snapshot_bytes", size, "max_frame_bytes", p.t.maxFrame)
+	if size := proto.Size(m); size > p.t.maxSnap {
+		p.t.log.Error("raftstore: transport: not sending snapshot: the state is larger than MaxSnapshotBytes; raise it on every node",
+			"peer", p.id, "snapshot_bytes", size, "max_snapshot_bytes", p.t.maxSnap)
 		p.t.h.reportSnapshot(p.id, raft.SnapshotFailure)
 		return false
 	}

@@ -62,7 +62,7 @@ func TestTransportBoundsQueueReconnectsAndBinds(t *testing.T) {
 	lisB.Close() // nothing listens there yet
 
 	ra := &recorder{}
-	a := newTransport(1, listen(t, loopback(7)), 64, 1<<20, 64<<20, ra, testLogger(t), peerSecurity{})
+	a := newTransport(1, listen(t, loopback(7)), transportLimits{queue: 64, batch: 1 << 20, frame: 64 << 20}, ra, testLogger(t), peerSecurity{})
 	defer a.close()
 	a.setPeer(2, addrB)
 	for i := range 10000 {
@@ -100,7 +100,7 @@ func TestTransportBoundsQueueReconnectsAndBinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	rb := &recorder{}
-	b := newTransport(2, lis, 64, 1<<20, 64<<20, rb, testLogger(t), peerSecurity{})
+	b := newTransport(2, lis, transportLimits{queue: 64, batch: 1 << 20, frame: 64 << 20}, rb, testLogger(t), peerSecurity{})
 	defer b.close()
 	// New traffic after the peer came up is delivered, in order.
 	waitFor(t, 10*time.Second, "reconnect", func() bool {
@@ -178,9 +178,9 @@ func (r *propBlocker) step(ctx context.Context, m *raftpb.Message) error {
 // same stream (the heartbeats that would tell the node its leader).
 func TestTransportProposalsDoNotStallTheStream(t *testing.T) {
 	ra, rb := &recorder{}, &propBlocker{}
-	a := newTransport(1, listen(t, loopback(7)), 4096, 1<<20, 64<<20, ra, testLogger(t), peerSecurity{})
+	a := newTransport(1, listen(t, loopback(7)), transportLimits{queue: 4096, batch: 1 << 20, frame: 64 << 20}, ra, testLogger(t), peerSecurity{})
 	defer a.close()
-	b := newTransport(2, listen(t, loopback(8)), 4096, 1<<20, 64<<20, rb, testLogger(t), peerSecurity{})
+	b := newTransport(2, listen(t, loopback(8)), transportLimits{queue: 4096, batch: 1 << 20, frame: 64 << 20}, rb, testLogger(t), peerSecurity{})
 	defer b.close()
 	a.setPeer(2, b.addr)
 	var msgs []*raftpb.Message

@@ -61,7 +61,10 @@ start_node() { # name index [join]
 	local n=$1 i=$2 join=${3:-}
 	local h=${HOSTS[$i]}
 	mkdir -p "$DATA/$n"
-	local args=(--node-id "$n" --data-dir "$DATA/$n" --api-addr "$h:$API_PORT" --raft-addr "$h:$RAFT_PORT" --gossip-addr "$h:$GOSSIP_PORT" --plugin "$BIN/writ-jobs")
+	# a joining node runs only a plugin pinned by its SHA-256 (docs/security.md)
+	local sum
+	sum=$(sha256sum "$BIN/writ-jobs" | cut -d' ' -f1)
+	local args=(--node-id "$n" --data-dir "$DATA/$n" --api-addr "$h:$API_PORT" --raft-addr "$h:$RAFT_PORT" --gossip-addr "$h:$GOSSIP_PORT" --plugin "$BIN/writ-jobs=$sum")
 	# secured: the node's certificate serves both peer mTLS and the API
 	args+=(--raft-tls-cert-file "$CERTS/$n.crt" --raft-tls-key-file "$CERTS/$n.key" --raft-tls-ca-file "$CERTS/ca.crt")
 	args+=(--api-tls-cert-file "$CERTS/$n.crt" --api-tls-key-file "$CERTS/$n.key" --api-tls-client-ca-file "$CERTS/ca.crt")

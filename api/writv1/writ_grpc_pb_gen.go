@@ -39,6 +39,7 @@ const (
 	Writ_ConfigUpgrade_FullMethodName   = "/writ.v1.Writ/ConfigUpgrade"
 	Writ_Schema_FullMethodName          = "/writ.v1.Writ/Schema"
 	Writ_ResolveConflict_FullMethodName = "/writ.v1.Writ/ResolveConflict"
+	Writ_PromoteMember_FullMethodName   = "/writ.v1.Writ/PromoteMember"
 )
 
 // WritClient is the client API for Writ service.
@@ -65,6 +66,10 @@ type WritClient interface {
 	// `writ schema diff` (rolling upgrades).
 	Schema(ctx context.Context, in *SchemaRequest, opts ...grpc.CallOption) (*SchemaResponse, error)
 	ResolveConflict(ctx context.Context, in *ResolveConflictRequest, opts ...grpc.CallOption) (*ResolveConflictResponse, error)
+	// PromoteMember makes a caught-up learner a voter (served by the raft
+	// leader; a follower forwards it). With membership.auto_promote false it
+	// is the only way a joined node becomes a voter.
+	PromoteMember(ctx context.Context, in *PromoteMemberRequest, opts ...grpc.CallOption) (*PromoteMemberResponse, error)
 }
 
 type writClient struct {
@@ -263,6 +268,16 @@ func (c *writClient) ResolveConflict(ctx context.Context, in *ResolveConflictReq
 	return out, nil
 }
 
+func (c *writClient) PromoteMember(ctx context.Context, in *PromoteMemberRequest, opts ...grpc.CallOption) (*PromoteMemberResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PromoteMemberResponse)
+	err := c.cc.Invoke(ctx, Writ_PromoteMember_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WritServer is the server API for Writ service.
 // All implementations must embed UnimplementedWritServer
 // for forward compatibility.
@@ -287,6 +302,10 @@ type WritServer interface {
 	// `writ schema diff` (rolling upgrades).
 	Schema(context.Context, *SchemaRequest) (*SchemaResponse, error)
 	ResolveConflict(context.Context, *ResolveConflictRequest) (*ResolveConflictResponse, error)
+	// PromoteMember makes a caught-up learner a voter (served by the raft
+	// leader; a follower forwards it). With membership.auto_promote false it
+	// is the only way a joined node becomes a voter.
+	PromoteMember(context.Context, *PromoteMemberRequest) (*PromoteMemberResponse, error)
 	mustEmbedUnimplementedWritServer()
 }
 
@@ -347,6 +366,9 @@ func (UnimplementedWritServer) Schema(context.Context, *SchemaRequest) (*SchemaR
 }
 func (UnimplementedWritServer) ResolveConflict(context.Context, *ResolveConflictRequest) (*ResolveConflictResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ResolveConflict not implemented")
+}
+func (UnimplementedWritServer) PromoteMember(context.Context, *PromoteMemberRequest) (*PromoteMemberResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method PromoteMember not implemented")
 }
 func (UnimplementedWritServer) mustEmbedUnimplementedWritServer() {}
 func (UnimplementedWritServer) testEmbeddedByValue()              {}
@@ -661,6 +683,24 @@ func _Writ_ResolveConflict_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Writ_PromoteMember_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PromoteMemberRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WritServer).PromoteMember(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Writ_PromoteMember_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WritServer).PromoteMember(ctx, req.(*PromoteMemberRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Writ_ServiceDesc is the grpc.ServiceDesc for Writ service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -727,6 +767,10 @@ var Writ_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ResolveConflict",
 			Handler:    _Writ_ResolveConflict_Handler,
+		},
+		{
+			MethodName: "PromoteMember",
+			Handler:    _Writ_PromoteMember_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

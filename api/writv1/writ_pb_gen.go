@@ -2861,6 +2861,104 @@ func (x *ConfigProgress) GetIndex() uint64 {
 	return 0
 }
 
+type PromoteMemberRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The learner's node ID.
+	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromoteMemberRequest) Reset() {
+	*x = PromoteMemberRequest{}
+	mi := &file_writ_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromoteMemberRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromoteMemberRequest) ProtoMessage() {}
+
+func (x *PromoteMemberRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_writ_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromoteMemberRequest.ProtoReflect.Descriptor instead.
+func (*PromoteMemberRequest) Descriptor() ([]byte, []int) {
+	return file_writ_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *PromoteMemberRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type PromoteMemberResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The leader that made the configuration change.
+	ServedBy      string `protobuf:"bytes,2,opt,name=served_by,json=servedBy,proto3" json:"served_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromoteMemberResponse) Reset() {
+	*x = PromoteMemberResponse{}
+	mi := &file_writ_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromoteMemberResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromoteMemberResponse) ProtoMessage() {}
+
+func (x *PromoteMemberResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_writ_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromoteMemberResponse.ProtoReflect.Descriptor instead.
+func (*PromoteMemberResponse) Descriptor() ([]byte, []int) {
+	return file_writ_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *PromoteMemberResponse) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *PromoteMemberResponse) GetServedBy() string {
+	if x != nil {
+		return x.ServedBy
+	}
+	return ""
+}
+
 type SchemaRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -2869,7 +2967,7 @@ type SchemaRequest struct {
 
 func (x *SchemaRequest) Reset() {
 	*x = SchemaRequest{}
-	mi := &file_writ_proto_msgTypes[38]
+	mi := &file_writ_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2881,7 +2979,7 @@ func (x *SchemaRequest) String() string {
 func (*SchemaRequest) ProtoMessage() {}
 
 func (x *SchemaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[38]
+	mi := &file_writ_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2894,7 +2992,7 @@ func (x *SchemaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaRequest.ProtoReflect.Descriptor instead.
 func (*SchemaRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{38}
+	return file_writ_proto_rawDescGZIP(), []int{40}
 }
 
 type SchemaResponse struct {
@@ -2909,7 +3007,7 @@ type SchemaResponse struct {
 
 func (x *SchemaResponse) Reset() {
 	*x = SchemaResponse{}
-	mi := &file_writ_proto_msgTypes[39]
+	mi := &file_writ_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2921,7 +3019,7 @@ func (x *SchemaResponse) String() string {
 func (*SchemaResponse) ProtoMessage() {}
 
 func (x *SchemaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[39]
+	mi := &file_writ_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2934,7 +3032,7 @@ func (x *SchemaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaResponse.ProtoReflect.Descriptor instead.
 func (*SchemaResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{39}
+	return file_writ_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SchemaResponse) GetSchemaFingerprint() string {
@@ -2970,7 +3068,7 @@ type ResolveConflictRequest struct {
 
 func (x *ResolveConflictRequest) Reset() {
 	*x = ResolveConflictRequest{}
-	mi := &file_writ_proto_msgTypes[40]
+	mi := &file_writ_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2982,7 +3080,7 @@ func (x *ResolveConflictRequest) String() string {
 func (*ResolveConflictRequest) ProtoMessage() {}
 
 func (x *ResolveConflictRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[40]
+	mi := &file_writ_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2995,7 +3093,7 @@ func (x *ResolveConflictRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveConflictRequest.ProtoReflect.Descriptor instead.
 func (*ResolveConflictRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{40}
+	return file_writ_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ResolveConflictRequest) GetKey() string {
@@ -3046,7 +3144,7 @@ type ResolveConflictResponse struct {
 
 func (x *ResolveConflictResponse) Reset() {
 	*x = ResolveConflictResponse{}
-	mi := &file_writ_proto_msgTypes[41]
+	mi := &file_writ_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3058,7 +3156,7 @@ func (x *ResolveConflictResponse) String() string {
 func (*ResolveConflictResponse) ProtoMessage() {}
 
 func (x *ResolveConflictResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[41]
+	mi := &file_writ_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3071,7 +3169,7 @@ func (x *ResolveConflictResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveConflictResponse.ProtoReflect.Descriptor instead.
 func (*ResolveConflictResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{41}
+	return file_writ_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ResolveConflictResponse) GetOutcome() Outcome {
@@ -3120,7 +3218,7 @@ type Admission struct {
 
 func (x *Admission) Reset() {
 	*x = Admission{}
-	mi := &file_writ_proto_msgTypes[42]
+	mi := &file_writ_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3132,7 +3230,7 @@ func (x *Admission) String() string {
 func (*Admission) ProtoMessage() {}
 
 func (x *Admission) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[42]
+	mi := &file_writ_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3145,7 +3243,7 @@ func (x *Admission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Admission.ProtoReflect.Descriptor instead.
 func (*Admission) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{42}
+	return file_writ_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Admission) GetInflight() uint64 {
@@ -3440,7 +3538,12 @@ const file_writ_proto_rawDesc = "" +
 	"\tACTIVATED\x10\x03\x12\f\n" +
 	"\bRELOADED\x10\x04\x12\n" +
 	"\n" +
-	"\x06FAILED\x10\x05\"\x0f\n" +
+	"\x06FAILED\x10\x05\"&\n" +
+	"\x14PromoteMemberRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"D\n" +
+	"\x15PromoteMemberResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
+	"\tserved_by\x18\x02 \x01(\tR\bservedBy\"\x0f\n" +
 	"\rSchemaRequest\"U\n" +
 	"\x0eSchemaResponse\x12-\n" +
 	"\x12schema_fingerprint\x18\x01 \x01(\tR\x11schemaFingerprint\x12\x14\n" +
@@ -3476,7 +3579,7 @@ const file_writ_proto_rawDesc = "" +
 	"\bEncoding\x12\b\n" +
 	"\x04JSON\x10\x00\x12\n" +
 	"\n" +
-	"\x06BINARY\x10\x012\xad\b\n" +
+	"\x06BINARY\x10\x012\xfd\b\n" +
 	"\x04Writ\x129\n" +
 	"\x06Submit\x12\x16.writ.v1.SubmitRequest\x1a\x17.writ.v1.SubmitResponse\x129\n" +
 	"\x06Report\x12\x16.writ.v1.ReportRequest\x1a\x17.writ.v1.ReportResponse\x12<\n" +
@@ -3495,7 +3598,8 @@ const file_writ_proto_rawDesc = "" +
 	"ConfigShow\x12\x1a.writ.v1.ConfigShowRequest\x1a\x1b.writ.v1.ConfigShowResponse\x12I\n" +
 	"\rConfigUpgrade\x12\x1d.writ.v1.ConfigUpgradeRequest\x1a\x17.writ.v1.ConfigProgress0\x01\x129\n" +
 	"\x06Schema\x12\x16.writ.v1.SchemaRequest\x1a\x17.writ.v1.SchemaResponse\x12T\n" +
-	"\x0fResolveConflict\x12\x1f.writ.v1.ResolveConflictRequest\x1a .writ.v1.ResolveConflictResponseB%Z#github.com/writ-dev/writ/api/writv1b\x06proto3"
+	"\x0fResolveConflict\x12\x1f.writ.v1.ResolveConflictRequest\x1a .writ.v1.ResolveConflictResponse\x12N\n" +
+	"\rPromoteMember\x12\x1d.writ.v1.PromoteMemberRequest\x1a\x1e.writ.v1.PromoteMemberResponseB%Z#github.com/writ-dev/writ/api/writv1b\x06proto3"
 
 var (
 	file_writ_proto_rawDescOnce sync.Once
@@ -3510,7 +3614,7 @@ func file_writ_proto_rawDescGZIP() []byte {
 }
 
 var file_writ_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_writ_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_writ_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_writ_proto_goTypes = []any{
 	(Outcome)(0),                    // 0: writ.v1.Outcome
 	(Encoding)(0),                   // 1: writ.v1.Encoding
@@ -3554,14 +3658,16 @@ var file_writ_proto_goTypes = []any{
 	(*ConfigShowResponse)(nil),      // 39: writ.v1.ConfigShowResponse
 	(*ConfigUpgradeRequest)(nil),    // 40: writ.v1.ConfigUpgradeRequest
 	(*ConfigProgress)(nil),          // 41: writ.v1.ConfigProgress
-	(*SchemaRequest)(nil),           // 42: writ.v1.SchemaRequest
-	(*SchemaResponse)(nil),          // 43: writ.v1.SchemaResponse
-	(*ResolveConflictRequest)(nil),  // 44: writ.v1.ResolveConflictRequest
-	(*ResolveConflictResponse)(nil), // 45: writ.v1.ResolveConflictResponse
-	(*Admission)(nil),               // 46: writ.v1.Admission
-	nil,                             // 47: writ.v1.KeyringResponse.MessagesEntry
-	nil,                             // 48: writ.v1.KeyringResponse.KeysEntry
-	nil,                             // 49: writ.v1.KeyringResponse.PrimaryKeysEntry
+	(*PromoteMemberRequest)(nil),    // 42: writ.v1.PromoteMemberRequest
+	(*PromoteMemberResponse)(nil),   // 43: writ.v1.PromoteMemberResponse
+	(*SchemaRequest)(nil),           // 44: writ.v1.SchemaRequest
+	(*SchemaResponse)(nil),          // 45: writ.v1.SchemaResponse
+	(*ResolveConflictRequest)(nil),  // 46: writ.v1.ResolveConflictRequest
+	(*ResolveConflictResponse)(nil), // 47: writ.v1.ResolveConflictResponse
+	(*Admission)(nil),               // 48: writ.v1.Admission
+	nil,                             // 49: writ.v1.KeyringResponse.MessagesEntry
+	nil,                             // 50: writ.v1.KeyringResponse.KeysEntry
+	nil,                             // 51: writ.v1.KeyringResponse.PrimaryKeysEntry
 }
 var file_writ_proto_depIdxs = []int32{
 	0,  // 0: writ.v1.OutcomeDetail.outcome:type_name -> writ.v1.Outcome
@@ -3575,14 +3681,14 @@ var file_writ_proto_depIdxs = []int32{
 	0,  // 8: writ.v1.OutcomeResponse.outcome:type_name -> writ.v1.Outcome
 	22, // 9: writ.v1.ConflictsResponse.conflicts:type_name -> writ.v1.Conflict
 	25, // 10: writ.v1.OutboxResponse.facts:type_name -> writ.v1.OutboxFact
-	46, // 11: writ.v1.StatusResponse.admission:type_name -> writ.v1.Admission
+	48, // 11: writ.v1.StatusResponse.admission:type_name -> writ.v1.Admission
 	30, // 12: writ.v1.MembersResponse.members:type_name -> writ.v1.Member
 	31, // 13: writ.v1.MembersResponse.refused:type_name -> writ.v1.Refusal
 	2,  // 14: writ.v1.KeyringRequest.op:type_name -> writ.v1.KeyringRequest.Op
 	2,  // 15: writ.v1.KeyringResponse.op:type_name -> writ.v1.KeyringRequest.Op
-	47, // 16: writ.v1.KeyringResponse.messages:type_name -> writ.v1.KeyringResponse.MessagesEntry
-	48, // 17: writ.v1.KeyringResponse.keys:type_name -> writ.v1.KeyringResponse.KeysEntry
-	49, // 18: writ.v1.KeyringResponse.primary_keys:type_name -> writ.v1.KeyringResponse.PrimaryKeysEntry
+	49, // 16: writ.v1.KeyringResponse.messages:type_name -> writ.v1.KeyringResponse.MessagesEntry
+	50, // 17: writ.v1.KeyringResponse.keys:type_name -> writ.v1.KeyringResponse.KeysEntry
+	51, // 18: writ.v1.KeyringResponse.primary_keys:type_name -> writ.v1.KeyringResponse.PrimaryKeysEntry
 	36, // 19: writ.v1.PluginsResponse.plugins:type_name -> writ.v1.Plugin
 	3,  // 20: writ.v1.ConfigProgress.phase:type_name -> writ.v1.ConfigProgress.Phase
 	0,  // 21: writ.v1.ConfigProgress.outcome:type_name -> writ.v1.Outcome
@@ -3602,27 +3708,29 @@ var file_writ_proto_depIdxs = []int32{
 	35, // 35: writ.v1.Writ.Plugins:input_type -> writ.v1.PluginsRequest
 	38, // 36: writ.v1.Writ.ConfigShow:input_type -> writ.v1.ConfigShowRequest
 	40, // 37: writ.v1.Writ.ConfigUpgrade:input_type -> writ.v1.ConfigUpgradeRequest
-	42, // 38: writ.v1.Writ.Schema:input_type -> writ.v1.SchemaRequest
-	44, // 39: writ.v1.Writ.ResolveConflict:input_type -> writ.v1.ResolveConflictRequest
-	7,  // 40: writ.v1.Writ.Submit:output_type -> writ.v1.SubmitResponse
-	9,  // 41: writ.v1.Writ.Report:output_type -> writ.v1.ReportResponse
-	11, // 42: writ.v1.Writ.Deliver:output_type -> writ.v1.DeliverResponse
-	13, // 43: writ.v1.Writ.Watch:output_type -> writ.v1.WatchEvent
-	16, // 44: writ.v1.Writ.Get:output_type -> writ.v1.GetResponse
-	18, // 45: writ.v1.Writ.List:output_type -> writ.v1.ListResponse
-	20, // 46: writ.v1.Writ.Outcome:output_type -> writ.v1.OutcomeResponse
-	23, // 47: writ.v1.Writ.Conflicts:output_type -> writ.v1.ConflictsResponse
-	26, // 48: writ.v1.Writ.Outbox:output_type -> writ.v1.OutboxResponse
-	28, // 49: writ.v1.Writ.Status:output_type -> writ.v1.StatusResponse
-	32, // 50: writ.v1.Writ.Members:output_type -> writ.v1.MembersResponse
-	34, // 51: writ.v1.Writ.Keyring:output_type -> writ.v1.KeyringResponse
-	37, // 52: writ.v1.Writ.Plugins:output_type -> writ.v1.PluginsResponse
-	39, // 53: writ.v1.Writ.ConfigShow:output_type -> writ.v1.ConfigShowResponse
-	41, // 54: writ.v1.Writ.ConfigUpgrade:output_type -> writ.v1.ConfigProgress
-	43, // 55: writ.v1.Writ.Schema:output_type -> writ.v1.SchemaResponse
-	45, // 56: writ.v1.Writ.ResolveConflict:output_type -> writ.v1.ResolveConflictResponse
-	40, // [40:57] is the sub-list for method output_type
-	23, // [23:40] is the sub-list for method input_type
+	44, // 38: writ.v1.Writ.Schema:input_type -> writ.v1.SchemaRequest
+	46, // 39: writ.v1.Writ.ResolveConflict:input_type -> writ.v1.ResolveConflictRequest
+	42, // 40: writ.v1.Writ.PromoteMember:input_type -> writ.v1.PromoteMemberRequest
+	7,  // 41: writ.v1.Writ.Submit:output_type -> writ.v1.SubmitResponse
+	9,  // 42: writ.v1.Writ.Report:output_type -> writ.v1.ReportResponse
+	11, // 43: writ.v1.Writ.Deliver:output_type -> writ.v1.DeliverResponse
+	13, // 44: writ.v1.Writ.Watch:output_type -> writ.v1.WatchEvent
+	16, // 45: writ.v1.Writ.Get:output_type -> writ.v1.GetResponse
+	18, // 46: writ.v1.Writ.List:output_type -> writ.v1.ListResponse
+	20, // 47: writ.v1.Writ.Outcome:output_type -> writ.v1.OutcomeResponse
+	23, // 48: writ.v1.Writ.Conflicts:output_type -> writ.v1.ConflictsResponse
+	26, // 49: writ.v1.Writ.Outbox:output_type -> writ.v1.OutboxResponse
+	28, // 50: writ.v1.Writ.Status:output_type -> writ.v1.StatusResponse
+	32, // 51: writ.v1.Writ.Members:output_type -> writ.v1.MembersResponse
+	34, // 52: writ.v1.Writ.Keyring:output_type -> writ.v1.KeyringResponse
+	37, // 53: writ.v1.Writ.Plugins:output_type -> writ.v1.PluginsResponse
+	39, // 54: writ.v1.Writ.ConfigShow:output_type -> writ.v1.ConfigShowResponse
+	41, // 55: writ.v1.Writ.ConfigUpgrade:output_type -> writ.v1.ConfigProgress
+	45, // 56: writ.v1.Writ.Schema:output_type -> writ.v1.SchemaResponse
+	47, // 57: writ.v1.Writ.ResolveConflict:output_type -> writ.v1.ResolveConflictResponse
+	43, // 58: writ.v1.Writ.PromoteMember:output_type -> writ.v1.PromoteMemberResponse
+	41, // [41:59] is the sub-list for method output_type
+	23, // [23:41] is the sub-list for method input_type
 	23, // [23:23] is the sub-list for extension type_name
 	23, // [23:23] is the sub-list for extension extendee
 	0,  // [0:23] is the sub-list for field type_name
@@ -3639,7 +3747,7 @@ func file_writ_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_writ_proto_rawDesc), len(file_writ_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   46,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -314,7 +314,7 @@ func (a *app) statusCmd() *cobra.Command {
 }
 
 func (a *app) membersCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "members",
 		Short: "List cluster members as gossip and consensus see them",
 		Args:  cobra.NoArgs,
@@ -329,6 +329,23 @@ func (a *app) membersCmd() *cobra.Command {
 			return renderMembers(a.out, m)
 		},
 	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "promote ID",
+		Short: "Make a caught-up learner a voter (how nodes become voters with membership.auto_promote: false)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			r, err := call(a, writv1.WritClient.PromoteMember, &writv1.PromoteMemberRequest{Id: args[0]})
+			if err != nil {
+				return err
+			}
+			if a.structured() {
+				return a.printJSON(r)
+			}
+			_, err = fmt.Fprintf(a.out, "PROMOTED %s to voter (by leader %s)\n", r.GetId(), r.GetServedBy())
+			return err
+		},
+	})
+	return cmd
 }
 
 // renderMembers prints the members table and, below it, every refused node

@@ -12,7 +12,7 @@ import (
 )
 
 // waitSignal waits for SIGTERM or SIGINT or a fatal node error. SIGHUP
-// reloads the peer TLS certificate files and keeps waiting.
+// reloads the peer and API TLS certificate files and keeps waiting.
 func waitSignal(sig <-chan os.Signal, n *node.Node) (os.Signal, error) {
 	for {
 		select {

@@ -162,7 +162,7 @@ func (s source) secureByDefault(n *Node) error {
 		missing = append(missing, "gossip.key_file")
 	}
 	if len(missing) == 0 {
-		return nil
+		return s.pinPlugins(n, why, insecure)
 	}
 	list := strings.Join(missing, ", ")
 	if !insecure {
@@ -174,7 +174,7 @@ func (s source) secureByDefault(n *Node) error {
 		why = "insecure: true is set"
 	}
 	n.Warnings = append(n.Warnings, fmt.Sprintf("config: insecure: %s, running without %s: peers and clients are not all authenticated (docs/security.md)", why, list))
-	return nil
+	return s.pinPlugins(n, why, insecure)
 }
 
 func them(l []string) string {

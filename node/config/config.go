@@ -80,7 +80,8 @@ var Keys = []Key{
 	{Name: "raft.tls.cert_file", Kind: String, Default: "", Help: "PEM certificate this node presents to its peers; its identity (URI SAN spiffe://writ/node/<node.id>) must be node.id (writ certs node); set with key_file and ca_file (empty: plaintext peers)"},
 	{Name: "raft.tls.key_file", Kind: String, Default: "", Help: "PEM private key of raft.tls.cert_file, mode 0600"},
 	{Name: "raft.tls.ca_file", Kind: String, Default: "", Help: "PEM CA certificate(s) every peer's certificate must be issued by"},
-	{Name: "raft.max_frame_bytes", Kind: Int, Default: 64 << 20, Help: "largest raft transport frame accepted from a peer, refused from its header before it is read; also bounds a snapshot sent in one frame", Min: 34 << 20, Max: 1 << 30},
+	{Name: "raft.max_frame_bytes", Kind: Int, Default: 64 << 20, Help: "largest raft transport frame accepted from a peer, refused from its header before it is read (snapshots travel in chunks and are bounded by raft.max_snapshot_bytes)", Min: 34 << 20, Max: 1 << 30},
+	{Name: "raft.max_snapshot_bytes", Kind: Int, Default: 4 << 30, Help: "largest snapshot (the encoded state) sent to or received from a peer, and the most bytes of snapshots being received at once; keep it above the state's size, equal on every node", Min: 64 << 20, Max: 1 << 40},
 	{Name: "pipeline.commit_timeout", Kind: Duration, Default: "5s", Help: "how long a request waits for commit before UNCERTAIN", Min: D(10 * time.Millisecond), Max: D(10 * time.Minute)},
 	{Name: "pipeline.config_timeout", Kind: Duration, Default: "10s", Help: "how long a configuration change may take to stage and activate before it is aborted", Min: D(100 * time.Millisecond), Max: D(10 * time.Minute)},
 	{Name: "pipeline.max_batch", Kind: Int, Default: 256, Help: "most entries per proposal", Min: 1, Max: 4096},
@@ -90,6 +91,7 @@ var Keys = []Key{
 	{Name: "pipeline.outbox_max_entries", Kind: Int, Default: 100_000, Help: "most facts retained in this node's outbox; beyond it a fact is refused RESOURCE_EXHAUSTED before it is acknowledged", Min: 1, Max: 100_000_000},
 	{Name: "pipeline.outbox_max_bytes", Kind: Int, Default: 256 << 20, Help: "most payload bytes retained in this node's outbox; beyond it a fact is refused RESOURCE_EXHAUSTED before it is acknowledged", Min: 1 << 10, Max: 1 << 40},
 	{Name: "membership.failed_grace", Kind: Duration, Default: "30s", Help: "how long a failed node stays a voter before removal", Min: 0, Max: D(24 * time.Hour)},
+	{Name: "membership.auto_promote", Kind: Bool, Default: true, Help: "the raft leader promotes a caught-up learner to voter on its own; false: a joined node stays a learner until an operator runs `writctl members promote ID` (set it on every node: whichever leads decides)"},
 	{Name: "membership.profile", Kind: String, Default: "lan", Help: "gossip failure-detection timing: lan (a dead node is noticed in ~5s) or local (~1s, for loopback test clusters)"},
 	{Name: "schema.dir", Kind: String, Default: "", FlagName: "schema", Help: "directory of the CUE schema package this node runs (empty: the embedded jobs schema)"},
 	{Name: "plugins", Kind: Plugins, Default: []Plugin{}, FlagName: "plugin", Help: "handler plugin as PATH[=SHA256], repeatable; every request and fact type must be served by exactly one (empty with the embedded jobs schema: writ-jobs next to writd, then on PATH)"},
@@ -144,7 +146,9 @@ type Node struct {
 	OutboxMaxEntries int
 	OutboxMaxBytes   int64
 	FailedGrace      time.Duration
-	GossipProfile    string
+	// AutoPromote lets the leader promote caught-up learners itself.
+	AutoPromote   bool
+	GossipProfile string
 	// FactRetry is the first pause between fact re-proposals (0: the
 	// pipeline's default); set only by an activated cluster configuration.
 	FactRetry time.Duration
@@ -164,6 +168,9 @@ type Node struct {
 	RaftTLS RaftTLS
 	// MaxFrameBytes bounds a raft transport frame (raft.max_frame_bytes).
 	MaxFrameBytes int
+	// MaxSnapshotBytes bounds a snapshot sent or received in chunks
+	// (raft.max_snapshot_bytes).
+	MaxSnapshotBytes int
 
 	// API is the client API's TLS, authentication and limits.
 	API APISecurity
@@ -172,6 +179,10 @@ type Node struct {
 	// names the keys that are missing.
 	Insecure        bool
 	InsecureMissing []string
+	// RequirePinnedPlugins is set outside dev mode for a node that joins a
+	// cluster or listens beyond loopback without insecure: true: every
+	// plugin needs a configured sha256, one found next to writd too.
+	RequirePinnedPlugins bool
 	// File is the configuration file used, if any.
 	File string
 	// Dev is set when no file, variable or flag configured anything.
@@ -695,6 +706,9 @@ func (s source) tuning(n *Node) error {
 	}
 	n.OutboxMaxBytes = int64(ob)
 	if n.FailedGrace, err = s.durKey("membership.failed_grace"); err != nil {
+		return err
+	}
+	if n.AutoPromote, err = s.boolean("membership.auto_promote"); err != nil {
 		return err
 	}
 	if n.GossipProfile, err = s.str("membership.profile"); err != nil {

@@ -17,12 +17,15 @@ type RaftTLS struct {
 // Enabled reports whether peer TLS is configured.
 func (t RaftTLS) Enabled() bool { return t.CertFile != "" }
 
-// peerTLS reads raft.tls.* and raft.max_frame_bytes. The three files are
+// peerTLS reads raft.tls.*, raft.max_frame_bytes and raft.max_snapshot_bytes. The three files are
 // set together; the certificate must verify against the CA and name
 // node.id, so a node never starts with material its peers would refuse.
 func (s source) peerTLS(n *Node) error {
 	var err error
 	if n.MaxFrameBytes, err = s.integerKey("raft.max_frame_bytes"); err != nil {
+		return err
+	}
+	if n.MaxSnapshotBytes, err = s.integerKey("raft.max_snapshot_bytes"); err != nil {
 		return err
 	}
 	keys := []string{"raft.tls.cert_file", "raft.tls.key_file", "raft.tls.ca_file"}
