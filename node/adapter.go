@@ -366,6 +366,7 @@ func (i *info) Status(ctx context.Context) api.NodeStatus {
 		Log: ls, Health: string(ps.Health), APIAddr: n.APIAddr(), RaftAddr: n.rs.Addr(), GossipAddr: n.mem.Addr(),
 		Fingerprint: ps.Fingerprint, OutboxDepth: uint64(ps.OutboxDepth), OpenConflicts: uint64(ps.OpenConflicts), Version: Version,
 		Admission: admissionOf(n.pl.Admission()),
+		CatchUp:   n.catchUpSelf(),
 	}
 	n.mu.Lock()
 	st.ConfigTag = n.cfgTag
@@ -434,7 +435,7 @@ func (i *info) Members(context.Context) []api.MemberInfo {
 		out = append(out, api.MemberInfo{
 			ID: m.ID, RaftAddr: m.Tags[membership.TagRaftAddr], APIAddr: m.Tags[membership.TagAPIAddr], GossipAddr: m.GossipAddr,
 			Role: m.Raft, Status: m.Gossip, Match: m.Match, Leader: m.ID == leader, Fingerprint: m.Tags[membership.TagFingerprint],
-			Refused: m.Refused,
+			Refused: m.Refused, CatchUp: i.n.catchUpOf(m.ID),
 		})
 	}
 	return out

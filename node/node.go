@@ -66,6 +66,7 @@ type Node struct {
 	apis    *api.Server
 	lis     net.Listener
 	obs     obsState
+	catchUp catchUps
 	sch     *schemas
 	// replay bounds Watch streams replaying history at once (replay.go).
 	replay replaySlots

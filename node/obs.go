@@ -107,6 +107,7 @@ func (n *Node) startObs(cfg *config.Node) error {
 	n.obs.health = health.NewServer()
 	healthpb.RegisterHealthServer(n.gs, n.obs.health)
 	n.updateHealth()
+	go n.runCatchUp()
 	go func() {
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
@@ -233,6 +234,10 @@ func (n *Node) healthz() (string, []string) {
 func (n *Node) metricsState() metrics.State {
 	ls := n.rs.Status()
 	s := metrics.State{Term: ls.Term, Commit: ls.Commit, Applied: ls.Applied, IsLeader: ls.IsLeader, HasLeader: ls.LeaderID != ""}
+	if cu := n.catchUpSelf(); cu != nil {
+		s.CatchUp = &metrics.CatchUpState{Active: cu.Active, Behind: cu.Target - min(cu.Target, cu.Applied), Percent: cu.Percent,
+			ETA: time.Duration(cu.EtaMs) * time.Millisecond}
+	}
 	s.Ready, _ = n.ready()
 	ob := n.pl.Outbox()
 	s.OutboxDepth, s.OutboxOldest = ob.Depth, ob.OldestAge
