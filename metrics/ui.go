@@ -60,6 +60,18 @@ type UIMember struct {
 	Conflicts   uint64 `json:"open_conflicts"`
 	Fingerprint string `json:"fingerprint"`
 	Version     string `json:"version"`
+	// CatchUp is the member's own report of its catch-up (nil: none).
+	CatchUp *UICatchUp `json:"catch_up,omitempty"`
+}
+
+// UICatchUp is a member's progress towards the leader's commit index.
+type UICatchUp struct {
+	Active  bool    `json:"active"`
+	Applied uint64  `json:"applied"`
+	Target  uint64  `json:"target"`
+	Percent float64 `json:"percent"`
+	Rate    float64 `json:"entries_per_second"`
+	ETAms   uint64  `json:"eta_ms"`
 }
 
 // UIPlugin is one handler plugin of the serving node.

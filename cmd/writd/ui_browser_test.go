@@ -58,7 +58,7 @@ type feedRow struct {
 const readDash = `(() => {
   const rows = [...document.querySelectorAll("#members tbody tr")];
   const down = {}, health = {};
-  for (const r of rows) { down[r.dataset.node] = r.classList.contains("down"); health[r.dataset.node] = r.cells[9].textContent; }
+  for (const r of rows) { down[r.dataset.node] = r.classList.contains("down"); health[r.dataset.node] = r.cells[10].textContent; }
   const machines = {};
   for (const m of document.querySelectorAll("svg.machine")) machines[m.dataset.machine] = [...m.querySelectorAll(".state")].map((s) => s.dataset.state);
   const feed = [...document.querySelectorAll("#feed tbody tr")].map((r) => {
