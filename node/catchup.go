@@ -29,6 +29,9 @@ const (
 	catchUpSample = 500 * time.Millisecond
 	// catchUpLogEvery is how often a running catch-up is logged.
 	catchUpLogEvery = 5 * time.Second
+	// minCatchUpRate (entries/s) is the smoothed speed below which a
+	// node that made no progress in a sample counts as stalled.
+	minCatchUpRate = 1.0
 )
 
 // catchUp follows one node's progress towards a target index.
@@ -47,12 +50,21 @@ type catchUp struct {
 // sample records val against target at now; it reports whether a
 // catch-up started or finished with this sample.
 func (c *catchUp) sample(now time.Time, val, target uint64) (started, finished bool) {
-	if !c.lastT.IsZero() && now.After(c.lastT) && val >= c.lastVal {
+	switch {
+	case val < c.lastVal:
+		// the index went back (a member removed and added again): start over
+		*c = catchUp{}
+	case !c.lastT.IsZero() && now.After(c.lastT):
 		r := float64(val-c.lastVal) / now.Sub(c.lastT).Seconds()
 		if c.rate == 0 {
 			c.rate = r
 		} else {
 			c.rate = 0.5*c.rate + 0.5*r
+		}
+		if r == 0 && c.rate < minCatchUpRate {
+			// a stalled node (stopped, cut off) has no speed and no ETA,
+			// not a halving one that never reaches zero
+			c.rate = 0
 		}
 	}
 	c.lastT, c.lastVal = now, val
@@ -86,7 +98,10 @@ func (c *catchUp) wire() *writv1.CatchUp {
 	if c.active {
 		// the target moves on while the node catches up: the share is
 		// of the whole distance travelled and still to go
-		done := float64(c.val - c.startVal)
+		done := float64(0)
+		if c.val > c.startVal {
+			done = float64(c.val - c.startVal)
+		}
 		left := float64(0)
 		if c.tgt > c.val {
 			left = float64(c.tgt - c.val)
