@@ -97,7 +97,8 @@ type uiResponse struct {
 	ByType   map[string]float64 `json:"committed_by_type"`
 }
 
-// mountUI adds /ui/, /ui/api/status, /ui/api/schema and /ui/api/feed to mux.
+// mountUI adds /ui/, /ui/api/status, /ui/api/schema, /ui/api/feed and
+// /ui/api/conflicts(/resolve) to mux.
 func mountUI(mux *http.ServeMux, c ServerConfig) {
 	sub, err := fs.Sub(uiFiles, "ui")
 	if err != nil {
@@ -110,6 +111,10 @@ func mountUI(mux *http.ServeMux, c ServerConfig) {
 	mux.Handle("/ui/", securityHeaders(files))
 	mux.HandleFunc("/ui/api/feed", func(w http.ResponseWriter, r *http.Request) { serveFeed(w, r, c) })
 	mux.HandleFunc("/ui/api/schema", func(w http.ResponseWriter, _ *http.Request) { serveSchema(w, c) })
+	if c.UIConflicts != nil && c.UIResolve != nil {
+		mux.HandleFunc("/ui/api/conflicts", func(w http.ResponseWriter, r *http.Request) { serveConflicts(w, r, c) })
+		mux.HandleFunc("/ui/api/conflicts/resolve", func(w http.ResponseWriter, r *http.Request) { serveResolve(w, r, c) })
+	}
 	mux.HandleFunc("/ui/api/status", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 		defer cancel()

@@ -23,6 +23,9 @@ type apiServer struct {
 	opts    []grpc.ServerOption
 	forward credentials.TransportCredentials
 	lis     net.Listener
+	// auth is the API's authentication, also applied to the dashboard's
+	// operator actions (node/uiconflicts.go).
+	auth *api.Auth
 }
 
 func newAPIServer(cfg *config.Node, lis net.Listener, logger *slog.Logger) (*apiServer, error) {
@@ -35,7 +38,7 @@ func newAPIServer(cfg *config.Node, lis net.Listener, logger *slog.Logger) (*api
 		}
 		auth.Access = acc
 	}
-	s := &apiServer{lis: netutil.LimitListener(lis, a.MaxConnections)}
+	s := &apiServer{lis: netutil.LimitListener(lis, a.MaxConnections), auth: auth}
 	s.opts = api.ServerOptions(api.Limits{MaxStreams: a.MaxStreams, MaxWatchers: a.MaxWatchers, MaxWatchersPerConn: a.MaxWatchersPerConn, KeepaliveMinTime: a.KeepaliveMinTime}, auth)
 	if !a.TLS() {
 		return s, nil

@@ -64,6 +64,7 @@ type Node struct {
 	mem     *membership.Agent
 	gs      *grpc.Server
 	apis    *api.Server
+	apiAuth *api.Auth
 	lis     net.Listener
 	obs     obsState
 	catchUp catchUps
@@ -241,6 +242,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	n.apiAuth = as.auth
 	n.apis, err = api.New(api.Config{Writer: &writer{n: n}, Store: n.rs, Info: &info{n: n}, Membership: &members{a: n.mem}, Schema: n.sch.serve, Gate: n.sch.gate, Logger: n.log.With("component", "api"),
 		ForwardCreds: as.forward, Reflection: cfg.Dev || cfg.API.Reflection})
 	if err != nil {

@@ -130,7 +130,8 @@ func (n *Node) startObs(cfg *config.Node) error {
 	if n.obs.m != nil {
 		n.obs.m.WatchState(n.metricsState)
 	}
-	srv, err := metrics.Serve(metrics.ServerConfig{Addr: addr, Metrics: n.obs.m, Ready: n.ready, Health: n.healthz, Pprof: cfg.Pprof, UIStatus: n.uiStatus, UISchema: n.uiSchema, UIFeed: n.uiFeed})
+	srv, err := metrics.Serve(metrics.ServerConfig{Addr: addr, Metrics: n.obs.m, Ready: n.ready, Health: n.healthz, Pprof: cfg.Pprof, UIStatus: n.uiStatus, UISchema: n.uiSchema, UIFeed: n.uiFeed,
+		UIConflicts: n.uiConflicts, UIResolve: n.uiResolve})
 	if err != nil {
 		n.stopObs()
 		return startErr("metrics.addr %s: %v: stop whatever uses it or set metrics.addr (flag --metrics-addr)", addr, unwrapNet(err))
