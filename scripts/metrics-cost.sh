@@ -12,7 +12,9 @@
 #
 # BINDIR holds writd, writctl and writ-jobs. The clusters listen on
 # ON_NET.1-3 and OFF_NET.1-3 (default 127.0.54 and 127.0.55), ports
-# 7070-7072 (and 7079 for metrics).
+# 7070-7072 (and 7079 for metrics); ON_BASE and OFF_BASE shift the last
+# octet (ON_NET=127.0.9 ON_BASE=10: 127.0.9.11-13), so that both clusters
+# can share one /24.
 set -eu
 bin=${1:?usage: metrics-cost.sh BINDIR [ROUNDS] [CLIENTS] [OPS]}
 rounds=${2:-3}
@@ -20,6 +22,8 @@ clients=${3:-100}
 ops=${4:-8000}
 on=${ON_NET:-127.0.54}
 off=${OFF_NET:-127.0.55}
+onbase=${ON_BASE:-0}
+offbase=${OFF_BASE:-0}
 root=$(mktemp -d)
 pids=""
 cleanup() {
@@ -29,21 +33,26 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-start() { # net node-index extra-flags...
-	net=$1 i=$2; shift 2
-	d=$root/$net-n$i
-	mkdir -p "$d"
-	join=""
-	[ "$i" -gt 1 ] && join="--join $net.1:7072 --insecure"
-	# shellcheck disable=SC2086
-	env -u WRIT_METRICS_ADDR "$bin/writd" --node-id "n$i" --data-dir "$d" --api-addr "$net.$i:7070" \
-		--raft-addr "$net.$i:7071" --gossip-addr "$net.$i:7072" --plugin "$bin/writ-jobs" \
-		--log-level warn $join "$@" >"$d.log" 2>&1 &
-	pids="$pids $!"
-	echo $! >>"$root/$net.pids"
+host() { # cluster (on|off) node-index: the node's address
+	if [ "$1" = on ]; then echo "$on.$((onbase + $2))"; else echo "$off.$((offbase + $2))"; fi
 }
 
-cputicks() { # net: user+system clock ticks of the cluster's writd and their plugin processes
+start() { # cluster node-index extra-flags...
+	cl=$1 i=$2; shift 2
+	h=$(host "$cl" "$i")
+	d=$root/$cl-n$i
+	mkdir -p "$d"
+	join=""
+	[ "$i" -gt 1 ] && join="--join $(host "$cl" 1):7072 --insecure"
+	# shellcheck disable=SC2086
+	env -u WRIT_METRICS_ADDR "$bin/writd" --node-id "n$i" --data-dir "$d" --api-addr "$h:7070" \
+		--raft-addr "$h:7071" --gossip-addr "$h:7072" --plugin "$bin/writ-jobs" \
+		--log-level warn $join "$@" >"$d.log" 2>&1 &
+	pids="$pids $!"
+	echo $! >>"$root/$cl.pids"
+}
+
+cputicks() { # cluster: user+system clock ticks of the cluster's writd and their plugin processes
 	t=0
 	for p in $(cat "$root/$1.pids"); do
 		for q in $p $(cat /proc/$p/task/*/children 2>/dev/null); do
@@ -63,34 +72,34 @@ waitready() { # addr
 	exit 1
 }
 
-for net in $on $off; do
+for cl in on off; do
 	for i in 1 2 3; do
-		if [ "$net" = "$on" ]; then start "$net" "$i" --metrics-addr "$net.$i:7079"; else start "$net" "$i"; fi
-		[ "$i" = 1 ] && waitready "$net.1:7070"
+		if [ "$cl" = on ]; then start "$cl" "$i" --metrics-addr "$(host on "$i"):7079"; else start "$cl" "$i"; fi
+		[ "$i" = 1 ] && waitready "$(host "$cl" 1):7070"
 	done
-	for i in 1 2 3; do waitready "$net.$i:7070"; done
+	for i in 1 2 3; do waitready "$(host "$cl" "$i"):7070"; done
 done
 
 # scrape the metrics cluster every second, as Prometheus would
 (
 	while :; do
-		for i in 1 2 3; do curl -s -o /dev/null "http://$on.$i:7079/metrics" || true; done
+		for i in 1 2 3; do curl -s -o /dev/null "http://$(host on "$i"):7079/metrics" || true; done
 		sleep 1
 	done
 ) &
 pids="$pids $!"
 
-leader() { # net
+leader() { # cluster
 	for i in 1 2 3; do
-		if "$bin/writctl" --addr "$1.$i:7070" -o json status 2>/dev/null | grep -q '"is_leader": *true'; then
-			echo "$1.$i:7070"
+		if "$bin/writctl" --addr "$(host "$1" "$i"):7070" -o json status 2>/dev/null | grep -q '"is_leader": *true'; then
+			echo "$(host "$1" "$i"):7070"
 			return
 		fi
 	done
-	echo "$1.1:7070"
+	echo "$(host "$1" 1):7070"
 }
 
-run() { # label net round
+run() { # label cluster round
 	addr=$(leader "$2")
 	c0=$(cputicks "$2")
 	out=$("$bin/writctl" --addr "$addr" --timeout 30s bench -c "$clients" -n "$ops" --run "$1-$3-$$" 2>&1) || true
@@ -104,14 +113,16 @@ run() { # label net round
 }
 
 # one untimed warm-up run each
-run warmup-on "$on" 0 >/dev/null
-run warmup-off "$off" 0 >/dev/null
+run warmup-on on 0 >/dev/null
+run warmup-off off 0 >/dev/null
 for r in $(seq 1 "$rounds"); do
 	if [ $((r % 2)) = 1 ]; then
-		run on "$on" "$r"; run off "$off" "$r"
+		run on on "$r"; run off off "$r"
 	else
-		run off "$off" "$r"; run on "$on" "$r"
+		run off off "$r"; run on on "$r"
 	fi
 done | tee "$root/results"
-awk '/ops\/s/ {s[$1]+=$4; c[$1]+=substr($9, 1, length($9)-6); n[$1]++; l[$1]+=$11}
-	END {for (k in s) printf "%s: mean %.0f ops/s, %.0f ms cluster CPU per 1000 ops, over %d runs, mean load %.2f\n", k, s[k]/n[k], c[k]/n[k], n[k], l[k]/n[k]}' "$root/results"
+awk '/ops\/s/ {v = substr($9, 1, length($9)-6); s[$1]+=$4; s2[$1]+=$4*$4; c[$1]+=v; c2[$1]+=v*v; n[$1]++; l[$1]+=$11}
+	function sd(sum, sq, k) { return k > 1 ? sqrt((sq - sum*sum/k) / (k - 1)) : 0 }
+	END {for (k in s) printf "%s: mean %.0f ops/s (sd %.0f), %.0f ms cluster CPU per 1000 ops (sd %.0f), over %d runs, mean load %.2f\n",
+		k, s[k]/n[k], sd(s[k], s2[k], n[k]), c[k]/n[k], sd(c[k], c2[k], n[k]), n[k], l[k]/n[k]}' "$root/results"
