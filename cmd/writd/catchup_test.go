@@ -22,7 +22,11 @@ import (
 // gauges show the catch-up running, then done; its log has the start
 // and end lines, and the leader sees it caught up.
 func TestCluster_CatchUpProgress(t *testing.T) {
-	c := newMetricsCluster(t, nil, "127.0.17.1", "127.0.17.2", "127.0.17.3")
+	// No snapshot in the way: the follower receives every entry it
+	// missed, so that its catch-up takes seconds rather than one jump;
+	// and it stays a member while it is down longer than the default
+	// 30s grace.
+	c := newMetricsCluster(t, []string{"--raft-snapshot-entries", "1000000", "--membership-failed-grace", "1h"}, "127.0.17.1", "127.0.17.2", "127.0.17.3")
 	lead := c.leader(20 * time.Second)
 	var f *proc
 	for _, p := range c.nodes {
@@ -40,21 +44,22 @@ func TestCluster_CatchUpProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 1 KiB payloads, so that the catch-up takes a few samples
-	bench(t, c.bin, lead.api(), "--clients", "4", "--ops", "5000", "--size", "1024", "--run", "catchup")
+	// ~10000 entries of 1 KiB payloads, so that the catch-up outlasts the
+	// follower's first samples (every 0.5s) even on an idle machine
+	bench(t, c.bin, lead.api(), "--clients", "4", "--ops", "14000", "--size", "1024", "--run", "catchup")
 	st1, err := c.status(lead)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("leader commit %d -> %d while %s was down", st0.Commit, st1.Commit, f.name)
-	if st1.Commit-st0.Commit < 2000 {
+	if st1.Commit-st0.Commit < 5000 {
 		t.Fatalf("only %d entries committed while %s was down; the test needs a gap of thousands", st1.Commit-st0.Commit, f.name)
 	}
 
 	// The leader's view of the stopped member.
 	down := memberCatchUp(t, lead, f.name, 10*time.Second, func(cu *writv1.CatchUp) bool { return cu.GetActive() })
 	t.Logf("leader's view of %s while down: %+v", f.name, down)
-	if down.Target-down.Applied < 2000 || down.EtaMs != 0 || down.EntriesPerSecond != 0 {
+	if down.Target-down.Applied < 5000 || down.EtaMs != 0 || down.EntriesPerSecond != 0 {
 		t.Errorf("leader's view of stopped %s: %d behind, %v entries/s, ETA %d ms; want thousands behind, no speed, no ETA",
 			f.name, down.Target-down.Applied, down.EntriesPerSecond, down.EtaMs)
 	}
