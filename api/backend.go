@@ -147,6 +147,8 @@ type ConfigProgress struct {
 	RestartRequired []string
 	Outcome         Outcome
 	Index           uint64
+	// ActiveOn of Members report the new tag active (cluster settings).
+	ActiveOn, Members uint32
 }
 
 // Writer is what the API needs from the node's write path.
@@ -202,6 +204,9 @@ type NodeStatus struct {
 	// insecure: true.
 	Insecure  []string
 	Admission *writv1.Admission
+	// CatchUp is this node's progress towards the leader's commit (nil on
+	// the leader and before the first sample).
+	CatchUp *writv1.CatchUp
 }
 
 // MemberInfo is one node as gossip and consensus see it.
@@ -218,6 +223,9 @@ type MemberInfo struct {
 	// Refused is why the leader does not admit this node ("" when it is
 	// not refused).
 	Refused string
+	// CatchUp is the leader's view of the member's catch-up (nil unless
+	// the node answering is the leader).
+	CatchUp *writv1.CatchUp
 }
 
 // Refusal is a node that gossips with the cluster but is not admitted to

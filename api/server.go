@@ -441,6 +441,7 @@ func (s *Server) Status(ctx context.Context, req *writv1.StatusRequest) (*writv1
 		RestartRequired: st.RestartRequired, StateHash: st.StateHash, StateIndex: st.StateIndex,
 		Insecure:  st.Insecure,
 		Admission: st.Admission,
+		CatchUp:   st.CatchUp,
 	}, nil
 }
 
@@ -449,7 +450,7 @@ func (s *Server) Members(ctx context.Context, _ *writv1.MembersRequest) (*writv1
 	out := &writv1.MembersResponse{}
 	for _, m := range s.cfg.Info.Members(ctx) {
 		out.Members = append(out.Members, &writv1.Member{Id: m.ID, RaftAddr: m.RaftAddr, ApiAddr: m.APIAddr, GossipAddr: m.GossipAddr,
-			Role: m.Role, Status: m.Status, Match: m.Match, Leader: m.Leader, SchemaFingerprint: m.Fingerprint, Refused: m.Refused})
+			Role: m.Role, Status: m.Status, Match: m.Match, Leader: m.Leader, SchemaFingerprint: m.Fingerprint, Refused: m.Refused, CatchUp: m.CatchUp})
 	}
 	if s.cfg.Membership != nil {
 		for _, r := range s.cfg.Membership.Refused(ctx) {
@@ -629,5 +630,5 @@ func (s *Server) ConfigUpgrade(r *writv1.ConfigUpgradeRequest, stream grpc.Serve
 
 func progressToWire(p ConfigProgress) *writv1.ConfigProgress {
 	return &writv1.ConfigProgress{Phase: p.Phase, Message: p.Message, Tag: p.Tag, CommittedBy: p.CommittedBy, Of: p.Of,
-		RestartRequired: p.RestartRequired, Outcome: p.Outcome, Index: p.Index}
+		RestartRequired: p.RestartRequired, Outcome: p.Outcome, Index: p.Index, ActiveOn: p.ActiveOn, Members: p.Members}
 }

@@ -36,6 +36,11 @@ type ServerConfig struct {
 	// UIFeed, when set, serves the dashboard's live feed of committed
 	// outcomes on /ui/api/feed (nil: the page shows no feed).
 	UIFeed func(ctx context.Context, after UIFeedCursor) (UIFeedPage, error)
+	// UIConflicts lists the open conflict cases for the dashboard, with
+	// the token the page sent (/ui/api/conflicts); UIResolve closes one
+	// (/ui/api/conflicts/resolve). Nil: the page shows no conflicts panel.
+	UIConflicts func(ctx context.Context, token string) ([]UIConflict, error)
+	UIResolve   func(ctx context.Context, r UIResolve) (UIResolved, error)
 }
 
 // Server is a running listener.

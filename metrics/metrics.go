@@ -12,6 +12,7 @@
 package metrics
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,7 +55,17 @@ type Metrics struct {
 	pluginCall        prometheus.Histogram
 	pluginCallErrors  prometheus.Counter
 	requestsSlowTotal prometheus.Counter
+
+	// Series looked up once and kept: the hot path (every entry's
+	// outcome, every transport frame) then costs a map read instead of
+	// the vector's label hashing and locking.
+	outcomeCache sync.Map // outcomeKey -> prometheus.Counter
+	peerCache    sync.Map // peer -> *peerCounters
 }
+
+type outcomeKey struct{ typ, class, outcome string }
+
+type peerCounters struct{ sentMsgs, sentBytes, recvMsgs, recvBytes prometheus.Counter }
 
 // New creates the families in a fresh registry.
 func New() *Metrics {
@@ -122,7 +133,14 @@ func (m *Metrics) ObserveStage(stage string, d time.Duration) {
 
 // CountOutcome counts one entry outcome.
 func (m *Metrics) CountOutcome(typ, class, outcome string) {
-	m.outcomes.WithLabelValues(typ, class, outcome).Inc()
+	k := outcomeKey{typ, class, outcome}
+	if c, ok := m.outcomeCache.Load(k); ok {
+		c.(prometheus.Counter).Inc()
+		return
+	}
+	c := m.outcomes.WithLabelValues(typ, class, outcome)
+	m.outcomeCache.Store(k, c)
+	c.Inc()
 }
 
 // LatchWait counts one latch wait.
@@ -151,16 +169,29 @@ func (m *Metrics) SnapshotTaken(d time.Duration) {
 // StateCommitted records one bbolt commit.
 func (m *Metrics) StateCommitted(d time.Duration) { m.stateCommit.Observe(d.Seconds()) }
 
+// peer is the transport counters of one peer.
+func (m *Metrics) peer(id string) *peerCounters {
+	if p, ok := m.peerCache.Load(id); ok {
+		return p.(*peerCounters)
+	}
+	p := &peerCounters{sentMsgs: m.peerSentMsgs.WithLabelValues(id), sentBytes: m.peerSentBytes.WithLabelValues(id),
+		recvMsgs: m.peerRecvMsgs.WithLabelValues(id), recvBytes: m.peerRecvBytes.WithLabelValues(id)}
+	m.peerCache.Store(id, p)
+	return p
+}
+
 // PeerSent records one frame sent to a peer.
 func (m *Metrics) PeerSent(peer string, msgs, bytes int) {
-	m.peerSentMsgs.WithLabelValues(peer).Add(float64(msgs))
-	m.peerSentBytes.WithLabelValues(peer).Add(float64(bytes))
+	p := m.peer(peer)
+	p.sentMsgs.Add(float64(msgs))
+	p.sentBytes.Add(float64(bytes))
 }
 
 // PeerReceived records one frame received from a peer.
 func (m *Metrics) PeerReceived(peer string, msgs, bytes int) {
-	m.peerRecvMsgs.WithLabelValues(peer).Add(float64(msgs))
-	m.peerRecvBytes.WithLabelValues(peer).Add(float64(bytes))
+	p := m.peer(peer)
+	p.recvMsgs.Add(float64(msgs))
+	p.recvBytes.Add(float64(bytes))
 }
 
 // ---- plugin host --------------------------------------------------------

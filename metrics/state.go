@@ -19,6 +19,18 @@ type State struct {
 	Plugins               []PluginState
 	// Admission control: requests in flight and the bound.
 	Inflight, MaxInflight int
+	// CatchUp is this node's progress towards the leader's commit index
+	// (nil on the leader and before the first sample).
+	CatchUp *CatchUpState
+}
+
+// CatchUpState is a node's catch-up: how far behind the leader's commit
+// its applied index is, the share of the gap closed, and the estimate.
+type CatchUpState struct {
+	Active  bool
+	Behind  uint64
+	Percent float64
+	ETA     time.Duration
 }
 
 // PluginState is one handler plugin.
@@ -32,10 +44,11 @@ type PluginState struct {
 type stateCollector struct {
 	read func() State
 
-	term, commit, applied, lag, leader, hasLeader, ready  *prometheus.Desc
-	outboxDepth, outboxBytes, outboxOldest, conflictsOpen *prometheus.Desc
-	pluginHealthy, pluginRestarts                         *prometheus.Desc
-	inflight, maxInflight                                 *prometheus.Desc
+	term, commit, applied, lag, leader, hasLeader, ready     *prometheus.Desc
+	outboxDepth, outboxBytes, outboxOldest, conflictsOpen    *prometheus.Desc
+	pluginHealthy, pluginRestarts                            *prometheus.Desc
+	inflight, maxInflight                                    *prometheus.Desc
+	catchUpActive, catchUpBehind, catchUpPercent, catchUpETA *prometheus.Desc
 }
 
 // WatchState registers a collector that calls read at every scrape.
@@ -60,12 +73,17 @@ func (m *Metrics) WatchState(read func() State) {
 		pluginRestarts: d("writ_plugin_restarts_total", "Restarts of the handler plugin since the node started.", "plugin"),
 		inflight:       d("writ_requests_inflight", "Requests in flight on this node (admitted, not yet answered)."),
 		maxInflight:    d("writ_requests_max_inflight", "The bound on requests in flight (max_inflight); 0: none."),
+		catchUpActive:  d("writ_catchup_active", "1 while this node catches up with the leader's commit index."),
+		catchUpBehind:  d("writ_catchup_behind_entries", "Entries between this node's applied index and the leader's commit index (0 on the leader)."),
+		catchUpPercent: d("writ_catchup_percent", "Share of the current catch-up's gap closed (100 when none runs)."),
+		catchUpETA:     d("writ_catchup_eta_seconds", "Estimated time until the current catch-up is done (0: none or unknown)."),
 	})
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.term, c.commit, c.applied, c.lag, c.leader, c.hasLeader, c.ready,
-		c.outboxDepth, c.outboxBytes, c.outboxOldest, c.conflictsOpen, c.pluginHealthy, c.pluginRestarts, c.inflight, c.maxInflight} {
+		c.outboxDepth, c.outboxBytes, c.outboxOldest, c.conflictsOpen, c.pluginHealthy, c.pluginRestarts, c.inflight, c.maxInflight,
+		c.catchUpActive, c.catchUpBehind, c.catchUpPercent, c.catchUpETA} {
 		ch <- d
 	}
 }
@@ -99,6 +117,14 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	g(c.conflictsOpen, float64(s.OpenConflicts))
 	g(c.inflight, float64(s.Inflight))
 	g(c.maxInflight, float64(s.MaxInflight))
+	cu := CatchUpState{Percent: 100}
+	if s.CatchUp != nil {
+		cu = *s.CatchUp
+	}
+	g(c.catchUpActive, b2f(cu.Active))
+	g(c.catchUpBehind, float64(cu.Behind))
+	g(c.catchUpPercent, cu.Percent)
+	g(c.catchUpETA, cu.ETA.Seconds())
 	for _, p := range s.Plugins {
 		g(c.pluginHealthy, b2f(p.Healthy), p.Name)
 		ch <- prometheus.MustNewConstMetric(c.pluginRestarts, prometheus.CounterValue, float64(p.Restarts), p.Name)

@@ -60,6 +60,18 @@ type UIMember struct {
 	Conflicts   uint64 `json:"open_conflicts"`
 	Fingerprint string `json:"fingerprint"`
 	Version     string `json:"version"`
+	// CatchUp is the member's own report of its catch-up (nil: none).
+	CatchUp *UICatchUp `json:"catch_up,omitempty"`
+}
+
+// UICatchUp is a member's progress towards the leader's commit index.
+type UICatchUp struct {
+	Active  bool    `json:"active"`
+	Applied uint64  `json:"applied"`
+	Target  uint64  `json:"target"`
+	Percent float64 `json:"percent"`
+	Rate    float64 `json:"entries_per_second"`
+	ETAms   uint64  `json:"eta_ms"`
 }
 
 // UIPlugin is one handler plugin of the serving node.
@@ -85,7 +97,8 @@ type uiResponse struct {
 	ByType   map[string]float64 `json:"committed_by_type"`
 }
 
-// mountUI adds /ui/, /ui/api/status, /ui/api/schema and /ui/api/feed to mux.
+// mountUI adds /ui/, /ui/api/status, /ui/api/schema, /ui/api/feed and
+// /ui/api/conflicts(/resolve) to mux.
 func mountUI(mux *http.ServeMux, c ServerConfig) {
 	sub, err := fs.Sub(uiFiles, "ui")
 	if err != nil {
@@ -98,6 +111,10 @@ func mountUI(mux *http.ServeMux, c ServerConfig) {
 	mux.Handle("/ui/", securityHeaders(files))
 	mux.HandleFunc("/ui/api/feed", func(w http.ResponseWriter, r *http.Request) { serveFeed(w, r, c) })
 	mux.HandleFunc("/ui/api/schema", func(w http.ResponseWriter, _ *http.Request) { serveSchema(w, c) })
+	if c.UIConflicts != nil && c.UIResolve != nil {
+		mux.HandleFunc("/ui/api/conflicts", func(w http.ResponseWriter, r *http.Request) { serveConflicts(w, r, c) })
+		mux.HandleFunc("/ui/api/conflicts/resolve", func(w http.ResponseWriter, r *http.Request) { serveResolve(w, r, c) })
+	}
 	mux.HandleFunc("/ui/api/status", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 		defer cancel()

@@ -269,9 +269,12 @@ func (w *writer) ConfigUpgrade(ctx context.Context, c api.ConfigChange, progress
 	}
 	progress(api.ConfigProgress{Phase: writv1.ConfigProgress_ACTIVATED, Tag: tag, Index: out.Index, CommittedBy: by, Of: of, Outcome: api.Committed,
 		Message: "activation committed by a majority"})
-	reloaded, total, restart := w.reloadedEverywhere(ctx, tag, 5*time.Second)
+	reloaded, total, restart := w.reloadedEverywhere(ctx, tag, 5*time.Second, func(ok, total int) {
+		progress(api.ConfigProgress{Phase: writv1.ConfigProgress_ACTIVATED, Tag: tag, Index: out.Index, CommittedBy: by, Of: of, Outcome: api.Committed,
+			ActiveOn: uint32(ok), Members: uint32(total), Message: fmt.Sprintf("active on %d of %d members", ok, total)})
+	})
 	return api.ConfigProgress{Phase: writv1.ConfigProgress_RELOADED, Tag: tag, Index: out.Index, CommittedBy: by, Of: of, Outcome: api.Committed,
-		Message: fmt.Sprintf("reloaded on %d of %d nodes", reloaded, total), RestartRequired: restart}, nil
+		ActiveOn: uint32(reloaded), Members: uint32(total), Message: fmt.Sprintf("reloaded on %d of %d nodes", reloaded, total), RestartRequired: restart}, nil
 }
 
 // replicated counts the voters whose log reaches idx (leader's view).
@@ -291,10 +294,12 @@ func (w *writer) replicated(idx uint64) (uint32, uint32) {
 }
 
 // reloadedEverywhere asks every member's API for its configuration tag
-// until all report tag or d passes.
-func (w *writer) reloadedEverywhere(ctx context.Context, tag string, d time.Duration) (int, int, []string) {
+// until all report tag or d passes; seen is called each time more members
+// report it (and once with the first count).
+func (w *writer) reloadedEverywhere(ctx context.Context, tag string, d time.Duration, seen func(ok, total int)) (int, int, []string) {
 	deadline := time.Now().Add(d)
 	var restart []string
+	lastOK := -1
 	for {
 		restart = restart[:0]
 		members := (&info{n: w.n}).Members(ctx)
@@ -311,6 +316,10 @@ func (w *writer) reloadedEverywhere(ctx context.Context, tag string, d time.Dura
 					restart = append(restart, m.ID+": "+r)
 				}
 			}
+		}
+		if ok > lastOK && ok < total {
+			seen(ok, total)
+			lastOK = ok
 		}
 		if ok == total || time.Now().After(deadline) {
 			return ok, total, restart
@@ -357,6 +366,7 @@ func (i *info) Status(ctx context.Context) api.NodeStatus {
 		Log: ls, Health: string(ps.Health), APIAddr: n.APIAddr(), RaftAddr: n.rs.Addr(), GossipAddr: n.mem.Addr(),
 		Fingerprint: ps.Fingerprint, OutboxDepth: uint64(ps.OutboxDepth), OpenConflicts: uint64(ps.OpenConflicts), Version: Version,
 		Admission: admissionOf(n.pl.Admission()),
+		CatchUp:   n.catchUpSelf(),
 	}
 	n.mu.Lock()
 	st.ConfigTag = n.cfgTag
@@ -425,7 +435,7 @@ func (i *info) Members(context.Context) []api.MemberInfo {
 		out = append(out, api.MemberInfo{
 			ID: m.ID, RaftAddr: m.Tags[membership.TagRaftAddr], APIAddr: m.Tags[membership.TagAPIAddr], GossipAddr: m.GossipAddr,
 			Role: m.Raft, Status: m.Gossip, Match: m.Match, Leader: m.ID == leader, Fingerprint: m.Tags[membership.TagFingerprint],
-			Refused: m.Refused,
+			Refused: m.Refused, CatchUp: i.n.catchUpOf(m.ID),
 		})
 	}
 	return out

@@ -24,6 +24,9 @@ type apiServer struct {
 	lis     net.Listener
 	// tls is the API's certificate, key and client CA (nil: plaintext).
 	tls *pki.Reloader
+	// auth is the API's authentication, also applied to the dashboard's
+	// operator actions (node/uiconflicts.go).
+	auth *api.Auth
 }
 
 func newAPIServer(cfg *config.Node, lis net.Listener, logger *slog.Logger) (*apiServer, error) {
@@ -36,7 +39,7 @@ func newAPIServer(cfg *config.Node, lis net.Listener, logger *slog.Logger) (*api
 		}
 		auth.Access = acc
 	}
-	s := &apiServer{lis: newLimitListener(lis, a.MaxConnections, logger)}
+	s := &apiServer{lis: newLimitListener(lis, a.MaxConnections, logger), auth: auth}
 	s.opts = api.ServerOptions(api.Limits{MaxStreams: a.MaxStreams, MaxWatchers: a.MaxWatchers, MaxWatchersPerConn: a.MaxWatchersPerConn, KeepaliveMinTime: a.KeepaliveMinTime, Logger: logger}, auth)
 	if !a.TLS() {
 		return s, nil

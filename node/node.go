@@ -62,13 +62,15 @@ type Node struct {
 	// peerTLS is the raft transport's certificate material (nil: plaintext).
 	peerTLS *pki.Reloader
 	// apiTLS is the client API's certificate material (nil: plaintext).
-	apiTLS *pki.Reloader
-	mem    *membership.Agent
-	gs     *grpc.Server
-	apis   *api.Server
-	lis    net.Listener
-	obs    obsState
-	sch    *schemas
+	apiTLS  *pki.Reloader
+	mem     *membership.Agent
+	gs      *grpc.Server
+	apis    *api.Server
+	apiAuth *api.Auth
+	lis     net.Listener
+	obs     obsState
+	catchUp catchUps
+	sch     *schemas
 	// replay bounds Watch streams replaying history at once (replay.go).
 	replay replaySlots
 
@@ -248,6 +250,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 		return nil, err
 	}
 	n.watchAPITLS(as.tls, cfg.API.CertFile)
+	n.apiAuth = as.auth
 	n.apis, err = api.New(api.Config{Writer: &writer{n: n}, Store: n.rs, Info: &info{n: n}, Membership: &members{a: n.mem}, Schema: n.sch.serve, Gate: n.sch.gate, Logger: n.log.With("component", "api"),
 		ForwardCreds: as.forward, Reflection: cfg.Dev || cfg.API.Reflection})
 	if err != nil {

@@ -107,6 +107,7 @@ func (n *Node) startObs(cfg *config.Node) error {
 	n.obs.health = health.NewServer()
 	healthpb.RegisterHealthServer(n.gs, n.obs.health)
 	n.updateHealth()
+	go n.runCatchUp()
 	go func() {
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
@@ -129,7 +130,8 @@ func (n *Node) startObs(cfg *config.Node) error {
 	if n.obs.m != nil {
 		n.obs.m.WatchState(n.metricsState)
 	}
-	srv, err := metrics.Serve(metrics.ServerConfig{Addr: addr, Metrics: n.obs.m, Ready: n.ready, Health: n.healthz, Pprof: cfg.Pprof, UIStatus: n.uiStatus, UISchema: n.uiSchema, UIFeed: n.uiFeed})
+	srv, err := metrics.Serve(metrics.ServerConfig{Addr: addr, Metrics: n.obs.m, Ready: n.ready, Health: n.healthz, Pprof: cfg.Pprof, UIStatus: n.uiStatus, UISchema: n.uiSchema, UIFeed: n.uiFeed,
+		UIConflicts: n.uiConflicts, UIResolve: n.uiResolve})
 	if err != nil {
 		n.stopObs()
 		return startErr("metrics.addr %s: %v: stop whatever uses it or set metrics.addr (flag --metrics-addr)", addr, unwrapNet(err))
@@ -233,6 +235,10 @@ func (n *Node) healthz() (string, []string) {
 func (n *Node) metricsState() metrics.State {
 	ls := n.rs.Status()
 	s := metrics.State{Term: ls.Term, Commit: ls.Commit, Applied: ls.Applied, IsLeader: ls.IsLeader, HasLeader: ls.LeaderID != ""}
+	if cu := n.catchUpSelf(); cu != nil {
+		s.CatchUp = &metrics.CatchUpState{Active: cu.Active, Behind: cu.Target - min(cu.Target, cu.Applied), Percent: cu.Percent,
+			ETA: time.Duration(cu.EtaMs) * time.Millisecond}
+	}
 	s.Ready, _ = n.ready()
 	ob := n.pl.Outbox()
 	s.OutboxDepth, s.OutboxOldest = ob.Depth, ob.OldestAge

@@ -38,6 +38,7 @@ func (n *Node) uiStatus(ctx context.Context) metrics.UIStatus {
 			row.Ready, row.NotReady, row.Health = self.Ready, self.NotReadyReason, self.Health
 			row.OutboxDepth, row.Conflicts, row.Fingerprint, row.Version = self.OutboxDepth, self.OpenConflicts, self.Fingerprint, self.Version
 			row.Lag = lag(row.Commit, row.Applied)
+			row.CatchUp = uiCatchUp(self.CatchUp)
 			continue
 		}
 		if m.APIAddr == "" {
@@ -56,11 +57,19 @@ func (n *Node) uiStatus(ctx context.Context) metrics.UIStatus {
 			row.Ready, row.NotReady, row.Health = st.Ready, st.NotReadyReason, st.Health
 			row.OutboxDepth, row.Conflicts, row.Fingerprint, row.Version = st.OutboxDepth, st.OpenConflicts, st.SchemaFingerprint, st.Version
 			row.Lag = lag(row.Commit, row.Applied)
+			row.CatchUp = uiCatchUp(st.CatchUp)
 		}(m.APIAddr)
 	}
 	wg.Wait()
 	metrics.SortMembers(out.Members)
 	return out
+}
+
+func uiCatchUp(c *writv1.CatchUp) *metrics.UICatchUp {
+	if c == nil {
+		return nil
+	}
+	return &metrics.UICatchUp{Active: c.Active, Applied: c.Applied, Target: c.Target, Percent: c.Percent, Rate: c.EntriesPerSecond, ETAms: c.EtaMs}
 }
 
 func lag(commit, applied uint64) uint64 {

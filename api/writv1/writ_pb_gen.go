@@ -195,7 +195,7 @@ func (x KeyringRequest_Op) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use KeyringRequest_Op.Descriptor instead.
 func (KeyringRequest_Op) EnumDescriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{29, 0}
+	return file_writ_proto_rawDescGZIP(), []int{30, 0}
 }
 
 type ConfigProgress_Phase int32
@@ -253,7 +253,7 @@ func (x ConfigProgress_Phase) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ConfigProgress_Phase.Descriptor instead.
 func (ConfigProgress_Phase) EnumDescriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{37, 0}
+	return file_writ_proto_rawDescGZIP(), []int{38, 0}
 }
 
 // OutcomeDetail is attached as a gRPC status detail to every error that
@@ -1728,7 +1728,11 @@ type StatusResponse struct {
 	// Admission control: requests in flight on this node and the bound
 	// (max_inflight), the fact outbox's size and bounds, and what was
 	// refused since the node started.
-	Admission     *Admission `protobuf:"bytes,23,opt,name=admission,proto3" json:"admission,omitempty"`
+	Admission *Admission `protobuf:"bytes,23,opt,name=admission,proto3" json:"admission,omitempty"`
+	// Catch-up of this node: its applied index against the leader's commit
+	// (a follower restarted after missing entries, a new learner receiving
+	// a snapshot). Empty on the leader.
+	CatchUp       *CatchUp `protobuf:"bytes,24,opt,name=catch_up,json=catchUp,proto3" json:"catch_up,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1924,6 +1928,115 @@ func (x *StatusResponse) GetAdmission() *Admission {
 	return nil
 }
 
+func (x *StatusResponse) GetCatchUp() *CatchUp {
+	if x != nil {
+		return x.CatchUp
+	}
+	return nil
+}
+
+// CatchUp is the progress of one node towards the leader's commit index.
+type CatchUp struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Behind by more than the catch-up threshold, and not yet back within
+	// it.
+	Active bool `protobuf:"varint,1,opt,name=active,proto3" json:"active,omitempty"`
+	// The node's applied index (in a member's entry: the leader's view of
+	// its replicated index, match).
+	Applied uint64 `protobuf:"varint,2,opt,name=applied,proto3" json:"applied,omitempty"`
+	// The leader's commit index.
+	Target uint64 `protobuf:"varint,3,opt,name=target,proto3" json:"target,omitempty"`
+	// Share of the gap at the start of this catch-up that is closed (0-100).
+	Percent float64 `protobuf:"fixed64,4,opt,name=percent,proto3" json:"percent,omitempty"`
+	// Recent catch-up speed in entries per second.
+	EntriesPerSecond float64 `protobuf:"fixed64,5,opt,name=entries_per_second,json=entriesPerSecond,proto3" json:"entries_per_second,omitempty"`
+	// Estimated time until caught up (0: unknown or done).
+	EtaMs uint64 `protobuf:"varint,6,opt,name=eta_ms,json=etaMs,proto3" json:"eta_ms,omitempty"`
+	// When this catch-up started (Unix milliseconds), 0 when none ran.
+	StartedUnixMs int64 `protobuf:"varint,7,opt,name=started_unix_ms,json=startedUnixMs,proto3" json:"started_unix_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CatchUp) Reset() {
+	*x = CatchUp{}
+	mi := &file_writ_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CatchUp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CatchUp) ProtoMessage() {}
+
+func (x *CatchUp) ProtoReflect() protoreflect.Message {
+	mi := &file_writ_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CatchUp.ProtoReflect.Descriptor instead.
+func (*CatchUp) Descriptor() ([]byte, []int) {
+	return file_writ_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *CatchUp) GetActive() bool {
+	if x != nil {
+		return x.Active
+	}
+	return false
+}
+
+func (x *CatchUp) GetApplied() uint64 {
+	if x != nil {
+		return x.Applied
+	}
+	return 0
+}
+
+func (x *CatchUp) GetTarget() uint64 {
+	if x != nil {
+		return x.Target
+	}
+	return 0
+}
+
+func (x *CatchUp) GetPercent() float64 {
+	if x != nil {
+		return x.Percent
+	}
+	return 0
+}
+
+func (x *CatchUp) GetEntriesPerSecond() float64 {
+	if x != nil {
+		return x.EntriesPerSecond
+	}
+	return 0
+}
+
+func (x *CatchUp) GetEtaMs() uint64 {
+	if x != nil {
+		return x.EtaMs
+	}
+	return 0
+}
+
+func (x *CatchUp) GetStartedUnixMs() int64 {
+	if x != nil {
+		return x.StartedUnixMs
+	}
+	return 0
+}
+
 type MembersRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1932,7 +2045,7 @@ type MembersRequest struct {
 
 func (x *MembersRequest) Reset() {
 	*x = MembersRequest{}
-	mi := &file_writ_proto_msgTypes[25]
+	mi := &file_writ_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1944,7 +2057,7 @@ func (x *MembersRequest) String() string {
 func (*MembersRequest) ProtoMessage() {}
 
 func (x *MembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[25]
+	mi := &file_writ_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1957,7 +2070,7 @@ func (x *MembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersRequest.ProtoReflect.Descriptor instead.
 func (*MembersRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{25}
+	return file_writ_proto_rawDescGZIP(), []int{26}
 }
 
 type Member struct {
@@ -1975,14 +2088,17 @@ type Member struct {
 	SchemaFingerprint string `protobuf:"bytes,9,opt,name=schema_fingerprint,json=schemaFingerprint,proto3" json:"schema_fingerprint,omitempty"`
 	// Why the raft leader does not admit this node ("" when it is not
 	// refused), e.g. an incompatible schema fingerprint.
-	Refused       string `protobuf:"bytes,10,opt,name=refused,proto3" json:"refused,omitempty"`
+	Refused string `protobuf:"bytes,10,opt,name=refused,proto3" json:"refused,omitempty"`
+	// The leader's view of this member's catch-up (match against its
+	// commit index): set when the node answering is the leader.
+	CatchUp       *CatchUp `protobuf:"bytes,11,opt,name=catch_up,json=catchUp,proto3" json:"catch_up,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_writ_proto_msgTypes[26]
+	mi := &file_writ_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1994,7 +2110,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[26]
+	mi := &file_writ_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2007,7 +2123,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{26}
+	return file_writ_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Member) GetId() string {
@@ -2080,6 +2196,13 @@ func (x *Member) GetRefused() string {
 	return ""
 }
 
+func (x *Member) GetCatchUp() *CatchUp {
+	if x != nil {
+		return x.CatchUp
+	}
+	return nil
+}
+
 // A node that gossips with the cluster but is not admitted to the raft
 // configuration.
 type Refusal struct {
@@ -2097,7 +2220,7 @@ type Refusal struct {
 
 func (x *Refusal) Reset() {
 	*x = Refusal{}
-	mi := &file_writ_proto_msgTypes[27]
+	mi := &file_writ_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2109,7 +2232,7 @@ func (x *Refusal) String() string {
 func (*Refusal) ProtoMessage() {}
 
 func (x *Refusal) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[27]
+	mi := &file_writ_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2122,7 +2245,7 @@ func (x *Refusal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Refusal.ProtoReflect.Descriptor instead.
 func (*Refusal) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{27}
+	return file_writ_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Refusal) GetId() string {
@@ -2179,7 +2302,7 @@ type MembersResponse struct {
 
 func (x *MembersResponse) Reset() {
 	*x = MembersResponse{}
-	mi := &file_writ_proto_msgTypes[28]
+	mi := &file_writ_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2191,7 +2314,7 @@ func (x *MembersResponse) String() string {
 func (*MembersResponse) ProtoMessage() {}
 
 func (x *MembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[28]
+	mi := &file_writ_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2204,7 +2327,7 @@ func (x *MembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersResponse.ProtoReflect.Descriptor instead.
 func (*MembersResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{28}
+	return file_writ_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *MembersResponse) GetMembers() []*Member {
@@ -2233,7 +2356,7 @@ type KeyringRequest struct {
 
 func (x *KeyringRequest) Reset() {
 	*x = KeyringRequest{}
-	mi := &file_writ_proto_msgTypes[29]
+	mi := &file_writ_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2245,7 +2368,7 @@ func (x *KeyringRequest) String() string {
 func (*KeyringRequest) ProtoMessage() {}
 
 func (x *KeyringRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[29]
+	mi := &file_writ_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2258,7 +2381,7 @@ func (x *KeyringRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyringRequest.ProtoReflect.Descriptor instead.
 func (*KeyringRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{29}
+	return file_writ_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *KeyringRequest) GetOp() KeyringRequest_Op {
@@ -2297,7 +2420,7 @@ type KeyringResponse struct {
 
 func (x *KeyringResponse) Reset() {
 	*x = KeyringResponse{}
-	mi := &file_writ_proto_msgTypes[30]
+	mi := &file_writ_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2309,7 +2432,7 @@ func (x *KeyringResponse) String() string {
 func (*KeyringResponse) ProtoMessage() {}
 
 func (x *KeyringResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[30]
+	mi := &file_writ_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2322,7 +2445,7 @@ func (x *KeyringResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyringResponse.ProtoReflect.Descriptor instead.
 func (*KeyringResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{30}
+	return file_writ_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *KeyringResponse) GetOp() KeyringRequest_Op {
@@ -2389,7 +2512,7 @@ type PluginsRequest struct {
 
 func (x *PluginsRequest) Reset() {
 	*x = PluginsRequest{}
-	mi := &file_writ_proto_msgTypes[31]
+	mi := &file_writ_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2401,7 +2524,7 @@ func (x *PluginsRequest) String() string {
 func (*PluginsRequest) ProtoMessage() {}
 
 func (x *PluginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[31]
+	mi := &file_writ_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2414,7 +2537,7 @@ func (x *PluginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginsRequest.ProtoReflect.Descriptor instead.
 func (*PluginsRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{31}
+	return file_writ_proto_rawDescGZIP(), []int{32}
 }
 
 type Plugin struct {
@@ -2431,7 +2554,7 @@ type Plugin struct {
 
 func (x *Plugin) Reset() {
 	*x = Plugin{}
-	mi := &file_writ_proto_msgTypes[32]
+	mi := &file_writ_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2443,7 +2566,7 @@ func (x *Plugin) String() string {
 func (*Plugin) ProtoMessage() {}
 
 func (x *Plugin) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[32]
+	mi := &file_writ_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2456,7 +2579,7 @@ func (x *Plugin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plugin.ProtoReflect.Descriptor instead.
 func (*Plugin) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{32}
+	return file_writ_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Plugin) GetName() string {
@@ -2510,7 +2633,7 @@ type PluginsResponse struct {
 
 func (x *PluginsResponse) Reset() {
 	*x = PluginsResponse{}
-	mi := &file_writ_proto_msgTypes[33]
+	mi := &file_writ_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2522,7 +2645,7 @@ func (x *PluginsResponse) String() string {
 func (*PluginsResponse) ProtoMessage() {}
 
 func (x *PluginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[33]
+	mi := &file_writ_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2535,7 +2658,7 @@ func (x *PluginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginsResponse.ProtoReflect.Descriptor instead.
 func (*PluginsResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{33}
+	return file_writ_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *PluginsResponse) GetPlugins() []*Plugin {
@@ -2556,7 +2679,7 @@ type ConfigShowRequest struct {
 
 func (x *ConfigShowRequest) Reset() {
 	*x = ConfigShowRequest{}
-	mi := &file_writ_proto_msgTypes[34]
+	mi := &file_writ_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2568,7 +2691,7 @@ func (x *ConfigShowRequest) String() string {
 func (*ConfigShowRequest) ProtoMessage() {}
 
 func (x *ConfigShowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[34]
+	mi := &file_writ_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2581,7 +2704,7 @@ func (x *ConfigShowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigShowRequest.ProtoReflect.Descriptor instead.
 func (*ConfigShowRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{34}
+	return file_writ_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ConfigShowRequest) GetType() string {
@@ -2608,7 +2731,7 @@ type ConfigShowResponse struct {
 
 func (x *ConfigShowResponse) Reset() {
 	*x = ConfigShowResponse{}
-	mi := &file_writ_proto_msgTypes[35]
+	mi := &file_writ_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2620,7 +2743,7 @@ func (x *ConfigShowResponse) String() string {
 func (*ConfigShowResponse) ProtoMessage() {}
 
 func (x *ConfigShowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[35]
+	mi := &file_writ_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2633,7 +2756,7 @@ func (x *ConfigShowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigShowResponse.ProtoReflect.Descriptor instead.
 func (*ConfigShowResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{35}
+	return file_writ_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ConfigShowResponse) GetTag() string {
@@ -2691,7 +2814,7 @@ type ConfigUpgradeRequest struct {
 
 func (x *ConfigUpgradeRequest) Reset() {
 	*x = ConfigUpgradeRequest{}
-	mi := &file_writ_proto_msgTypes[36]
+	mi := &file_writ_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2703,7 +2826,7 @@ func (x *ConfigUpgradeRequest) String() string {
 func (*ConfigUpgradeRequest) ProtoMessage() {}
 
 func (x *ConfigUpgradeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[36]
+	mi := &file_writ_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2716,7 +2839,7 @@ func (x *ConfigUpgradeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigUpgradeRequest.ProtoReflect.Descriptor instead.
 func (*ConfigUpgradeRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{36}
+	return file_writ_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ConfigUpgradeRequest) GetRequestId() string {
@@ -2771,13 +2894,18 @@ type ConfigProgress struct {
 	RestartRequired []string               `protobuf:"bytes,6,rep,name=restart_required,json=restartRequired,proto3" json:"restart_required,omitempty"`
 	Outcome         Outcome                `protobuf:"varint,7,opt,name=outcome,proto3,enum=writ.v1.Outcome" json:"outcome,omitempty"`
 	Index           uint64                 `protobuf:"varint,8,opt,name=index,proto3" json:"index,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// While an activation spreads: members reporting the new tag active
+	// (active_on) of the members asked (members). ACTIVATED is sent again
+	// each time active_on grows.
+	ActiveOn      uint32 `protobuf:"varint,9,opt,name=active_on,json=activeOn,proto3" json:"active_on,omitempty"`
+	Members       uint32 `protobuf:"varint,10,opt,name=members,proto3" json:"members,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ConfigProgress) Reset() {
 	*x = ConfigProgress{}
-	mi := &file_writ_proto_msgTypes[37]
+	mi := &file_writ_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2789,7 +2917,7 @@ func (x *ConfigProgress) String() string {
 func (*ConfigProgress) ProtoMessage() {}
 
 func (x *ConfigProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[37]
+	mi := &file_writ_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2802,7 +2930,7 @@ func (x *ConfigProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigProgress.ProtoReflect.Descriptor instead.
 func (*ConfigProgress) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{37}
+	return file_writ_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ConfigProgress) GetPhase() ConfigProgress_Phase {
@@ -2861,6 +2989,20 @@ func (x *ConfigProgress) GetIndex() uint64 {
 	return 0
 }
 
+func (x *ConfigProgress) GetActiveOn() uint32 {
+	if x != nil {
+		return x.ActiveOn
+	}
+	return 0
+}
+
+func (x *ConfigProgress) GetMembers() uint32 {
+	if x != nil {
+		return x.Members
+	}
+	return 0
+}
+
 type PromoteMemberRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The learner's node ID.
@@ -2871,7 +3013,7 @@ type PromoteMemberRequest struct {
 
 func (x *PromoteMemberRequest) Reset() {
 	*x = PromoteMemberRequest{}
-	mi := &file_writ_proto_msgTypes[38]
+	mi := &file_writ_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2883,7 +3025,7 @@ func (x *PromoteMemberRequest) String() string {
 func (*PromoteMemberRequest) ProtoMessage() {}
 
 func (x *PromoteMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[38]
+	mi := &file_writ_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2896,7 +3038,7 @@ func (x *PromoteMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromoteMemberRequest.ProtoReflect.Descriptor instead.
 func (*PromoteMemberRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{38}
+	return file_writ_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *PromoteMemberRequest) GetId() string {
@@ -2917,7 +3059,7 @@ type PromoteMemberResponse struct {
 
 func (x *PromoteMemberResponse) Reset() {
 	*x = PromoteMemberResponse{}
-	mi := &file_writ_proto_msgTypes[39]
+	mi := &file_writ_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2929,7 +3071,7 @@ func (x *PromoteMemberResponse) String() string {
 func (*PromoteMemberResponse) ProtoMessage() {}
 
 func (x *PromoteMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[39]
+	mi := &file_writ_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2942,7 +3084,7 @@ func (x *PromoteMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromoteMemberResponse.ProtoReflect.Descriptor instead.
 func (*PromoteMemberResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{39}
+	return file_writ_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *PromoteMemberResponse) GetId() string {
@@ -2967,7 +3109,7 @@ type SchemaRequest struct {
 
 func (x *SchemaRequest) Reset() {
 	*x = SchemaRequest{}
-	mi := &file_writ_proto_msgTypes[40]
+	mi := &file_writ_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2979,7 +3121,7 @@ func (x *SchemaRequest) String() string {
 func (*SchemaRequest) ProtoMessage() {}
 
 func (x *SchemaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[40]
+	mi := &file_writ_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2992,7 +3134,7 @@ func (x *SchemaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaRequest.ProtoReflect.Descriptor instead.
 func (*SchemaRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{40}
+	return file_writ_proto_rawDescGZIP(), []int{41}
 }
 
 type SchemaResponse struct {
@@ -3007,7 +3149,7 @@ type SchemaResponse struct {
 
 func (x *SchemaResponse) Reset() {
 	*x = SchemaResponse{}
-	mi := &file_writ_proto_msgTypes[41]
+	mi := &file_writ_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3019,7 +3161,7 @@ func (x *SchemaResponse) String() string {
 func (*SchemaResponse) ProtoMessage() {}
 
 func (x *SchemaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[41]
+	mi := &file_writ_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3032,7 +3174,7 @@ func (x *SchemaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaResponse.ProtoReflect.Descriptor instead.
 func (*SchemaResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{41}
+	return file_writ_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SchemaResponse) GetSchemaFingerprint() string {
@@ -3068,7 +3210,7 @@ type ResolveConflictRequest struct {
 
 func (x *ResolveConflictRequest) Reset() {
 	*x = ResolveConflictRequest{}
-	mi := &file_writ_proto_msgTypes[42]
+	mi := &file_writ_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3080,7 +3222,7 @@ func (x *ResolveConflictRequest) String() string {
 func (*ResolveConflictRequest) ProtoMessage() {}
 
 func (x *ResolveConflictRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[42]
+	mi := &file_writ_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3093,7 +3235,7 @@ func (x *ResolveConflictRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveConflictRequest.ProtoReflect.Descriptor instead.
 func (*ResolveConflictRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{42}
+	return file_writ_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ResolveConflictRequest) GetKey() string {
@@ -3144,7 +3286,7 @@ type ResolveConflictResponse struct {
 
 func (x *ResolveConflictResponse) Reset() {
 	*x = ResolveConflictResponse{}
-	mi := &file_writ_proto_msgTypes[43]
+	mi := &file_writ_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3156,7 +3298,7 @@ func (x *ResolveConflictResponse) String() string {
 func (*ResolveConflictResponse) ProtoMessage() {}
 
 func (x *ResolveConflictResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[43]
+	mi := &file_writ_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3169,7 +3311,7 @@ func (x *ResolveConflictResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveConflictResponse.ProtoReflect.Descriptor instead.
 func (*ResolveConflictResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{43}
+	return file_writ_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ResolveConflictResponse) GetOutcome() Outcome {
@@ -3218,7 +3360,7 @@ type Admission struct {
 
 func (x *Admission) Reset() {
 	*x = Admission{}
-	mi := &file_writ_proto_msgTypes[44]
+	mi := &file_writ_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3230,7 +3372,7 @@ func (x *Admission) String() string {
 func (*Admission) ProtoMessage() {}
 
 func (x *Admission) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[44]
+	mi := &file_writ_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3243,7 +3385,7 @@ func (x *Admission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Admission.ProtoReflect.Descriptor instead.
 func (*Admission) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{44}
+	return file_writ_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Admission) GetInflight() uint64 {
@@ -3410,7 +3552,7 @@ const file_writ_proto_rawDesc = "" +
 	"\roldest_age_ms\x18\x03 \x01(\x03R\voldestAgeMs\x12)\n" +
 	"\x05facts\x18\x04 \x03(\v2\x13.writ.v1.OutboxFactR\x05facts\"=\n" +
 	"\rStatusRequest\x12,\n" +
-	"\x12without_state_hash\x18\x01 \x01(\bR\x10withoutStateHash\"\xe4\x05\n" +
+	"\x12without_state_hash\x18\x01 \x01(\bR\x10withoutStateHash\"\x91\x06\n" +
 	"\x0eStatusResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\tleader_id\x18\x02 \x01(\tR\bleaderId\x12\x1b\n" +
@@ -3440,8 +3582,17 @@ const file_writ_proto_rawDesc = "" +
 	"\vstate_index\x18\x15 \x01(\x04R\n" +
 	"stateIndex\x12\x1a\n" +
 	"\binsecure\x18\x16 \x03(\tR\binsecure\x120\n" +
-	"\tadmission\x18\x17 \x01(\v2\x12.writ.v1.AdmissionR\tadmission\"\x10\n" +
-	"\x0eMembersRequest\"\x94\x02\n" +
+	"\tadmission\x18\x17 \x01(\v2\x12.writ.v1.AdmissionR\tadmission\x12+\n" +
+	"\bcatch_up\x18\x18 \x01(\v2\x10.writ.v1.CatchUpR\acatchUp\"\xda\x01\n" +
+	"\aCatchUp\x12\x16\n" +
+	"\x06active\x18\x01 \x01(\bR\x06active\x12\x18\n" +
+	"\aapplied\x18\x02 \x01(\x04R\aapplied\x12\x16\n" +
+	"\x06target\x18\x03 \x01(\x04R\x06target\x12\x18\n" +
+	"\apercent\x18\x04 \x01(\x01R\apercent\x12,\n" +
+	"\x12entries_per_second\x18\x05 \x01(\x01R\x10entriesPerSecond\x12\x15\n" +
+	"\x06eta_ms\x18\x06 \x01(\x04R\x05etaMs\x12&\n" +
+	"\x0fstarted_unix_ms\x18\a \x01(\x03R\rstartedUnixMs\"\x10\n" +
+	"\x0eMembersRequest\"\xc1\x02\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x19\n" +
@@ -3454,7 +3605,8 @@ const file_writ_proto_rawDesc = "" +
 	"\x06leader\x18\b \x01(\bR\x06leader\x12-\n" +
 	"\x12schema_fingerprint\x18\t \x01(\tR\x11schemaFingerprint\x12\x18\n" +
 	"\arefused\x18\n" +
-	" \x01(\tR\arefused\"\xc2\x01\n" +
+	" \x01(\tR\arefused\x12+\n" +
+	"\bcatch_up\x18\v \x01(\v2\x10.writ.v1.CatchUpR\acatchUp\"\xc2\x01\n" +
 	"\aRefusal\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vgossip_addr\x18\x02 \x01(\tR\n" +
@@ -3520,7 +3672,7 @@ const file_writ_proto_rawDesc = "" +
 	"\n" +
 	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\x12\x12\n" +
 	"\x04type\x18\x05 \x01(\tR\x04type\x12\x14\n" +
-	"\x05force\x18\x06 \x01(\bR\x05force\"\xf5\x02\n" +
+	"\x05force\x18\x06 \x01(\bR\x05force\"\xac\x03\n" +
 	"\x0eConfigProgress\x123\n" +
 	"\x05phase\x18\x01 \x01(\x0e2\x1d.writ.v1.ConfigProgress.PhaseR\x05phase\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x10\n" +
@@ -3529,7 +3681,10 @@ const file_writ_proto_rawDesc = "" +
 	"\x02of\x18\x05 \x01(\rR\x02of\x12)\n" +
 	"\x10restart_required\x18\x06 \x03(\tR\x0frestartRequired\x12*\n" +
 	"\aoutcome\x18\a \x01(\x0e2\x10.writ.v1.OutcomeR\aoutcome\x12\x14\n" +
-	"\x05index\x18\b \x01(\x04R\x05index\"b\n" +
+	"\x05index\x18\b \x01(\x04R\x05index\x12\x1b\n" +
+	"\tactive_on\x18\t \x01(\rR\bactiveOn\x12\x18\n" +
+	"\amembers\x18\n" +
+	" \x01(\rR\amembers\"b\n" +
 	"\x05Phase\x12\x15\n" +
 	"\x11PHASE_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tVALIDATED\x10\x01\x12\n" +
@@ -3614,7 +3769,7 @@ func file_writ_proto_rawDescGZIP() []byte {
 }
 
 var file_writ_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_writ_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_writ_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_writ_proto_goTypes = []any{
 	(Outcome)(0),                    // 0: writ.v1.Outcome
 	(Encoding)(0),                   // 1: writ.v1.Encoding
@@ -3645,29 +3800,30 @@ var file_writ_proto_goTypes = []any{
 	(*OutboxResponse)(nil),          // 26: writ.v1.OutboxResponse
 	(*StatusRequest)(nil),           // 27: writ.v1.StatusRequest
 	(*StatusResponse)(nil),          // 28: writ.v1.StatusResponse
-	(*MembersRequest)(nil),          // 29: writ.v1.MembersRequest
-	(*Member)(nil),                  // 30: writ.v1.Member
-	(*Refusal)(nil),                 // 31: writ.v1.Refusal
-	(*MembersResponse)(nil),         // 32: writ.v1.MembersResponse
-	(*KeyringRequest)(nil),          // 33: writ.v1.KeyringRequest
-	(*KeyringResponse)(nil),         // 34: writ.v1.KeyringResponse
-	(*PluginsRequest)(nil),          // 35: writ.v1.PluginsRequest
-	(*Plugin)(nil),                  // 36: writ.v1.Plugin
-	(*PluginsResponse)(nil),         // 37: writ.v1.PluginsResponse
-	(*ConfigShowRequest)(nil),       // 38: writ.v1.ConfigShowRequest
-	(*ConfigShowResponse)(nil),      // 39: writ.v1.ConfigShowResponse
-	(*ConfigUpgradeRequest)(nil),    // 40: writ.v1.ConfigUpgradeRequest
-	(*ConfigProgress)(nil),          // 41: writ.v1.ConfigProgress
-	(*PromoteMemberRequest)(nil),    // 42: writ.v1.PromoteMemberRequest
-	(*PromoteMemberResponse)(nil),   // 43: writ.v1.PromoteMemberResponse
-	(*SchemaRequest)(nil),           // 44: writ.v1.SchemaRequest
-	(*SchemaResponse)(nil),          // 45: writ.v1.SchemaResponse
-	(*ResolveConflictRequest)(nil),  // 46: writ.v1.ResolveConflictRequest
-	(*ResolveConflictResponse)(nil), // 47: writ.v1.ResolveConflictResponse
-	(*Admission)(nil),               // 48: writ.v1.Admission
-	nil,                             // 49: writ.v1.KeyringResponse.MessagesEntry
-	nil,                             // 50: writ.v1.KeyringResponse.KeysEntry
-	nil,                             // 51: writ.v1.KeyringResponse.PrimaryKeysEntry
+	(*CatchUp)(nil),                 // 29: writ.v1.CatchUp
+	(*MembersRequest)(nil),          // 30: writ.v1.MembersRequest
+	(*Member)(nil),                  // 31: writ.v1.Member
+	(*Refusal)(nil),                 // 32: writ.v1.Refusal
+	(*MembersResponse)(nil),         // 33: writ.v1.MembersResponse
+	(*KeyringRequest)(nil),          // 34: writ.v1.KeyringRequest
+	(*KeyringResponse)(nil),         // 35: writ.v1.KeyringResponse
+	(*PluginsRequest)(nil),          // 36: writ.v1.PluginsRequest
+	(*Plugin)(nil),                  // 37: writ.v1.Plugin
+	(*PluginsResponse)(nil),         // 38: writ.v1.PluginsResponse
+	(*ConfigShowRequest)(nil),       // 39: writ.v1.ConfigShowRequest
+	(*ConfigShowResponse)(nil),      // 40: writ.v1.ConfigShowResponse
+	(*ConfigUpgradeRequest)(nil),    // 41: writ.v1.ConfigUpgradeRequest
+	(*ConfigProgress)(nil),          // 42: writ.v1.ConfigProgress
+	(*PromoteMemberRequest)(nil),    // 43: writ.v1.PromoteMemberRequest
+	(*PromoteMemberResponse)(nil),   // 44: writ.v1.PromoteMemberResponse
+	(*SchemaRequest)(nil),           // 45: writ.v1.SchemaRequest
+	(*SchemaResponse)(nil),          // 46: writ.v1.SchemaResponse
+	(*ResolveConflictRequest)(nil),  // 47: writ.v1.ResolveConflictRequest
+	(*ResolveConflictResponse)(nil), // 48: writ.v1.ResolveConflictResponse
+	(*Admission)(nil),               // 49: writ.v1.Admission
+	nil,                             // 50: writ.v1.KeyringResponse.MessagesEntry
+	nil,                             // 51: writ.v1.KeyringResponse.KeysEntry
+	nil,                             // 52: writ.v1.KeyringResponse.PrimaryKeysEntry
 }
 var file_writ_proto_depIdxs = []int32{
 	0,  // 0: writ.v1.OutcomeDetail.outcome:type_name -> writ.v1.Outcome
@@ -3681,59 +3837,61 @@ var file_writ_proto_depIdxs = []int32{
 	0,  // 8: writ.v1.OutcomeResponse.outcome:type_name -> writ.v1.Outcome
 	22, // 9: writ.v1.ConflictsResponse.conflicts:type_name -> writ.v1.Conflict
 	25, // 10: writ.v1.OutboxResponse.facts:type_name -> writ.v1.OutboxFact
-	48, // 11: writ.v1.StatusResponse.admission:type_name -> writ.v1.Admission
-	30, // 12: writ.v1.MembersResponse.members:type_name -> writ.v1.Member
-	31, // 13: writ.v1.MembersResponse.refused:type_name -> writ.v1.Refusal
-	2,  // 14: writ.v1.KeyringRequest.op:type_name -> writ.v1.KeyringRequest.Op
-	2,  // 15: writ.v1.KeyringResponse.op:type_name -> writ.v1.KeyringRequest.Op
-	49, // 16: writ.v1.KeyringResponse.messages:type_name -> writ.v1.KeyringResponse.MessagesEntry
-	50, // 17: writ.v1.KeyringResponse.keys:type_name -> writ.v1.KeyringResponse.KeysEntry
-	51, // 18: writ.v1.KeyringResponse.primary_keys:type_name -> writ.v1.KeyringResponse.PrimaryKeysEntry
-	36, // 19: writ.v1.PluginsResponse.plugins:type_name -> writ.v1.Plugin
-	3,  // 20: writ.v1.ConfigProgress.phase:type_name -> writ.v1.ConfigProgress.Phase
-	0,  // 21: writ.v1.ConfigProgress.outcome:type_name -> writ.v1.Outcome
-	0,  // 22: writ.v1.ResolveConflictResponse.outcome:type_name -> writ.v1.Outcome
-	6,  // 23: writ.v1.Writ.Submit:input_type -> writ.v1.SubmitRequest
-	8,  // 24: writ.v1.Writ.Report:input_type -> writ.v1.ReportRequest
-	10, // 25: writ.v1.Writ.Deliver:input_type -> writ.v1.DeliverRequest
-	12, // 26: writ.v1.Writ.Watch:input_type -> writ.v1.WatchRequest
-	15, // 27: writ.v1.Writ.Get:input_type -> writ.v1.GetRequest
-	17, // 28: writ.v1.Writ.List:input_type -> writ.v1.ListRequest
-	19, // 29: writ.v1.Writ.Outcome:input_type -> writ.v1.OutcomeRequest
-	21, // 30: writ.v1.Writ.Conflicts:input_type -> writ.v1.ConflictsRequest
-	24, // 31: writ.v1.Writ.Outbox:input_type -> writ.v1.OutboxRequest
-	27, // 32: writ.v1.Writ.Status:input_type -> writ.v1.StatusRequest
-	29, // 33: writ.v1.Writ.Members:input_type -> writ.v1.MembersRequest
-	33, // 34: writ.v1.Writ.Keyring:input_type -> writ.v1.KeyringRequest
-	35, // 35: writ.v1.Writ.Plugins:input_type -> writ.v1.PluginsRequest
-	38, // 36: writ.v1.Writ.ConfigShow:input_type -> writ.v1.ConfigShowRequest
-	40, // 37: writ.v1.Writ.ConfigUpgrade:input_type -> writ.v1.ConfigUpgradeRequest
-	44, // 38: writ.v1.Writ.Schema:input_type -> writ.v1.SchemaRequest
-	46, // 39: writ.v1.Writ.ResolveConflict:input_type -> writ.v1.ResolveConflictRequest
-	42, // 40: writ.v1.Writ.PromoteMember:input_type -> writ.v1.PromoteMemberRequest
-	7,  // 41: writ.v1.Writ.Submit:output_type -> writ.v1.SubmitResponse
-	9,  // 42: writ.v1.Writ.Report:output_type -> writ.v1.ReportResponse
-	11, // 43: writ.v1.Writ.Deliver:output_type -> writ.v1.DeliverResponse
-	13, // 44: writ.v1.Writ.Watch:output_type -> writ.v1.WatchEvent
-	16, // 45: writ.v1.Writ.Get:output_type -> writ.v1.GetResponse
-	18, // 46: writ.v1.Writ.List:output_type -> writ.v1.ListResponse
-	20, // 47: writ.v1.Writ.Outcome:output_type -> writ.v1.OutcomeResponse
-	23, // 48: writ.v1.Writ.Conflicts:output_type -> writ.v1.ConflictsResponse
-	26, // 49: writ.v1.Writ.Outbox:output_type -> writ.v1.OutboxResponse
-	28, // 50: writ.v1.Writ.Status:output_type -> writ.v1.StatusResponse
-	32, // 51: writ.v1.Writ.Members:output_type -> writ.v1.MembersResponse
-	34, // 52: writ.v1.Writ.Keyring:output_type -> writ.v1.KeyringResponse
-	37, // 53: writ.v1.Writ.Plugins:output_type -> writ.v1.PluginsResponse
-	39, // 54: writ.v1.Writ.ConfigShow:output_type -> writ.v1.ConfigShowResponse
-	41, // 55: writ.v1.Writ.ConfigUpgrade:output_type -> writ.v1.ConfigProgress
-	45, // 56: writ.v1.Writ.Schema:output_type -> writ.v1.SchemaResponse
-	47, // 57: writ.v1.Writ.ResolveConflict:output_type -> writ.v1.ResolveConflictResponse
-	43, // 58: writ.v1.Writ.PromoteMember:output_type -> writ.v1.PromoteMemberResponse
-	41, // [41:59] is the sub-list for method output_type
-	23, // [23:41] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	49, // 11: writ.v1.StatusResponse.admission:type_name -> writ.v1.Admission
+	29, // 12: writ.v1.StatusResponse.catch_up:type_name -> writ.v1.CatchUp
+	29, // 13: writ.v1.Member.catch_up:type_name -> writ.v1.CatchUp
+	31, // 14: writ.v1.MembersResponse.members:type_name -> writ.v1.Member
+	32, // 15: writ.v1.MembersResponse.refused:type_name -> writ.v1.Refusal
+	2,  // 16: writ.v1.KeyringRequest.op:type_name -> writ.v1.KeyringRequest.Op
+	2,  // 17: writ.v1.KeyringResponse.op:type_name -> writ.v1.KeyringRequest.Op
+	50, // 18: writ.v1.KeyringResponse.messages:type_name -> writ.v1.KeyringResponse.MessagesEntry
+	51, // 19: writ.v1.KeyringResponse.keys:type_name -> writ.v1.KeyringResponse.KeysEntry
+	52, // 20: writ.v1.KeyringResponse.primary_keys:type_name -> writ.v1.KeyringResponse.PrimaryKeysEntry
+	37, // 21: writ.v1.PluginsResponse.plugins:type_name -> writ.v1.Plugin
+	3,  // 22: writ.v1.ConfigProgress.phase:type_name -> writ.v1.ConfigProgress.Phase
+	0,  // 23: writ.v1.ConfigProgress.outcome:type_name -> writ.v1.Outcome
+	0,  // 24: writ.v1.ResolveConflictResponse.outcome:type_name -> writ.v1.Outcome
+	6,  // 25: writ.v1.Writ.Submit:input_type -> writ.v1.SubmitRequest
+	8,  // 26: writ.v1.Writ.Report:input_type -> writ.v1.ReportRequest
+	10, // 27: writ.v1.Writ.Deliver:input_type -> writ.v1.DeliverRequest
+	12, // 28: writ.v1.Writ.Watch:input_type -> writ.v1.WatchRequest
+	15, // 29: writ.v1.Writ.Get:input_type -> writ.v1.GetRequest
+	17, // 30: writ.v1.Writ.List:input_type -> writ.v1.ListRequest
+	19, // 31: writ.v1.Writ.Outcome:input_type -> writ.v1.OutcomeRequest
+	21, // 32: writ.v1.Writ.Conflicts:input_type -> writ.v1.ConflictsRequest
+	24, // 33: writ.v1.Writ.Outbox:input_type -> writ.v1.OutboxRequest
+	27, // 34: writ.v1.Writ.Status:input_type -> writ.v1.StatusRequest
+	30, // 35: writ.v1.Writ.Members:input_type -> writ.v1.MembersRequest
+	34, // 36: writ.v1.Writ.Keyring:input_type -> writ.v1.KeyringRequest
+	36, // 37: writ.v1.Writ.Plugins:input_type -> writ.v1.PluginsRequest
+	39, // 38: writ.v1.Writ.ConfigShow:input_type -> writ.v1.ConfigShowRequest
+	41, // 39: writ.v1.Writ.ConfigUpgrade:input_type -> writ.v1.ConfigUpgradeRequest
+	45, // 40: writ.v1.Writ.Schema:input_type -> writ.v1.SchemaRequest
+	47, // 41: writ.v1.Writ.ResolveConflict:input_type -> writ.v1.ResolveConflictRequest
+	43, // 42: writ.v1.Writ.PromoteMember:input_type -> writ.v1.PromoteMemberRequest
+	7,  // 43: writ.v1.Writ.Submit:output_type -> writ.v1.SubmitResponse
+	9,  // 44: writ.v1.Writ.Report:output_type -> writ.v1.ReportResponse
+	11, // 45: writ.v1.Writ.Deliver:output_type -> writ.v1.DeliverResponse
+	13, // 46: writ.v1.Writ.Watch:output_type -> writ.v1.WatchEvent
+	16, // 47: writ.v1.Writ.Get:output_type -> writ.v1.GetResponse
+	18, // 48: writ.v1.Writ.List:output_type -> writ.v1.ListResponse
+	20, // 49: writ.v1.Writ.Outcome:output_type -> writ.v1.OutcomeResponse
+	23, // 50: writ.v1.Writ.Conflicts:output_type -> writ.v1.ConflictsResponse
+	26, // 51: writ.v1.Writ.Outbox:output_type -> writ.v1.OutboxResponse
+	28, // 52: writ.v1.Writ.Status:output_type -> writ.v1.StatusResponse
+	33, // 53: writ.v1.Writ.Members:output_type -> writ.v1.MembersResponse
+	35, // 54: writ.v1.Writ.Keyring:output_type -> writ.v1.KeyringResponse
+	38, // 55: writ.v1.Writ.Plugins:output_type -> writ.v1.PluginsResponse
+	40, // 56: writ.v1.Writ.ConfigShow:output_type -> writ.v1.ConfigShowResponse
+	42, // 57: writ.v1.Writ.ConfigUpgrade:output_type -> writ.v1.ConfigProgress
+	46, // 58: writ.v1.Writ.Schema:output_type -> writ.v1.SchemaResponse
+	48, // 59: writ.v1.Writ.ResolveConflict:output_type -> writ.v1.ResolveConflictResponse
+	44, // 60: writ.v1.Writ.PromoteMember:output_type -> writ.v1.PromoteMemberResponse
+	43, // [43:61] is the sub-list for method output_type
+	25, // [25:43] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_writ_proto_init() }
@@ -3747,7 +3905,7 @@ func file_writ_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_writ_proto_rawDesc), len(file_writ_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   48,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

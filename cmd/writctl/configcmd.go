@@ -162,6 +162,18 @@ func (a *app) configUpgradeCmd() *cobra.Command {
 			if err != nil {
 				return a.rpcErr(err)
 			}
+			var prog *upgradeProgress
+			if !a.structured() {
+				prog = newUpgradeProgress(a.out, upgradeTTY(a.out))
+				defer prog.close()
+			}
+			show := func(p *writv1.ConfigProgress) {
+				if prog == nil {
+					a.emit(p)
+					return
+				}
+				prog.phase(p)
+			}
 			var last *writv1.ConfigProgress
 			for {
 				p, err := stream.Recv()
@@ -170,7 +182,8 @@ func (a *app) configUpgradeCmd() *cobra.Command {
 				}
 				if err != nil {
 					if d, ok := api.OutcomeFromError(err); ok {
-						a.emit(&writv1.ConfigProgress{Phase: writv1.ConfigProgress_FAILED, Message: d.Reason, Outcome: d.Outcome})
+						show(&writv1.ConfigProgress{Phase: writv1.ConfigProgress_FAILED, Message: d.Reason, Outcome: d.Outcome})
+						prog.close()
 						if d.Outcome == writv1.Outcome_REJECTED {
 							return fail(exitRejected, "configuration %q was refused and did NOT activate: %s", next, d.Reason)
 						}
@@ -179,11 +192,13 @@ func (a *app) configUpgradeCmd() *cobra.Command {
 						}
 						return fail(exitUncertain, "configuration %q did NOT activate and will not activate later: %s", next, d.Reason)
 					}
+					prog.close()
 					return fail(exitUncertain, "lost the upgrade stream before a definite answer (%v): check `writctl config show` on a majority", err)
 				}
 				last = p
-				a.emit(p)
+				show(p)
 			}
+			prog.close()
 			if last == nil {
 				return fail(exitUncertain, "the node closed the upgrade stream without an answer: check `writctl config show`")
 			}
@@ -223,26 +238,8 @@ func (a *app) say(format string, args ...any) {
 	fmt.Fprintf(a.out, format+"\n", args...)
 }
 
-func (a *app) emit(p *writv1.ConfigProgress) {
-	if a.structured() {
-		_ = a.printJSON(p)
-		return
-	}
-	line := p.Phase.String()
-	if p.Of > 0 {
-		line += fmt.Sprintf(" (committed by %d of %d)", p.CommittedBy, p.Of)
-	}
-	if p.Tag != "" {
-		line += " tag " + p.Tag
-	}
-	if p.Message != "" {
-		line += ": " + p.Message
-	}
-	fmt.Fprintln(a.out, line)
-	for _, r := range p.RestartRequired {
-		fmt.Fprintln(a.out, "  restart required: "+r)
-	}
-}
+// emit prints one progress message as a structured record.
+func (a *app) emit(p *writv1.ConfigProgress) { _ = a.printJSON(p) }
 
 func oneLineErr(err error) string {
 	if d, ok := api.OutcomeFromError(err); ok {

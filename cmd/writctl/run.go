@@ -296,6 +296,9 @@ func (a *app) statusCmd() *cobra.Command {
 			fmt.Fprintf(w, "leader\t%s\tapi %s\n", leader, s.LeaderApi)
 			fmt.Fprintf(w, "addresses\tapi %s\traft %s\tgossip %s\n", s.ApiAddr, s.RaftAddr, s.GossipAddr)
 			fmt.Fprintf(w, "log\tcommit %d\tapplied %d\n", s.Commit, s.Applied)
+			if s.CatchUp != nil {
+				fmt.Fprintf(w, "catch-up\t%s\n", catchUpText(s.CatchUp))
+			}
 			fmt.Fprintf(w, "config\ttag %q\n", s.ConfigTag)
 			if len(s.RestartRequired) > 0 {
 				fmt.Fprintf(w, "restart required\t%s\n", strings.Join(s.RestartRequired, ", "))
@@ -352,7 +355,7 @@ func (a *app) membersCmd() *cobra.Command {
 // with its reason.
 func renderMembers(out io.Writer, m *writv1.MembersResponse) error {
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tSTATUS\tROLE\tLEADER\tAPI\tRAFT\tGOSSIP\tMATCH\tREFUSED")
+	fmt.Fprintln(w, "ID\tSTATUS\tROLE\tLEADER\tAPI\tRAFT\tGOSSIP\tMATCH\tCATCH-UP\tREFUSED")
 	for _, x := range m.Members {
 		l := ""
 		if x.Leader {
@@ -362,7 +365,7 @@ func renderMembers(out io.Writer, m *writv1.MembersResponse) error {
 		if role == "" {
 			role = "-"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", x.Id, x.Status, role, l, x.ApiAddr, x.RaftAddr, x.GossipAddr, x.Match, x.Refused)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", x.Id, x.Status, role, l, x.ApiAddr, x.RaftAddr, x.GossipAddr, x.Match, catchUpText(x.CatchUp), x.Refused)
 	}
 	if err := w.Flush(); err != nil {
 		return err

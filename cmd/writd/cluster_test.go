@@ -303,4 +303,6 @@ func TestCluster_ConfigUpgrade(t *testing.T) {
 			t.Fatalf("tag not everywhere after activation: %v", tags())
 		}
 	}
+	// the operator's view of the phases, piped and on a terminal
+	checkUpgradePhases(t, c, c.nodes[2], "4")
 }

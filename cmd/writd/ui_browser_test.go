@@ -58,7 +58,7 @@ type feedRow struct {
 const readDash = `(() => {
   const rows = [...document.querySelectorAll("#members tbody tr")];
   const down = {}, health = {};
-  for (const r of rows) { down[r.dataset.node] = r.classList.contains("down"); health[r.dataset.node] = r.cells[9].textContent; }
+  for (const r of rows) { down[r.dataset.node] = r.classList.contains("down"); health[r.dataset.node] = r.cells[10].textContent; }
   const machines = {};
   for (const m of document.querySelectorAll("svg.machine")) machines[m.dataset.machine] = [...m.querySelectorAll(".state")].map((s) => s.dataset.state);
   const feed = [...document.querySelectorAll("#feed tbody tr")].map((r) => {
@@ -73,7 +73,8 @@ const readDash = `(() => {
 // headless Chromium: it shows 3 members and one leader, the commit index
 // it shows moves after submits, a job submitted with a known request ID
 // appears in the live feed of committed outcomes, the schema's machines are drawn and its
-// classification table listed, and a killed node's row turns unhealthy.
+// classification table listed, a conflict case is listed and resolved
+// from the page, and a killed node's row turns unhealthy.
 func TestCluster_DashboardInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test: skipped with -short")
@@ -91,7 +92,7 @@ func TestCluster_DashboardInChromium(t *testing.T) {
 	defer cancelA()
 	ctx, cancel := chromedp.NewContext(actx)
 	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, 50*time.Second)
+	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
 	defer cancelT()
 
 	read := func() dashView {
@@ -191,6 +192,10 @@ func TestCluster_DashboardInChromium(t *testing.T) {
 			t.Fatalf("Status without_state_hash=%v: state_hash %q", skip, st.StateHash)
 		}
 	}
+
+	// A conflict case shows up in the conflicts panel and is resolved
+	// from the page.
+	resolveOnDashboard(ctx, t, c, l)
 
 	victim := c.nodes[2]
 	c.kill(victim)

@@ -34,6 +34,24 @@ function rate(name, cur, old, dt) {
   return d > 0 ? d / dt : 0;
 }
 
+// catchUpCell shows a member's catch-up: a bar with the share of the gap
+// closed, the applied index against the leader's commit and the ETA.
+function catchUpCell(m) {
+  const td = el("td", null, "catchup");
+  const c = m.catch_up;
+  if (!m.reachable || !c) { td.textContent = "–"; return td; }
+  if (!c.active) { td.textContent = "caught up"; td.className += " ok"; return td; }
+  const bar = el("span", null, "progress");
+  const fillEl = el("span");
+  fillEl.style.width = Math.min(100, c.percent).toFixed(1) + "%";
+  bar.appendChild(fillEl);
+  td.appendChild(bar);
+  const eta = c.eta_ms > 0 ? ", ETA " + Math.ceil(c.eta_ms / 1000) + "s" : "";
+  td.appendChild(el("span", " " + c.percent.toFixed(0) + "% · " + c.applied + " of " + c.target + eta));
+  td.className += " warn";
+  return td;
+}
+
 function render(s) {
   $("node").textContent = s.node || "?";
   $("version").textContent = s.version || "?";
@@ -66,7 +84,7 @@ function render(s) {
       el("td", m.id, "mono"), role, el("td", m.gossip, m.gossip === "alive" ? "ok" : "bad"),
       el("td", m.reachable ? m.term : "–"), el("td", m.reachable ? m.commit : "–", "num"),
       el("td", m.reachable ? m.applied : "–", "num"), el("td", m.reachable ? m.lag : "–", "num " + (m.lag > 100 ? "warn" : "")),
-      el("td", m.match || "–", "num"),
+      el("td", m.match || "–", "num"), catchUpCell(m),
       el("td", m.reachable ? (m.ready ? "ready" : "not ready: " + (m.not_ready || "?")) : (m.error || "no answer"), m.ready ? "ok" : "bad"),
       el("td", health, healthClass(health)), el("td", m.reachable ? m.outbox_depth : "–", "num"),
       el("td", m.reachable ? m.open_conflicts : "–", "num"), el("td", m.api_addr, "mono"),
