@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,9 +87,15 @@ func TestAPILimitsRealProcess(t *testing.T) {
 	if err := fr.WriteSettings(); err != nil {
 		t.Fatal(err)
 	}
+	// the Framer is not safe for concurrent writes: the pinger and the
+	// settings ack below take turns
+	var wmu sync.Mutex
 	go func() {
 		for i := 0; i < 10; i++ {
-			if fr.WritePing(false, [8]byte{byte(i)}) != nil {
+			wmu.Lock()
+			err := fr.WritePing(false, [8]byte{byte(i)})
+			wmu.Unlock()
+			if err != nil {
 				return
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -103,7 +110,9 @@ func TestAPILimitsRealProcess(t *testing.T) {
 		if g, ok := f.(*http2.GoAwayFrame); ok {
 			away = g
 		} else if s, ok := f.(*http2.SettingsFrame); ok && !s.IsAck() {
+			wmu.Lock()
 			_ = fr.WriteSettingsAck()
+			wmu.Unlock()
 		}
 	}
 	if away.ErrCode != http2.ErrCodeEnhanceYourCalm || string(away.DebugData()) != "too_many_pings" {
