@@ -33,6 +33,7 @@ var metricsFamilies = []string{
 	"writ_plugin_healthy", "writ_plugin_restarts_total", "writ_plugin_call_duration_seconds", "writ_plugin_call_errors_total",
 	"writ_transport_sent_messages_total", "writ_transport_sent_bytes_total", "writ_transport_received_messages_total",
 	"writ_transport_received_bytes_total", "writ_ready", "writ_requests_slow_total",
+	"writ_catchup_active", "writ_catchup_behind_entries", "writ_catchup_percent", "writ_catchup_eta_seconds",
 	"go_goroutines", "process_resident_memory_bytes",
 }
 
