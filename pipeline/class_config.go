@@ -57,7 +57,7 @@ func (p *Pipeline) ConfigUpgrade(ctx context.Context, en Entry) Outcome {
 
 // ConfigUpgradeAsync starts a configuration change and returns its handle.
 func (p *Pipeline) ConfigUpgradeAsync(ctx context.Context, en Entry) *Handle {
-	ps, bad := p.parse(en)
+	ps, bad := p.validate(en)
 	if bad != nil {
 		bad.ID = en.ID
 		p.traceReject(en, bad)

@@ -21,7 +21,7 @@ func (p *Pipeline) factFromOutbox(it OutboxItem) (*entry, error) {
 	if err != nil {
 		return e, fmt.Errorf("pipeline: %w", err)
 	}
-	ps := parsed{desc: d, class: ir.ClassFact, payload: pl, json: it.Payload, id: pl.IdempotencyKey()}
+	ps := validated{desc: d, class: ir.ClassFact, payload: pl, json: it.Payload, id: pl.IdempotencyKey()}
 	ne := p.newEntry(kindFact, ps, it.ID)
 	ne.userID = strings.TrimPrefix(it.ID, "fact:"+it.Type+":")
 	return ne, nil
@@ -31,7 +31,7 @@ func (p *Pipeline) factFromOutbox(it OutboxItem) (*entry, error) {
 // fsync'd into this node's outbox; the pipeline then proposes it until it is
 // committed, with no timeout and with or without a leader.
 func (p *Pipeline) Report(ctx context.Context, en Entry) Ack {
-	ps, bad := p.parse(en)
+	ps, bad := p.validate(en)
 	if bad != nil {
 		p.traceReject(en, bad)
 		return Ack{ID: en.ID, Status: bad.Status, Reason: bad.Reason, Field: bad.Field, Rule: bad.Rule}
@@ -43,14 +43,14 @@ func (p *Pipeline) Report(ctx context.Context, en Entry) Ack {
 	if o := p.factReused(ps); o != nil {
 		return Ack{ID: ps.id, Status: o.Status, Reason: o.Reason, Field: o.Field, Rule: o.Rule}
 	}
-	if err := p.acceptFacts([]parsed{ps}); err != nil {
+	if err := p.acceptFacts([]validated{ps}); err != nil {
 		return Ack{ID: ps.id, Status: StatusUnavailable, Reason: err.Error(), Overloaded: errors.Is(err, ErrOutboxFull)}
 	}
 	return Ack{Received: true, ID: ps.id}
 }
 
 // acceptFacts makes facts durable, then queues them.
-func (p *Pipeline) acceptFacts(facts []parsed) error {
+func (p *Pipeline) acceptFacts(facts []validated) error {
 	now := p.clock.Now().UTC()
 	items := make([]OutboxItem, len(facts))
 	es := make([]*entry, len(facts))

@@ -74,7 +74,7 @@ func (p *Pipeline) receiptItemAgainLocked(e *entry) {
 // requests queued — and per-item outcomes appear on the watch stream, never
 // in the Ack.
 func (p *Pipeline) Deliver(ctx context.Context, en Entry) Ack {
-	ps, bad := p.parse(en)
+	ps, bad := p.validate(en)
 	if bad != nil {
 		p.traceReject(en, bad)
 		return Ack{ID: en.ID, Status: bad.Status, Reason: bad.Reason, Field: bad.Field, Rule: bad.Rule}
@@ -84,7 +84,7 @@ func (p *Pipeline) Deliver(ctx context.Context, en Entry) Ack {
 		return Ack{ID: ps.id, Status: o.Status, Reason: o.Reason, Field: o.Field, Rule: o.Rule}
 	}
 	items := ps.payload.Items()
-	var facts, reqs []parsed
+	var facts, reqs []validated
 	ack := Ack{Received: true, ID: ps.id}
 	for i, it := range items {
 		d, ok := p.cat.Type(it.EntryType())
@@ -92,7 +92,7 @@ func (p *Pipeline) Deliver(ctx context.Context, en Entry) Ack {
 			o := reject(en.Type, fmt.Sprintf("items[%d]", i), "declared", fmt.Sprintf("item type %q is not declared", it.EntryType()))
 			return Ack{ID: ps.id, Status: o.Status, Reason: o.Reason, Field: o.Field, Rule: o.Rule}
 		}
-		ips := parsed{desc: d, class: d.Class, payload: it}
+		ips := validated{desc: d, class: d.Class, payload: it}
 		if !d.Class.Valid() {
 			if p.strict {
 				panic(fmt.Sprintf("pipeline: W6 violated: receipt item type %q is unclassified", d.Name))

@@ -41,7 +41,7 @@ func (p *Pipeline) SubmitAsync(ctx context.Context, en Entry) *Handle {
 // submit starts a request; waiter says the caller waits on it, so its Done
 // channel is made at once (under the lock startRequest takes anyway).
 func (p *Pipeline) submit(ctx context.Context, en Entry, waiter bool) *Handle {
-	ps, bad := p.parse(en)
+	ps, bad := p.validate(en)
 	if bad != nil {
 		bad.ID = en.ID
 		p.traceReject(en, bad)
@@ -55,7 +55,7 @@ func (p *Pipeline) submit(ctx context.Context, en Entry, waiter bool) *Handle {
 	return p.startRequest(ctx, ps, false, waiter)
 }
 
-func (p *Pipeline) startRequest(ctx context.Context, ps parsed, receiptItem, waiter bool) *Handle {
+func (p *Pipeline) startRequest(ctx context.Context, ps validated, receiptItem, waiter bool) *Handle {
 	now := p.clock.Now()
 	deadline := now.Add(p.cfg.CommitTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {

@@ -28,6 +28,28 @@
 //     the log wins; COMMITTED only after activation applied; the reload hook
 //     runs only after activation (W5).
 //
+// Where each stage and class lives (the hand-off types in parentheses):
+//
+//	stage1_ingress.go   validate: size, type, class, decoding, ID (validated)
+//	class_request.go    Submit: a request enters the queue, waits for its reply
+//	class_fact.go       Report: outbox fsync, then queue; leader-change release;
+//	                    retiring a committed fact (outbox.go: the outbox itself)
+//	class_receipt.go    Deliver: each item through its own class; item timeouts
+//	class_config.go     ConfigUpgrade: stage/activate/abort phases (reload.go:
+//	                    the reload hook)
+//	entry.go            the entry every stage moves, and the evaluate →
+//	                    propose hand-off (evaluation: plan, command, outcome)
+//	stage2_evaluate.go  Flush: key latches, the steps before the handler, one
+//	                    Evaluator call for the batch
+//	stage2_effect.go    a handler result → the command carrying its effect and
+//	                    guard (guard*.go, decision.go: the runtime guard)
+//	stage3_propose.go   one Propose per flush (proposedBatch), then every entry
+//	                    handed on by its plan
+//	stage4_barrier.go   waiting for the apply: Applied, await, timeouts (Tick),
+//	                    retries, conflicts, UNCERTAIN (fence.go: fences)
+//	stage5_reply.go     the reply: Handle, finishLocked (W1 check)
+//	outcome*.go, watch*.go  outcomes by ID, and the watch stream
+//
 // A declared type without a class panics at ingress under the `strict` build
 // tag (or Config.Strict) and is otherwise logged and handled as a fact (W6).
 //

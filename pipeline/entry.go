@@ -65,7 +65,6 @@ type entry struct {
 	// and timeouts that arrive meanwhile are deferred to the end of the
 	// flush (late, timeoutWhy).
 	inFlush bool
-	plan    plan // scratch for one flush
 
 	x *entryExtra // rarely needed fields
 
@@ -76,7 +75,15 @@ type entry struct {
 	out  Outcome
 	h    Handle
 
-	// scratch for one flush
+	evaluation // scratch for one flush
+}
+
+// evaluation is an entry's hand-off from evaluate to propose, valid during
+// one flush: the plan, the command carrying the entry's effect and guard
+// (cmd, for planPropose) or the outcome to finish with (planOut), and the
+// state it was evaluated on.
+type evaluation struct {
+	plan    plan
 	planOut *Outcome
 	cmd     *kv.Command // into the flush's command arena
 	state   []kv.Record

@@ -266,7 +266,7 @@ func reusedInTable(log Log, cmdID string, payload []byte) *Outcome {
 // factReused refuses a fact whose ID is retained here or committed with
 // another payload: before it is acknowledged, so its reporter learns it and
 // nothing acknowledged is dropped. nil: not a reuse.
-func (p *Pipeline) factReused(ps parsed) *Outcome {
+func (p *Pipeline) factReused(ps validated) *Outcome {
 	cmdID := factCmdID(ps.desc.Name, ps.id)
 	p.mu.Lock()
 	log := p.log

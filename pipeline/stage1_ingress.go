@@ -20,7 +20,10 @@ func (p *Pipeline) Class(typ string) (ir.Class, bool) {
 	return d.Class, true
 }
 
-type parsed struct {
+// validated is the hand-off from ingress to the class behaviour: an entry
+// whose payload decoded and passed the schema's rules, with its class and
+// ID. newEntry turns it into the entry that moves through the stages.
+type validated struct {
 	desc    *ir.TypeDesc
 	class   ir.Class
 	payload ir.Payload
@@ -33,10 +36,12 @@ func reject(typ, field, rule, msg string) Outcome {
 		Reason: fmt.Sprintf("%s: field %q: %s (rule %s)", typ, field, msg, rule)}
 }
 
-// parse is the validate stage.
-func (p *Pipeline) parse(en Entry) (parsed, *Outcome) {
+// validate is the ingress stage: size, declared type, class, payload
+// decoding with the schema's rules, and the ID. A refusal is an Outcome
+// REJECTED naming the field and the rule.
+func (p *Pipeline) validate(en Entry) (validated, *Outcome) {
 	defer p.mstage(stageValidate, p.mstart())
-	var ps parsed
+	var ps validated
 	if len(en.Payload) > p.cfg.MaxPayload {
 		o := reject(en.Type, "payload", "size <= "+strconv.Itoa(p.cfg.MaxPayload),
 			fmt.Sprintf("payload is %d bytes; split it or raise the node's max payload", len(en.Payload)))
@@ -116,10 +121,10 @@ func requestCmdID(id string) string    { return "req:" + id }
 func factCmdID(typ, id string) string  { return "fact:" + typ + ":" + id }
 func configCmdID(id, ph string) string { return "cfg:" + id + ":" + ph }
 
-// newEntry builds an entry for a parsed payload. The command ID is the
+// newEntry builds an entry for a validated payload. The command ID is the
 // concatenation of idParts; it, the machine key and (for facts) the
 // conflict key share one allocation.
-func (p *Pipeline) newEntry(k kind, ps parsed, idParts ...string) *entry {
+func (p *Pipeline) newEntry(k kind, ps validated, idParts ...string) *entry {
 	e := &entry{kind: k, class: ps.class, desc: ps.desc, typ: ps.desc.Name, userID: ps.id,
 		payload: ps.payload, json: ps.json}
 	keys := ps.payload.Keys()

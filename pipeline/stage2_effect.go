@@ -66,47 +66,20 @@ func (p *Pipeline) rejectConfirmed(ctx context.Context, log Log, e *entry, reaso
 // it has none); the state it was decided on is still e.state.
 func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalResult, own *guardTransition) {
 	if r.Err != nil {
-		switch r.Err.Kind {
-		case EvalUnavailable:
-			e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: r.Err.Error()}
-		case EvalInternal:
-			if e.kind == kindFact {
-				e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: r.Err.Error()}
-			} else {
-				p.rejectPlan(e, "handler internal error: "+r.Err.Msg)
-			}
-		default:
-			// One decision (decision.go): a refused entry moves no
-			// machine; a refused fact is quarantined, and retained.
-			p.declinedPlan(ctx, log, e, own, r.Err.Msg)
-		}
+		p.evalErrorPlan(ctx, log, e, r.Err, own)
 		return
 	}
 	if len(r.NeedKeys) > 0 {
-		if e.rounds >= 4 {
-			p.rejectPlan(e, "handler kept asking for more keys")
-			return
-		}
-		e.rounds++
-		for _, k := range r.NeedKeys {
-			if _, ok := e.stateOf(k); !ok {
-				e.keys = append(e.keys, k)
-			}
-		}
-		e.plan = planRequeue
+		p.needKeysPlan(e, r.NeedKeys)
 		return
 	}
 	if own != nil && own.Verdict == VerdictApply && handlerIgnored(r) {
 		p.declinedPlan(ctx, log, e, own, ignoredReason(own))
 		return
 	}
-	need := len(r.Effect.Writes) + 1 + len(r.Transitions)
-	var writes []kv.Write
-	if n := len(p.writeArena); cap(p.writeArena)-n >= need {
-		writes = p.writeArena[n : n : n+need]
-		p.writeArena = p.writeArena[:n+need]
-	} else {
-		writes = make([]kv.Write, 0, need)
+	writes, ok := p.handlerWrites(e, r)
+	if !ok {
+		return
 	}
 	// Machine record writes get their values, and the command its guard,
 	// from one buffer once every transition is decided.
@@ -114,21 +87,6 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 	mw := mwBuf[:0] // writes[mw[k]] is the record of g.Transitions[mt[k]]
 	var mtBuf [2]int
 	mt := mtBuf[:0]
-	for _, w := range r.Effect.Writes {
-		if w.Key == "" || len(w.Key) > MaxKeyBytes {
-			p.handlerBroke(e, fmt.Sprintf("handler wrote a key of %d bytes (1..%d allowed)", len(w.Key), MaxKeyBytes))
-			return
-		}
-		if strings.HasPrefix(w.Key, "_") {
-			p.handlerBroke(e, fmt.Sprintf("handler wrote reserved key %q (keys starting with _ belong to writ)", w.Key))
-			return
-		}
-		w.Unconditional = false
-		if rec, ok := e.stateOf(w.Key); ok {
-			w.IfRev = rec.Rev
-		}
-		writes = append(writes, w)
-	}
 	var tbuf [2]guardTransition
 	g := guardInfo{Transitions: tbuf[:0]}
 	verdict := VerdictNone
@@ -144,37 +102,11 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 		verdict = VerdictApply
 	}
 	for _, tr := range r.Transitions {
-		m, ok := p.cat.Machine(tr.Machine)
+		t, key, ok := p.guardTransitionOf(ctx, log, e, tr)
 		if !ok {
-			p.handlerBroke(e, fmt.Sprintf("handler transition names undeclared machine %q", tr.Machine))
 			return
 		}
-		key := MachineKey(tr.Machine, tr.Key)
-		rec, ok := e.stateOf(key)
-		if !ok {
-			var found bool
-			var err error
-			rec, found, err = log.Get(ctx, key, false)
-			if err != nil {
-				e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: "reading state: " + err.Error()}
-				return
-			}
-			if !found {
-				rec = kv.Record{Key: key}
-			}
-		}
-		var cur MachineRecord
-		exists := rec.Rev != 0
-		if exists {
-			var err error
-			if cur, err = ParseMachineRecord(rec.Value); err != nil {
-				p.handlerBroke(e, err.Error())
-				return
-			}
-		}
-		v, reason := Decide(m, cur, exists, tr.To, 0, false, illegalVerdict(e.class))
-		t := newGuardTransition(tr.Machine, tr.Key, rec.Rev, cur, exists, Incoming{To: tr.To}, v)
-		switch v {
+		switch t.Verdict {
 		case VerdictApply:
 			g.Transitions = append(g.Transitions, t)
 			mw, mt = append(mw, len(writes)), append(mt, len(g.Transitions)-1)
@@ -184,16 +116,128 @@ func (p *Pipeline) applyResult(ctx context.Context, log Log, e *entry, r *EvalRe
 			}
 		case VerdictDuplicate, VerdictStale:
 			g.Transitions = append(g.Transitions, t)
-		case VerdictReject:
-			p.traceLocked("guard", e, 0, "reject transition: "+reason)
-			p.rejectConfirmed(ctx, log, e, reason)
-			return
-		case VerdictQuarantine:
-			p.traceLocked("guard", e, 0, "quarantine transition: "+reason)
-			p.quarantinePlan(ctx, log, e, t, reason)
-			return
 		}
 	}
+	p.commandPlan(e, r, verdict, g, writes, mw, mt)
+}
+
+// evalErrorPlan plans an entry whose handler returned an error: transient
+// errors retry, an internal error rejects a request (a fact retries), and
+// a refusal is one decision (decision.go).
+func (p *Pipeline) evalErrorPlan(ctx context.Context, log Log, e *entry, rerr *EvalError, own *guardTransition) {
+	switch rerr.Kind {
+	case EvalUnavailable:
+		e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: rerr.Error()}
+	case EvalInternal:
+		if e.kind == kindFact {
+			e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: rerr.Error()}
+		} else {
+			p.rejectPlan(e, "handler internal error: "+rerr.Msg)
+		}
+	default:
+		// One decision (decision.go): a refused entry moves no
+		// machine; a refused fact is quarantined, and retained.
+		p.declinedPlan(ctx, log, e, own, rerr.Msg)
+	}
+}
+
+// needKeysPlan evaluates the entry again with the keys the handler asked
+// for (at most four rounds).
+func (p *Pipeline) needKeysPlan(e *entry, need []string) {
+	if e.rounds >= 4 {
+		p.rejectPlan(e, "handler kept asking for more keys")
+		return
+	}
+	e.rounds++
+	for _, k := range need {
+		if _, ok := e.stateOf(k); !ok {
+			e.keys = append(e.keys, k)
+		}
+	}
+	e.plan = planRequeue
+}
+
+// handlerWrites checks the handler's writes and gives each the revision it
+// was evaluated on as precondition; ok is false when the entry's plan is
+// set (a malformed write). The slice has room for the machine records.
+func (p *Pipeline) handlerWrites(e *entry, r *EvalResult) (writes []kv.Write, ok bool) {
+	need := len(r.Effect.Writes) + 1 + len(r.Transitions)
+	if n := len(p.writeArena); cap(p.writeArena)-n >= need {
+		writes = p.writeArena[n : n : n+need]
+		p.writeArena = p.writeArena[:n+need]
+	} else {
+		writes = make([]kv.Write, 0, need)
+	}
+	for _, w := range r.Effect.Writes {
+		if w.Key == "" || len(w.Key) > MaxKeyBytes {
+			p.handlerBroke(e, fmt.Sprintf("handler wrote a key of %d bytes (1..%d allowed)", len(w.Key), MaxKeyBytes))
+			return nil, false
+		}
+		if strings.HasPrefix(w.Key, "_") {
+			p.handlerBroke(e, fmt.Sprintf("handler wrote reserved key %q (keys starting with _ belong to writ)", w.Key))
+			return nil, false
+		}
+		w.Unconditional = false
+		if rec, ok := e.stateOf(w.Key); ok {
+			w.IfRev = rec.Rev
+		}
+		writes = append(writes, w)
+	}
+	return writes, true
+}
+
+// guardTransitionOf guards a transition the handler returned against the
+// machine record's current state. ok is false when the entry's plan is set
+// instead (undeclared machine, unreadable state, a rejected or quarantined
+// transition).
+func (p *Pipeline) guardTransitionOf(ctx context.Context, log Log, e *entry, tr Transition) (t guardTransition, key string, ok bool) {
+	m, ok := p.cat.Machine(tr.Machine)
+	if !ok {
+		p.handlerBroke(e, fmt.Sprintf("handler transition names undeclared machine %q", tr.Machine))
+		return t, "", false
+	}
+	key = MachineKey(tr.Machine, tr.Key)
+	rec, ok := e.stateOf(key)
+	if !ok {
+		var found bool
+		var err error
+		rec, found, err = log.Get(ctx, key, false)
+		if err != nil {
+			e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: "reading state: " + err.Error()}
+			return t, "", false
+		}
+		if !found {
+			rec = kv.Record{Key: key}
+		}
+	}
+	var cur MachineRecord
+	exists := rec.Rev != 0
+	if exists {
+		var err error
+		if cur, err = ParseMachineRecord(rec.Value); err != nil {
+			p.handlerBroke(e, err.Error())
+			return t, "", false
+		}
+	}
+	v, reason := Decide(m, cur, exists, tr.To, 0, false, illegalVerdict(e.class))
+	t = newGuardTransition(tr.Machine, tr.Key, rec.Rev, cur, exists, Incoming{To: tr.To}, v)
+	switch v {
+	case VerdictReject:
+		p.traceLocked("guard", e, 0, "reject transition: "+reason)
+		p.rejectConfirmed(ctx, log, e, reason)
+		return t, "", false
+	case VerdictQuarantine:
+		p.traceLocked("guard", e, 0, "quarantine transition: "+reason)
+		p.quarantinePlan(ctx, log, e, t, reason)
+		return t, "", false
+	}
+	return t, key, true
+}
+
+// commandPlan builds the evaluated entry's command: the handler's writes,
+// the machine records writes[mw[k]] of the applied transitions
+// g.Transitions[mt[k]], and the guard, from one buffer of the flush.
+func (p *Pipeline) commandPlan(e *entry, r *EvalResult, verdict Verdict, g guardInfo, writes []kv.Write, mw, mt []int) {
 	if p.cfg.Trace != nil {
 		p.traceLocked("guard", e, 0, verdict.String())
 	}

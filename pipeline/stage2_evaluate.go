@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -96,6 +95,12 @@ func (p *Pipeline) unlatchLocked(e *entry) {
 	e.provisional = kv.Effect{}
 }
 
+// process carries one flush's batch, already latched, through the stages
+// that follow: evaluate decides each entry's plan and builds the command
+// carrying its effect (planEntry, evaluateItems, applyResult), propose
+// appends the commands as one batch (proposeBatch, stage3_propose.go), and
+// settleLocked hands every entry on by its plan. It ends the flush under
+// its final lock.
 func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 	items, evalIdx := p.itemsBuf[:0], p.idxBuf[:0]
 	// The batch's commands under construction; when every entry proposes
@@ -105,221 +110,119 @@ func (p *Pipeline) process(ctx context.Context, log Log, batch []*entry) {
 	for i, e := range batch {
 		e.plan, e.planOut = planNone, nil
 		e.cmd = &arena[i]
-		if e.kind == kindConfig {
-			p.planConfig(ctx, log, e)
+		own, hasOwn, toHandler := p.planEntry(ctx, log, e)
+		if !toHandler {
 			continue
-		}
-		if e.resolveKey() != "" {
-			p.planResolve(ctx, log, e)
-			continue
-		}
-		if ro := e.recordOnly(); ro != "" {
-			*e.cmd = p.baseCmd(e, VerdictReject, guardInfo{Reason: ro})
-			e.plan = planPropose
-			continue
-		}
-		if p.planRecorded(log, e) {
-			continue
-		}
-		if err := p.readState(ctx, log, e); err != nil {
-			e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: "reading state: " + err.Error()}
-			continue
-		}
-		own, hasOwn := p.ownTransition(e)
-		if hasOwn {
-			e.verdict = own.Verdict
-			switch own.Verdict {
-			case VerdictApply:
-			case VerdictDuplicate, VerdictStale:
-				if p.cfg.Trace != nil {
-					p.traceLocked("guard", e, 0, own.Verdict.String())
-				}
-				*e.cmd = p.baseCmd(e, own.Verdict, guardInfo{Transitions: []guardTransition{own}})
-				if w, ok := recordWrite(&own); ok { // a newer order for the current state advances it
-					e.cmd.Effect.Writes = []kv.Write{w}
-				}
-				e.plan = planPropose
-				continue
-			case VerdictReject:
-				_, reason := p.decideOwn(e)
-				p.traceLocked("guard", e, 0, "reject: "+reason)
-				p.rejectConfirmed(ctx, log, e, reason)
-				continue
-			case VerdictQuarantine:
-				_, reason := p.decideOwn(e)
-				p.traceLocked("guard", e, 0, "quarantine: "+reason)
-				p.quarantinePlan(ctx, log, e, own, reason)
-				continue
-			}
 		}
 		evalIdx = append(evalIdx, i)
 		items = append(items, EvalItem{Type: e.typ, ID: e.userID, Payload: e.json, State: p.handlerState(e)})
 		p.ownBuf = append(p.ownBuf, ownScratch{t: own, ok: hasOwn})
 	}
 	if len(items) > 0 {
-		for _, i := range evalIdx {
-			p.traceLocked("evaluate", batch[i], 0, "")
-		}
-		t0 := p.mstart()
-		results, err := p.eval.Evaluate(ctx, items)
-		p.mbatch(stageEvaluate, t0, batch)
-		if err == nil && len(results) != len(items) {
-			err = fmt.Errorf("evaluator returned %d results for %d items", len(results), len(items))
-		}
-		if err == nil {
-			// One allocation for the writes of every command the batch
-			// builds (handler writes plus machine records).
-			n := 0
-			for j := range results {
-				n += len(results[j].Effect.Writes) + 1 + len(results[j].Transitions)
-			}
-			p.writeArena = make([]kv.Write, 0, n)
-		}
-		for j, i := range evalIdx {
-			e := batch[i]
-			if err != nil {
-				e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: "handler unavailable: " + err.Error()}
-				continue
-			}
-			var own *guardTransition
-			if p.ownBuf[j].ok {
-				own = &p.ownBuf[j].t
-			}
-			p.applyResult(ctx, log, e, &results[j], own)
-		}
+		p.evaluateItems(ctx, log, batch, items, evalIdx)
 	}
-	nprop := 0
-	for _, e := range batch {
-		if e.plan == planPropose {
-			nprop++
-		}
-	}
-	var cmds []kv.Command
-	if nprop == len(batch) {
-		cmds = arena
-	} else if nprop > 0 {
-		cmds = make([]kv.Command, 0, nprop)
-		for _, e := range batch {
-			if e.plan == planPropose {
-				cmds = append(cmds, *e.cmd)
-			}
-		}
-	}
-	var prop kv.Proposal
-	var perr error
-	if len(cmds) > 0 {
-		t0 := p.mstart()
-		prop, perr = log.Propose(ctx, cmds)
-		p.mbatch(stageAppend, t0, batch)
-	}
+	pb := p.proposeBatch(ctx, log, batch, arena)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var now time.Time // read when first needed
-	var proposed []*entry
-	await := prop != nil && !p.cfg.Manual
-	for _, e := range batch {
-		e.inFlush = false
-		switch e.plan {
-		case planPropose:
-			if perr != nil {
-				definite := errors.Is(perr, kv.ErrNoLeader) || errors.Is(perr, kv.ErrDropped)
-				p.trace("propose", e, 0, "error: "+perr.Error())
-				if definite || e.kind == kindFact || e.kind == kindConfig {
-					p.retryLocked(e, Outcome{Status: StatusUnavailable, Reason: "not appended: " + perr.Error()})
-				} else {
-					p.timeoutLocked(e, "propose failed with an unknown outcome: "+perr.Error())
-				}
-				continue
-			}
-			e.proposed = true
-			if e.receiptItem && !canaryReceiptDropped {
-				if now.IsZero() {
-					now = p.clock.Now()
-				}
-				p.armReceiptItemLocked(e, now)
-			}
-			if e.kind != kindRequest {
-				// facts and config decisions are proposed again when
-				// unconfirmed for a while (tick); requests have a deadline
-				if now.IsZero() {
-					now = p.clock.Now()
-				}
-				t := e.timing()
-				t.proposedAt = now
-				t.proposals++
-			}
-			e.provisional = e.cmd.Effect
-			p.live[e.cmdID] = e
-			if e.cmd.ID != e.cmdID {
-				e.extra().altID = e.cmd.ID
-				p.live[e.cmd.ID] = e
-			}
-			if p.cfg.Trace != nil {
-				p.trace("propose", e, 0, fmt.Sprintf("attempt=%d writes=%d verdict=%s", e.attempt, len(e.cmd.Effect.Writes), Verdict(e.cmd.Verdict)))
-			}
-			if await {
-				proposed = append(proposed, e)
-			}
-			if canaryReplyBeforeCommit && e.kind == kindRequest {
-				p.finishLocked(e, Outcome{Status: StatusCommitted}) // canary build: reply at propose
-			}
-		case planFinish:
-			p.finishLocked(e, *e.planOut)
-		case planIdentity:
-			if idx := e.planOut.Index; idx > p.applied && idx > log.Status().Applied {
-				// The log's outcome table is ahead of this node's apply
-				// notifications: do not reply before the apply (W1).
-				p.unlatchLocked(e)
-				if now.IsZero() {
-					now = p.clock.Now()
-				}
-				e.timing().notBefore = now.Add(time.Millisecond)
-				p.enqueueLocked(e, true)
-				continue
-			}
-			if e.kind == kindFact {
-				p.factDoneLocked(e, e.planOut.Index, "already applied")
-				continue
-			}
-			if e.receiptItem {
-				p.receiptItemAgainLocked(e) // no apply carries its outcome now
-			}
-			p.finishLocked(e, *e.planOut)
-		case planRetry:
-			p.retryLocked(e, *e.planOut)
-		case planRequeue:
-			p.unlatchLocked(e)
-			p.enqueueLocked(e, true)
-			p.wakeup()
-		}
-		e.cmd = nil
-		e.state = nil
-		if x := e.x; x != nil && x.late != nil {
-			l := x.late
-			x.late = nil
-			p.resolveLocked(e, &l.cmd, l.res)
-		}
-		if x := e.x; x != nil && x.timeoutWhy != "" {
-			why := x.timeoutWhy
-			x.timeoutWhy = ""
-			p.timeoutLocked(e, why)
-		}
-	}
-	if await && !p.stopped {
+	p.settleLocked(log, batch, &pb)
+	if pb.await && !p.stopped {
 		p.awaitWG.Add(1)
-		go p.await(p.runCtx, prop, proposed, cmds)
+		go p.await(p.runCtx, pb.prop, pb.entries, pb.cmds)
 	}
-	// End the flush: its scratch is free for the next one.
-	clear(items)
-	p.itemsBuf, p.idxBuf = items[:0], evalIdx[:0]
-	clear(p.ownBuf)
-	p.ownBuf = p.ownBuf[:0]
-	clear(p.stateArena)
-	p.stateArena = p.stateArena[:0]
-	p.writeArena, p.byteArena = nil, nil
-	clear(batch)
-	p.batchBuf = batch[:0]
-	p.flushing = false
+	p.endFlushLocked(batch, items, evalIdx)
+}
+
+// planEntry runs the steps before the handler for one entry. Entries that
+// need no handler get their plan here: configuration phases, conflict
+// resolutions, recorded rejections, entries already applied, and entries
+// whose own transition the guard decides alone (duplicate, stale, reject,
+// quarantine). toHandler says the entry goes to the evaluator, with own its
+// own transition as guarded (hasOwn false when it has none).
+func (p *Pipeline) planEntry(ctx context.Context, log Log, e *entry) (own guardTransition, hasOwn, toHandler bool) {
+	if e.kind == kindConfig {
+		p.planConfig(ctx, log, e)
+		return own, false, false
+	}
+	if e.resolveKey() != "" {
+		p.planResolve(ctx, log, e)
+		return own, false, false
+	}
+	if ro := e.recordOnly(); ro != "" {
+		*e.cmd = p.baseCmd(e, VerdictReject, guardInfo{Reason: ro})
+		e.plan = planPropose
+		return own, false, false
+	}
+	if p.planRecorded(log, e) {
+		return own, false, false
+	}
+	if err := p.readState(ctx, log, e); err != nil {
+		e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: "reading state: " + err.Error()}
+		return own, false, false
+	}
+	own, hasOwn = p.ownTransition(e)
+	if hasOwn {
+		e.verdict = own.Verdict
+		switch own.Verdict {
+		case VerdictApply:
+		case VerdictDuplicate, VerdictStale:
+			if p.cfg.Trace != nil {
+				p.traceLocked("guard", e, 0, own.Verdict.String())
+			}
+			*e.cmd = p.baseCmd(e, own.Verdict, guardInfo{Transitions: []guardTransition{own}})
+			if w, ok := recordWrite(&own); ok { // a newer order for the current state advances it
+				e.cmd.Effect.Writes = []kv.Write{w}
+			}
+			e.plan = planPropose
+			return own, hasOwn, false
+		case VerdictReject:
+			_, reason := p.decideOwn(e)
+			p.traceLocked("guard", e, 0, "reject: "+reason)
+			p.rejectConfirmed(ctx, log, e, reason)
+			return own, hasOwn, false
+		case VerdictQuarantine:
+			_, reason := p.decideOwn(e)
+			p.traceLocked("guard", e, 0, "quarantine: "+reason)
+			p.quarantinePlan(ctx, log, e, own, reason)
+			return own, hasOwn, false
+		}
+	}
+	return own, hasOwn, true
+}
+
+// evaluateItems calls the handlers once for the batch's items (batch[i]
+// for i in evalIdx) and turns each result into the entry's plan and
+// command (applyResult, stage2_effect.go).
+func (p *Pipeline) evaluateItems(ctx context.Context, log Log, batch []*entry, items []EvalItem, evalIdx []int) {
+	for _, i := range evalIdx {
+		p.traceLocked("evaluate", batch[i], 0, "")
+	}
+	t0 := p.mstart()
+	results, err := p.eval.Evaluate(ctx, items)
+	p.mbatch(stageEvaluate, t0, batch)
+	if err == nil && len(results) != len(items) {
+		err = fmt.Errorf("evaluator returned %d results for %d items", len(results), len(items))
+	}
+	if err == nil {
+		// One allocation for the writes of every command the batch
+		// builds (handler writes plus machine records).
+		n := 0
+		for j := range results {
+			n += len(results[j].Effect.Writes) + 1 + len(results[j].Transitions)
+		}
+		p.writeArena = make([]kv.Write, 0, n)
+	}
+	for j, i := range evalIdx {
+		e := batch[i]
+		if err != nil {
+			e.plan, e.planOut = planRetry, &Outcome{Status: StatusUnavailable, Reason: "handler unavailable: " + err.Error()}
+			continue
+		}
+		var own *guardTransition
+		if p.ownBuf[j].ok {
+			own = &p.ownBuf[j].t
+		}
+		p.applyResult(ctx, log, e, &results[j], own)
+	}
 }
 
 func (p *Pipeline) readState(ctx context.Context, log Log, e *entry) error {

@@ -336,8 +336,24 @@ func (p *Pipeline) resolveLocked(e *entry, cmd *kv.Command, res kv.Result) {
 	}
 	e.proposed = false
 	p.trace("apply", e, res.Index, res.Status.String()+": "+res.Reason)
-	moved := res.Status == kv.StatusConflict || strings.Contains(res.Reason, errGuardMovedText)
-	if moved && e.kind == kindFact {
+	if res.Status == kv.StatusConflict || strings.Contains(res.Reason, errGuardMovedText) {
+		p.movedLocked(e, res)
+		return
+	}
+	// A deterministic veto by the apply-time guard.
+	if e.kind == kindFact {
+		p.lg.Error("pipeline: fact vetoed at apply; it is retained in the log as rejected", "id", e.cmdID, "reason", res.Reason)
+		p.factDoneLocked(e, res.Index, "vetoed at apply, retained in the log")
+		return
+	}
+	p.finishLocked(e, Outcome{Status: StatusRejected, Index: res.Index, Reason: res.Reason})
+}
+
+// movedLocked handles an entry whose proposal failed a precondition (the
+// state moved since it was evaluated): it is evaluated again now. A request
+// gives up with UNAVAILABLE after MaxConflicts of them.
+func (p *Pipeline) movedLocked(e *entry, res kv.Result) {
+	if e.kind == kindFact {
 		// The log works and the state moved: re-evaluate against it now.
 		// A fact never gives up, so conflicts do not grow its backoff;
 		// under sustained contention it only yields RetryMin to the other
@@ -357,23 +373,13 @@ func (p *Pipeline) resolveLocked(e *entry, cmd *kv.Command, res kv.Result) {
 		p.wakeup()
 		return
 	}
-	if moved {
-		e.conflicts++
-		if int(e.conflicts) > p.cfg.MaxConflicts {
-			p.retryLocked(e, Outcome{Status: StatusUnavailable, Reason: fmt.Sprintf("preconditions failed %d times (contention on %s); not applied", e.conflicts, res.Reason)})
-			return
-		}
-		p.unlatchLocked(e)
-		p.trace("requeue", e, res.Index, "re-evaluate against new state")
-		p.enqueueLocked(e, true)
-		p.wakeup()
+	e.conflicts++
+	if int(e.conflicts) > p.cfg.MaxConflicts {
+		p.retryLocked(e, Outcome{Status: StatusUnavailable, Reason: fmt.Sprintf("preconditions failed %d times (contention on %s); not applied", e.conflicts, res.Reason)})
 		return
 	}
-	// A deterministic veto by the apply-time guard.
-	if e.kind == kindFact {
-		p.lg.Error("pipeline: fact vetoed at apply; it is retained in the log as rejected", "id", e.cmdID, "reason", res.Reason)
-		p.factDoneLocked(e, res.Index, "vetoed at apply, retained in the log")
-		return
-	}
-	p.finishLocked(e, Outcome{Status: StatusRejected, Index: res.Index, Reason: res.Reason})
+	p.unlatchLocked(e)
+	p.trace("requeue", e, res.Index, "re-evaluate against new state")
+	p.enqueueLocked(e, true)
+	p.wakeup()
 }
