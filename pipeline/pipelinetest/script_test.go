@@ -1,19 +1,22 @@
 package pipelinetest
 
 import (
-	"flag"
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/datadriven"
+
 	"github.com/writ-dev/writ/pipeline"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of scenario scripts")
-
 // TestScripts_FakeLog runs every scenario script in testdata over the real
-// pipeline with FakeLog, FakeClock, FakeEvaluator and FakeCatalog.
+// pipeline with FakeLog, FakeClock, FakeEvaluator and FakeCatalog. The
+// scripts are datadriven files (command key=value ..., optional input, ----,
+// expected output); go test -run TestScripts -rewrite regenerates the
+// expected output.
 func TestScripts_FakeLog(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.txt")
 	if err != nil {
@@ -24,11 +27,7 @@ func TestScripts_FakeLog(t *testing.T) {
 	}
 	for _, path := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
-			cases, err := ParseScript(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if pipeline.StrictBuild && len(cases) > 0 && strings.Contains(strings.Join(cases[0].Comments, "\n"), "requires: !strict") {
+			if pipeline.StrictBuild && requiresNonStrict(t, path) {
 				t.Skip("script exercises the production (non-strict) build")
 			}
 			h, err := NewHarness(t.TempDir(), FakeCatalog())
@@ -36,25 +35,48 @@ func TestScripts_FakeLog(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer h.P.Stop()
-			outs := make([]string, len(cases))
-			for i, c := range cases {
-				got, err := h.Run(c.Cmd, c.Args, c.Input)
+			datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+				got, err := h.Run(d.Cmd, scriptArgs(d), d.Input)
 				if err != nil {
-					t.Fatalf("%s:%d: %s: %v", path, c.Line, c.Cmd, err)
+					d.Fatalf(t, "%s: %v", d.Cmd, err)
 				}
-				outs[i] = got
-				if !*rewrite && got != c.Expected {
-					t.Errorf("%s:%d: %s %s\n--- got\n%s\n--- want\n%s", path, c.Line, c.Cmd, c.ArgsRaw, got, c.Expected)
-				}
-			}
+				return got
+			})
 			if len(h.Violations) > 0 {
 				t.Errorf("instrumentation: %v", h.Violations)
 			}
-			if *rewrite {
-				if err := os.WriteFile(path, []byte(FormatScript(cases, outs)), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
 		})
 	}
+}
+
+// requiresNonStrict reports whether the script's opening comment says
+// "requires: !strict".
+func requiresNonStrict(t *testing.T, path string) bool {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range bytes.Split(src, []byte("\n")) {
+		if !bytes.HasPrefix(line, []byte("#")) {
+			return false
+		}
+		if bytes.Contains(line, []byte("requires: !strict")) {
+			return true
+		}
+	}
+	return false
+}
+
+// scriptArgs is the directive's arguments as Harness.Run takes them: a
+// bare key is "true", a list of values is joined with commas.
+func scriptArgs(d *datadriven.TestData) map[string]string {
+	args := make(map[string]string, len(d.CmdArgs))
+	for _, a := range d.CmdArgs {
+		v := "true"
+		if len(a.Vals) > 0 {
+			v = strings.Trim(strings.Join(a.Vals, ","), `"`)
+		}
+		args[a.Key] = v
+	}
+	return args
 }
