@@ -8,6 +8,7 @@ import (
 
 	"github.com/writ-dev/writ/kv"
 	"github.com/writ-dev/writ/schema/ir"
+	"github.com/writ-dev/writ/schema/jsonscan"
 )
 
 // MachinePrefix starts the pipeline-owned machine-state keys
@@ -285,7 +286,7 @@ func (c *Call) SetResult(v any) error {
 // an internal error when it is not one JSON value; it is kept as it is (not
 // compacted or copied), so the handler must not modify doc after the call.
 func (c *Call) SetResultJSON(doc []byte) error {
-	if !validJSON(doc) {
+	if !jsonscan.Valid(doc) {
 		return Internal("entry %s: result is not a JSON document: %q", c.Type, truncate(doc, 64))
 	}
 	c.result = doc

@@ -78,18 +78,3 @@ func TestMachineStateFastAndSlow(t *testing.T) {
 		t.Errorf("malformed: ok=%v misuse %q", ok, c.misuse)
 	}
 }
-
-// FuzzValidJSON: the SDK's JSON syntax check accepts exactly what
-// encoding/json.Valid accepts.
-func FuzzValidJSON(f *testing.F) {
-	for _, s := range []string{`{"job_id":"j1","state":"PENDING"}`, ` [1, -2.5e+3, true, false, null, "a\u00e9\n"] `,
-		`{"a":{"b":[]}}`, `{}`, `[]`, `""`, `0`, `-0.0E1`, `01`, `1.`, `.5`, `{"a" 1}`, `{"a":1,}`, `[1,]`, `"\x"`, "\"\x01\"",
-		`tru`, `nul`, `{"a":1}}`, `[[[`, "\"\xff\xfe\"", `"\ud800"`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if got, want := validJSON(b), json.Valid(b); got != want {
-			t.Fatalf("validJSON(%q) = %v, json.Valid %v", b, got, want)
-		}
-	})
-}

@@ -3,26 +3,16 @@ package gen
 import (
 	"bytes"
 	_ "embed"
-	"strings"
 )
 
-// scanSrc is the JSON syntax check (see internal/jsonscan), emitted after
-// codecSrc without its package clause.
-//
-//go:embed internal/jsonscan/scan.go
-var scanSrc string
-
 func (g *generator) codec(b *bytes.Buffer) {
-	g.header(b, irPkg, "encoding/binary", "encoding/json", "fmt", "math", "strings", "unicode/utf8")
+	g.header(b, irPkg, jsonscanPkg, "encoding/binary", "encoding/json", "fmt", "math", "strings", "unicode/utf8")
 	b.WriteString(codecSrc)
-	const clause = "package jsonscan\n"
-	i := strings.Index(scanSrc, clause)
-	if i < 0 {
-		panic("gen: internal/jsonscan/scan.go has no package clause")
-	}
-	b.WriteString("\n// The JSON syntax check below is copied from writ's schema/gen/internal/jsonscan.\n")
-	b.WriteString(scanSrc[i+len(clause):])
 }
+
+// jsonscanPkg is the JSON syntax check and primitives every generated
+// package imports (one copy, tested against encoding/json).
+const jsonscanPkg = "github.com/writ-dev/writ/schema/jsonscan"
 
 // codecSrc is emitted verbatim into every generated package: the binary and
 // JSON primitives the payload codecs share.
@@ -191,112 +181,48 @@ func index(prefix string, i int) string {
 // eachField calls fn for every member of a JSON object, with exact
 // (case-sensitive) key matching. key is only valid during the call.
 func eachField(typ, prefix string, data []byte, fn func(key, val []byte) error) error {
-	if !validJSON(data) {
+	if !jsonscan.Valid(data) {
 		return fieldErr(typ, prefix, "json", "is not valid JSON (fix: send a JSON object)")
 	}
-	i := skipSpace(data, 0)
+	i := jsonscan.SkipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return fieldErr(typ, prefix, "json", "must be a JSON object")
 	}
-	i = skipSpace(data, i+1)
+	i = jsonscan.SkipSpace(data, i+1)
 	if data[i] == '}' {
 		return nil
 	}
 	for {
-		end := skipString(data, i)
+		end := jsonscan.SkipString(data, i)
 		rawKey := data[i:end]
 		key := rawKey[1 : len(rawKey)-1]
-		if bytesHasEscape(rawKey) {
+		if jsonscan.HasEscape(rawKey) {
 			var k string
 			if err := json.Unmarshal(rawKey, &k); err != nil {
 				return fieldErr(typ, prefix, "json", "has a malformed key")
 			}
 			key = []byte(k)
 		}
-		i = skipSpace(data, end)
-		i = skipSpace(data, i+1) // ':'
-		vend := skipValue(data, i)
+		i = jsonscan.SkipSpace(data, end)
+		i = jsonscan.SkipSpace(data, i+1) // ':'
+		vend := jsonscan.SkipValue(data, i)
 		if err := fn(key, data[i:vend]); err != nil {
 			return err
 		}
-		i = skipSpace(data, vend)
+		i = jsonscan.SkipSpace(data, vend)
 		if data[i] == '}' {
 			return nil
 		}
-		i = skipSpace(data, i+1) // ','
+		i = jsonscan.SkipSpace(data, i+1) // ','
 	}
 }
 
-func bytesHasEscape(b []byte) bool {
-	for _, c := range b {
-		if c == '\\' {
-			return true
-		}
-	}
-	return false
-}
 
-// skipString returns the index after the string starting at i (input is
-// known-valid JSON).
-func skipString(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
-	return len(b)
-}
 
-// skipValue returns the index after the value starting at i.
-func skipValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				j = skipString(b, j) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return len(b)
-	}
-	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
-		j++
-	}
-	return j
-}
 
-func jsonKind(val []byte) string {
-	switch val[0] {
-	case '"':
-		return "a string"
-	case '{':
-		return "an object"
-	case '[':
-		return "a list"
-	case 't', 'f':
-		return "a bool"
-	case 'n':
-		return "null"
-	}
-	return "a number"
-}
 
 func wrongType(typ, prefix, name, want string, val []byte) error {
-	return fieldErr(typ, join(prefix, name), want, fmt.Sprintf("must be %s, not %s (fix: send %s)", want, jsonKind(val), want))
+	return fieldErr(typ, join(prefix, name), want, fmt.Sprintf("must be %s, not %s (fix: send %s)", want, jsonscan.Kind(val), want))
 }
 
 func jsonString(typ, prefix, name string, val []byte) (string, error) {
@@ -316,7 +242,7 @@ func jsonString(typ, prefix, name string, val []byte) (string, error) {
 	if !utf8.Valid(val) {
 		return "", fieldErr(typ, join(prefix, name), "string", "is not valid UTF-8 (fix: send UTF-8 text)")
 	}
-	if bytesHasEscape(val) {
+	if jsonscan.HasEscape(val) {
 		var s string
 		if err := json.Unmarshal(val, &s); err != nil {
 			return "", wrongType(typ, prefix, name, "string", val)
@@ -336,20 +262,9 @@ func jsonBool(typ, prefix, name string, val []byte) (bool, error) {
 	return false, wrongType(typ, prefix, name, "bool", val)
 }
 
-func isIntLiteral(val []byte) bool {
-	if val[0] != '-' && (val[0] < '0' || val[0] > '9') {
-		return false
-	}
-	for _, c := range val {
-		if c == '.' || c == 'e' || c == 'E' {
-			return false
-		}
-	}
-	return true
-}
 
 func jsonInt(typ, prefix, name string, val []byte) (int64, error) {
-	if !isIntLiteral(val) {
+	if !jsonscan.IsIntLiteral(val) {
 		return 0, wrongType(typ, prefix, name, "integer", val)
 	}
 	neg := val[0] == '-'
@@ -377,7 +292,7 @@ func jsonInt(typ, prefix, name string, val []byte) (int64, error) {
 }
 
 func jsonUint(typ, prefix, name string, val []byte) (uint64, error) {
-	if !isIntLiteral(val) {
+	if !jsonscan.IsIntLiteral(val) {
 		return 0, wrongType(typ, prefix, name, "integer", val)
 	}
 	if val[0] == '-' {
@@ -401,7 +316,7 @@ func jsonFloat(typ, prefix, name string, val []byte, strict bool) (float64, erro
 	if val[0] != '-' && (val[0] < '0' || val[0] > '9') {
 		return 0, wrongType(typ, prefix, name, "number", val)
 	}
-	if strict && isIntLiteral(val) {
+	if strict && jsonscan.IsIntLiteral(val) {
 		return 0, fieldErr(typ, join(prefix, name), "float", "must be a float literal with a fraction or exponent (fix: send e.g. 1.0)")
 	}
 	var f float64
@@ -416,18 +331,18 @@ func jsonList(typ, prefix, name string, val []byte) ([][]byte, error) {
 		return nil, wrongType(typ, prefix, name, "list", val)
 	}
 	var out [][]byte
-	i := skipSpace(val, 1)
+	i := jsonscan.SkipSpace(val, 1)
 	if val[i] == ']' {
 		return [][]byte{}, nil
 	}
 	for {
-		end := skipValue(val, i)
+		end := jsonscan.SkipValue(val, i)
 		out = append(out, val[i:end])
-		i = skipSpace(val, end)
+		i = jsonscan.SkipSpace(val, end)
 		if val[i] == ']' {
 			return out, nil
 		}
-		i = skipSpace(val, i+1)
+		i = jsonscan.SkipSpace(val, i+1)
 	}
 }
 

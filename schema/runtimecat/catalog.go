@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/writ-dev/writ/schema/ir"
+	"github.com/writ-dev/writ/schema/jsonscan"
 )
 
 // entry is the compiled form of one entry type.
@@ -237,7 +238,7 @@ func (c *catalog) Machine(name string) (*ir.Machine, bool) {
 }
 
 func (en *entry) parseJSON(data []byte) (ir.Payload, error) {
-	if !validJSON(data) {
+	if !jsonscan.Valid(data) {
 		return nil, en.typed(fieldErr("", "json", "is not valid JSON (fix: send a JSON object)"))
 	}
 	p := en.newPayload()

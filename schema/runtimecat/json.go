@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/writ-dev/writ/schema/ir"
+	"github.com/writ-dev/writ/schema/jsonscan"
 )
 
 // The JSON reader below follows the decoder writ gen emits field for field:
@@ -17,26 +18,26 @@ import (
 // decodeObject reads a JSON object whose members are fs into vals. data is
 // known to be syntactically valid JSON.
 func decodeObject(fs []*node, known string, data []byte, vals []value) *ir.FieldError {
-	i := skipSpace(data, 0)
+	i := jsonscan.SkipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return fieldErr("", "json", "must be a JSON object")
 	}
-	i = skipSpace(data, i+1)
+	i = jsonscan.SkipSpace(data, i+1)
 	if data[i] != '}' {
 		for {
-			end := skipString(data, i)
+			end := jsonscan.SkipString(data, i)
 			rawKey := data[i:end]
 			key := rawKey[1 : len(rawKey)-1]
-			if bytesHasEscape(rawKey) {
+			if jsonscan.HasEscape(rawKey) {
 				var k string
 				if err := json.Unmarshal(rawKey, &k); err != nil {
 					return fieldErr("", "json", "has a malformed key")
 				}
 				key = []byte(k)
 			}
-			i = skipSpace(data, end)
-			i = skipSpace(data, i+1) // ':'
-			vend := skipValue(data, i)
+			i = jsonscan.SkipSpace(data, end)
+			i = jsonscan.SkipSpace(data, i+1) // ':'
+			vend := jsonscan.SkipValue(data, i)
 			fi := -1
 			for j, f := range fs {
 				if f.name == string(key) {
@@ -54,11 +55,11 @@ func decodeObject(fs []*node, known string, data []byte, vals []value) *ir.Field
 			if fe := decodeValue(fs[fi], data[i:vend], &vals[fi]); fe != nil {
 				return under(member(fs[fi].name), fe)
 			}
-			i = skipSpace(data, vend)
+			i = jsonscan.SkipSpace(data, vend)
 			if data[i] == '}' {
 				break
 			}
-			i = skipSpace(data, i+1) // ','
+			i = jsonscan.SkipSpace(data, i+1) // ','
 		}
 	}
 	for j, f := range fs {
@@ -116,15 +117,15 @@ func decodeValue(n *node, val []byte, v *value) *ir.FieldError {
 
 func decodeList(n *node, val []byte, v *value) *ir.FieldError {
 	count := 0
-	i := skipSpace(val, 1)
+	i := jsonscan.SkipSpace(val, 1)
 	if val[i] != ']' {
 		for j := i; ; count++ {
-			j = skipSpace(val, skipValue(val, j))
+			j = jsonscan.SkipSpace(val, jsonscan.SkipValue(val, j))
 			if val[j] == ']' {
 				count++
 				break
 			}
-			j = skipSpace(val, j+1)
+			j = jsonscan.SkipSpace(val, j+1)
 		}
 	}
 	v.list = make([]value, count)
@@ -132,7 +133,7 @@ func decodeList(n *node, val []byte, v *value) *ir.FieldError {
 		return nil
 	}
 	for k := 0; ; k++ {
-		end := skipValue(val, i)
+		end := jsonscan.SkipValue(val, i)
 		ev := val[i:end]
 		switch {
 		case n.item != nil:
@@ -152,84 +153,16 @@ func decodeList(n *node, val []byte, v *value) *ir.FieldError {
 				return under(indexName(k), fe)
 			}
 		}
-		i = skipSpace(val, end)
+		i = jsonscan.SkipSpace(val, end)
 		if val[i] == ']' {
 			return nil
 		}
-		i = skipSpace(val, i+1)
+		i = jsonscan.SkipSpace(val, i+1)
 	}
-}
-
-func bytesHasEscape(b []byte) bool {
-	for _, c := range b {
-		if c == '\\' {
-			return true
-		}
-	}
-	return false
-}
-
-// skipString returns the index after the string starting at i (input is
-// known-valid JSON).
-func skipString(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
-	return len(b)
-}
-
-// skipValue returns the index after the value starting at i.
-func skipValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				j = skipString(b, j) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return len(b)
-	}
-	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
-		j++
-	}
-	return j
-}
-
-func jsonKind(val []byte) string {
-	switch val[0] {
-	case '"':
-		return "a string"
-	case '{':
-		return "an object"
-	case '[':
-		return "a list"
-	case 't', 'f':
-		return "a bool"
-	case 'n':
-		return "null"
-	}
-	return "a number"
 }
 
 func wrongType(want string, val []byte) *ir.FieldError {
-	return fieldErr("", want, "must be "+want+", not "+jsonKind(val)+" (fix: send "+want+")")
+	return fieldErr("", want, "must be "+want+", not "+jsonscan.Kind(val)+" (fix: send "+want+")")
 }
 
 func jsonString(val []byte) (string, *ir.FieldError) {
@@ -249,7 +182,7 @@ func jsonString(val []byte) (string, *ir.FieldError) {
 	if !utf8.Valid(val) {
 		return "", fieldErr("", "string", "is not valid UTF-8 (fix: send UTF-8 text)")
 	}
-	if bytesHasEscape(val) {
+	if jsonscan.HasEscape(val) {
 		var s string
 		if err := json.Unmarshal(val, &s); err != nil {
 			return "", wrongType("string", val)
@@ -259,20 +192,8 @@ func jsonString(val []byte) (string, *ir.FieldError) {
 	return string(val[1 : len(val)-1]), nil
 }
 
-func isIntLiteral(val []byte) bool {
-	if val[0] != '-' && (val[0] < '0' || val[0] > '9') {
-		return false
-	}
-	for _, c := range val {
-		if c == '.' || c == 'e' || c == 'E' {
-			return false
-		}
-	}
-	return true
-}
-
 func jsonInt(val []byte) (int64, *ir.FieldError) {
-	if !isIntLiteral(val) {
+	if !jsonscan.IsIntLiteral(val) {
 		return 0, wrongType("integer", val)
 	}
 	neg := val[0] == '-'
@@ -300,7 +221,7 @@ func jsonInt(val []byte) (int64, *ir.FieldError) {
 }
 
 func jsonUint(val []byte) (uint64, *ir.FieldError) {
-	if !isIntLiteral(val) {
+	if !jsonscan.IsIntLiteral(val) {
 		return 0, wrongType("integer", val)
 	}
 	if val[0] == '-' {
@@ -324,7 +245,7 @@ func jsonFloat(val []byte, strict bool) (float64, *ir.FieldError) {
 	if val[0] != '-' && (val[0] < '0' || val[0] > '9') {
 		return 0, wrongType("number", val)
 	}
-	if strict && isIntLiteral(val) {
+	if strict && jsonscan.IsIntLiteral(val) {
 		return 0, fieldErr("", "float", "must be a float literal with a fraction or exponent (fix: send e.g. 1.0)")
 	}
 	f, err := strconv.ParseFloat(string(val), 64)

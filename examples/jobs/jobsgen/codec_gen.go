@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/writ-dev/writ/schema/ir"
+	"github.com/writ-dev/writ/schema/jsonscan"
 	"math"
 	"strings"
 	"unicode/utf8"
@@ -177,112 +178,44 @@ func index(prefix string, i int) string {
 // eachField calls fn for every member of a JSON object, with exact
 // (case-sensitive) key matching. key is only valid during the call.
 func eachField(typ, prefix string, data []byte, fn func(key, val []byte) error) error {
-	if !validJSON(data) {
+	if !jsonscan.Valid(data) {
 		return fieldErr(typ, prefix, "json", "is not valid JSON (fix: send a JSON object)")
 	}
-	i := skipSpace(data, 0)
+	i := jsonscan.SkipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return fieldErr(typ, prefix, "json", "must be a JSON object")
 	}
-	i = skipSpace(data, i+1)
+	i = jsonscan.SkipSpace(data, i+1)
 	if data[i] == '}' {
 		return nil
 	}
 	for {
-		end := skipString(data, i)
+		end := jsonscan.SkipString(data, i)
 		rawKey := data[i:end]
 		key := rawKey[1 : len(rawKey)-1]
-		if bytesHasEscape(rawKey) {
+		if jsonscan.HasEscape(rawKey) {
 			var k string
 			if err := json.Unmarshal(rawKey, &k); err != nil {
 				return fieldErr(typ, prefix, "json", "has a malformed key")
 			}
 			key = []byte(k)
 		}
-		i = skipSpace(data, end)
-		i = skipSpace(data, i+1) // ':'
-		vend := skipValue(data, i)
+		i = jsonscan.SkipSpace(data, end)
+		i = jsonscan.SkipSpace(data, i+1) // ':'
+		vend := jsonscan.SkipValue(data, i)
 		if err := fn(key, data[i:vend]); err != nil {
 			return err
 		}
-		i = skipSpace(data, vend)
+		i = jsonscan.SkipSpace(data, vend)
 		if data[i] == '}' {
 			return nil
 		}
-		i = skipSpace(data, i+1) // ','
+		i = jsonscan.SkipSpace(data, i+1) // ','
 	}
-}
-
-func bytesHasEscape(b []byte) bool {
-	for _, c := range b {
-		if c == '\\' {
-			return true
-		}
-	}
-	return false
-}
-
-// skipString returns the index after the string starting at i (input is
-// known-valid JSON).
-func skipString(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
-	return len(b)
-}
-
-// skipValue returns the index after the value starting at i.
-func skipValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				j = skipString(b, j) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return len(b)
-	}
-	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
-		j++
-	}
-	return j
-}
-
-func jsonKind(val []byte) string {
-	switch val[0] {
-	case '"':
-		return "a string"
-	case '{':
-		return "an object"
-	case '[':
-		return "a list"
-	case 't', 'f':
-		return "a bool"
-	case 'n':
-		return "null"
-	}
-	return "a number"
 }
 
 func wrongType(typ, prefix, name, want string, val []byte) error {
-	return fieldErr(typ, join(prefix, name), want, fmt.Sprintf("must be %s, not %s (fix: send %s)", want, jsonKind(val), want))
+	return fieldErr(typ, join(prefix, name), want, fmt.Sprintf("must be %s, not %s (fix: send %s)", want, jsonscan.Kind(val), want))
 }
 
 func jsonString(typ, prefix, name string, val []byte) (string, error) {
@@ -302,7 +235,7 @@ func jsonString(typ, prefix, name string, val []byte) (string, error) {
 	if !utf8.Valid(val) {
 		return "", fieldErr(typ, join(prefix, name), "string", "is not valid UTF-8 (fix: send UTF-8 text)")
 	}
-	if bytesHasEscape(val) {
+	if jsonscan.HasEscape(val) {
 		var s string
 		if err := json.Unmarshal(val, &s); err != nil {
 			return "", wrongType(typ, prefix, name, "string", val)
@@ -322,20 +255,8 @@ func jsonBool(typ, prefix, name string, val []byte) (bool, error) {
 	return false, wrongType(typ, prefix, name, "bool", val)
 }
 
-func isIntLiteral(val []byte) bool {
-	if val[0] != '-' && (val[0] < '0' || val[0] > '9') {
-		return false
-	}
-	for _, c := range val {
-		if c == '.' || c == 'e' || c == 'E' {
-			return false
-		}
-	}
-	return true
-}
-
 func jsonInt(typ, prefix, name string, val []byte) (int64, error) {
-	if !isIntLiteral(val) {
+	if !jsonscan.IsIntLiteral(val) {
 		return 0, wrongType(typ, prefix, name, "integer", val)
 	}
 	neg := val[0] == '-'
@@ -363,7 +284,7 @@ func jsonInt(typ, prefix, name string, val []byte) (int64, error) {
 }
 
 func jsonUint(typ, prefix, name string, val []byte) (uint64, error) {
-	if !isIntLiteral(val) {
+	if !jsonscan.IsIntLiteral(val) {
 		return 0, wrongType(typ, prefix, name, "integer", val)
 	}
 	if val[0] == '-' {
@@ -387,7 +308,7 @@ func jsonFloat(typ, prefix, name string, val []byte, strict bool) (float64, erro
 	if val[0] != '-' && (val[0] < '0' || val[0] > '9') {
 		return 0, wrongType(typ, prefix, name, "number", val)
 	}
-	if strict && isIntLiteral(val) {
+	if strict && jsonscan.IsIntLiteral(val) {
 		return 0, fieldErr(typ, join(prefix, name), "float", "must be a float literal with a fraction or exponent (fix: send e.g. 1.0)")
 	}
 	var f float64
@@ -402,18 +323,18 @@ func jsonList(typ, prefix, name string, val []byte) ([][]byte, error) {
 		return nil, wrongType(typ, prefix, name, "list", val)
 	}
 	var out [][]byte
-	i := skipSpace(val, 1)
+	i := jsonscan.SkipSpace(val, 1)
 	if val[i] == ']' {
 		return [][]byte{}, nil
 	}
 	for {
-		end := skipValue(val, i)
+		end := jsonscan.SkipValue(val, i)
 		out = append(out, val[i:end])
-		i = skipSpace(val, end)
+		i = jsonscan.SkipSpace(val, end)
 		if val[i] == ']' {
 			return out, nil
 		}
-		i = skipSpace(val, i+1)
+		i = jsonscan.SkipSpace(val, i+1)
 	}
 }
 
@@ -439,195 +360,3 @@ func missingField(typ, prefix, key string) error {
 // Every schema uses a different subset of the helpers above; referencing
 // them all keeps the generated package free of unused-code findings.
 var _ = [...]any{intp, appendString, appendBool, appendFloat, quoteTrunc, index, nest, join, jsonString, jsonBool, jsonInt, jsonUint, jsonFloat, jsonList, jsonObject, unknownField, duplicateField, missingField, (*decoder).float, (*decoder).flag, (*decoder).count, (*decoder).str, (*decoder).varint}
-
-// The JSON syntax check below is copied from writ's schema/gen/internal/jsonscan.
-
-// maxJSONDepth is encoding/json's nesting limit.
-const maxJSONDepth = 10000
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// validJSON reports whether data is exactly one JSON value surrounded by
-// optional whitespace, accepting what json.Valid accepts (in one pass,
-// without json's per-byte state machine).
-func validJSON(data []byte) bool {
-	var small [32]byte
-	stack := small[:0] // '{' or '[' per open container
-	i := skipSpace(data, 0)
-	for {
-		// A value starts at i.
-		if i >= len(data) {
-			return false
-		}
-		switch c := data[i]; c {
-		case '{', '[':
-			if len(stack) >= maxJSONDepth {
-				return false
-			}
-			i = skipSpace(data, i+1)
-			closing := byte('}')
-			if c == '[' {
-				closing = ']'
-			}
-			if i < len(data) && data[i] == closing {
-				i++
-				break
-			}
-			stack = append(stack, c)
-			if c == '{' {
-				if i = scanKey(data, i); i < 0 {
-					return false
-				}
-			}
-			continue
-		case '"':
-			i = scanString(data, i)
-		case 't':
-			i = scanLiteral(data, i, "true")
-		case 'f':
-			i = scanLiteral(data, i, "false")
-		case 'n':
-			i = scanLiteral(data, i, "null")
-		default:
-			i = scanNumber(data, i)
-		}
-		if i < 0 {
-			return false
-		}
-		// After a value: close containers, or find the next element.
-		for {
-			i = skipSpace(data, i)
-			if len(stack) == 0 {
-				return i == len(data)
-			}
-			if i >= len(data) {
-				return false
-			}
-			top := stack[len(stack)-1]
-			c := data[i]
-			if (top == '{' && c == '}') || (top == '[' && c == ']') {
-				stack = stack[:len(stack)-1]
-				i++
-				continue
-			}
-			if c != ',' {
-				return false
-			}
-			i = skipSpace(data, i+1)
-			if top == '{' {
-				if i = scanKey(data, i); i < 0 {
-					return false
-				}
-			}
-			break
-		}
-	}
-}
-
-// scanKey checks `"key" :` at i and returns the index after the colon and
-// any whitespace (-1 when malformed).
-func scanKey(data []byte, i int) int {
-	if i >= len(data) || data[i] != '"' {
-		return -1
-	}
-	if i = scanString(data, i); i < 0 {
-		return -1
-	}
-	if i = skipSpace(data, i); i >= len(data) || data[i] != ':' {
-		return -1
-	}
-	return skipSpace(data, i+1)
-}
-
-// scanString returns the index after the string starting at i (-1 when
-// malformed: a control character, a bad escape, or no closing quote).
-// Bytes >= 0x20 are taken as they are, as json.Valid does.
-func scanString(data []byte, i int) int {
-	for j := i + 1; j < len(data); j++ {
-		switch c := data[j]; {
-		case c == '"':
-			return j + 1
-		case c < 0x20:
-			return -1
-		case c == '\\':
-			j++
-			if j >= len(data) {
-				return -1
-			}
-			switch data[j] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if j+4 >= len(data) {
-					return -1
-				}
-				for k := j + 1; k <= j+4; k++ {
-					h := data[k]
-					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
-						return -1
-					}
-				}
-				j += 4
-			default:
-				return -1
-			}
-		}
-	}
-	return -1
-}
-
-func scanLiteral(data []byte, i int, lit string) int {
-	if len(data)-i < len(lit) || string(data[i:i+len(lit)]) != lit {
-		return -1
-	}
-	return i + len(lit)
-}
-
-// scanNumber returns the index after the number starting at i (-1 when
-// malformed): -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func scanNumber(data []byte, i int) int {
-	if i < len(data) && data[i] == '-' {
-		i++
-	}
-	if i >= len(data) {
-		return -1
-	}
-	switch {
-	case data[i] == '0':
-		i++
-	case '1' <= data[i] && data[i] <= '9':
-		i = digits(data, i+1)
-	default:
-		return -1
-	}
-	if i < len(data) && data[i] == '.' {
-		j := digits(data, i+1)
-		if j == i+1 {
-			return -1
-		}
-		i = j
-	}
-	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
-		i++
-		if i < len(data) && (data[i] == '+' || data[i] == '-') {
-			i++
-		}
-		j := digits(data, i)
-		if j == i {
-			return -1
-		}
-		i = j
-	}
-	return i
-}
-
-func digits(data []byte, i int) int {
-	for i < len(data) && '0' <= data[i] && data[i] <= '9' {
-		i++
-	}
-	return i
-}

@@ -1,26 +1,21 @@
-// Code generated from schema/gen/internal/jsonscan/scan.go; DO NOT EDIT.
-// Regenerate with: go generate ./plugins/sdk (TestJSONScanIsTheGeneratorsCopy
-// fails when the two differ).
-
-package sdk
+// Package jsonscan is the JSON syntax check that the code writ gen
+// generates, the runtime catalog and the plugin SDK share: Valid accepts
+// exactly what encoding/json.Valid accepts, in one pass and without
+// allocating. Generated packages import it (as protobuf-go's generated code
+// imports its runtime), so it stays on the standard library — in fact it
+// imports nothing.
+package jsonscan
 
 // maxJSONDepth is encoding/json's nesting limit.
 const maxJSONDepth = 10000
 
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// validJSON reports whether data is exactly one JSON value surrounded by
+// Valid reports whether data is exactly one JSON value surrounded by
 // optional whitespace, accepting what json.Valid accepts (in one pass,
 // without json's per-byte state machine).
-func validJSON(data []byte) bool {
+func Valid(data []byte) bool {
 	var small [32]byte
 	stack := small[:0] // '{' or '[' per open container
-	i := skipSpace(data, 0)
+	i := SkipSpace(data, 0)
 	for {
 		// A value starts at i.
 		if i >= len(data) {
@@ -31,7 +26,7 @@ func validJSON(data []byte) bool {
 			if len(stack) >= maxJSONDepth {
 				return false
 			}
-			i = skipSpace(data, i+1)
+			i = SkipSpace(data, i+1)
 			closing := byte('}')
 			if c == '[' {
 				closing = ']'
@@ -63,7 +58,7 @@ func validJSON(data []byte) bool {
 		}
 		// After a value: close containers, or find the next element.
 		for {
-			i = skipSpace(data, i)
+			i = SkipSpace(data, i)
 			if len(stack) == 0 {
 				return i == len(data)
 			}
@@ -80,7 +75,7 @@ func validJSON(data []byte) bool {
 			if c != ',' {
 				return false
 			}
-			i = skipSpace(data, i+1)
+			i = SkipSpace(data, i+1)
 			if top == '{' {
 				if i = scanKey(data, i); i < 0 {
 					return false
@@ -100,10 +95,10 @@ func scanKey(data []byte, i int) int {
 	if i = scanString(data, i); i < 0 {
 		return -1
 	}
-	if i = skipSpace(data, i); i >= len(data) || data[i] != ':' {
+	if i = SkipSpace(data, i); i >= len(data) || data[i] != ':' {
 		return -1
 	}
-	return skipSpace(data, i+1)
+	return SkipSpace(data, i+1)
 }
 
 // scanString returns the index after the string starting at i (-1 when
@@ -192,4 +187,101 @@ func digits(data []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// The primitives below read JSON already checked by Valid; the decoders of
+// generated packages and of the runtime catalog walk a document with them.
+
+// SkipSpace returns the index of the first non-whitespace byte at or after
+// i.
+func SkipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// HasEscape reports whether b contains a backslash.
+func HasEscape(b []byte) bool {
+	for _, c := range b {
+		if c == '\\' {
+			return true
+		}
+	}
+	return false
+}
+
+// SkipString returns the index after the string starting at i (input is
+// known-valid JSON).
+func SkipString(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(b)
+}
+
+// SkipValue returns the index after the value starting at i.
+func SkipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return SkipString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				j = SkipString(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+		j++
+	}
+	return j
+}
+
+// Kind names the kind of the value val starts with, for error messages
+// ("a string", "an object", "a list", "a bool", "null", "a number").
+func Kind(val []byte) string {
+	switch val[0] {
+	case '"':
+		return "a string"
+	case '{':
+		return "an object"
+	case '[':
+		return "a list"
+	case 't', 'f':
+		return "a bool"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// IsIntLiteral reports whether the number val is written as an integer
+// (no fraction, no exponent).
+func IsIntLiteral(val []byte) bool {
+	if val[0] != '-' && (val[0] < '0' || val[0] > '9') {
+		return false
+	}
+	for _, c := range val {
+		if c == '.' || c == 'e' || c == 'E' {
+			return false
+		}
+	}
+	return true
 }
