@@ -110,7 +110,7 @@ func (p *Pipeline) applyIncomingPlan(e *entry, c *ConflictCase) (t guardTransiti
 	if len(c.Payload) == 0 {
 		return t, w, fmt.Sprintf("the case %s retains no incoming payload to apply; resolve it without --apply-incoming and report the fact again", e.x.resolve)
 	}
-	ps, rej := p.parse(Entry{Type: c.Type, Payload: c.Payload, Format: FormatJSON})
+	ps, rej := p.validate(Entry{Type: c.Type, Payload: c.Payload, Format: FormatJSON})
 	if rej != nil {
 		return t, w, fmt.Sprintf("the retained incoming %s no longer validates: %s", c.Type, rej.Reason)
 	}
