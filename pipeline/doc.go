@@ -50,6 +50,9 @@
 //	stage5_reply.go     the reply: Handle, finishLocked (W1 check)
 //	outcome*.go, watch*.go  outcomes by ID, and the watch stream
 //
+// docs/architecture.md follows one request and one fact through these files
+// and the packages around the pipeline.
+//
 // A declared type without a class panics at ingress under the `strict` build
 // tag (or Config.Strict) and is otherwise logged and handled as a fact (W6).
 //
