@@ -77,5 +77,6 @@
 // itself with a CAS on their revision. Conflict cases live at
 // `_conflict/<machine>/<instance>`, configuration at `_config/`.
 //
-// The package imports only the standard library, kv and schema/ir.
+// The package imports only the standard library, kv, schema/ir and
+// internal/backoff (retry delays with jitter; itself stdlib-only).
 package pipeline

@@ -173,12 +173,7 @@ func (p *Pipeline) proposeFences(ids []string) {
 			if f == nil {
 				continue
 			}
-			if f.backoff == 0 {
-				f.backoff = p.cfg.RetryMin
-			} else if f.backoff *= 2; f.backoff > p.cfg.RetryMax {
-				f.backoff = p.cfg.RetryMax
-			}
-			f.retryAt = now.Add(f.backoff)
+			f.retryAt = now.Add(p.retry.Next(&f.backoff))
 		}
 		p.trace0("fence", cmds[0].ID, "", fmt.Sprintf("%d fence(s) not proposed, retrying: %v", len(cmds), err))
 		return

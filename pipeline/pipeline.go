@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/writ-dev/writ/internal/backoff"
 	"github.com/writ-dev/writ/kv"
 	"github.com/writ-dev/writ/schema/ir"
 )
@@ -55,8 +56,12 @@ type Config struct {
 	// request gives up with UNAVAILABLE (default 16).
 	MaxConflicts int
 	// RetryMin and RetryMax bound the fact re-proposal backoff (defaults
-	// 20ms and 2s).
+	// 20ms and 2s). Each delay is shortened by up to backoff.DefaultJitter
+	// of itself so that facts that failed together do not retry together.
 	RetryMin, RetryMax time.Duration
+	// RetryRand is the jitter's random source, returning a number in
+	// [0, 1) (nil: math/rand/v2). A deterministic driver passes a fixed one.
+	RetryRand func() float64
 	// TickInterval is how often the background loop checks timeouts
 	// (default 10ms).
 	TickInterval time.Duration
@@ -128,6 +133,7 @@ type Pipeline struct {
 	ownOut  bool
 	checker *Checker
 	strict  bool
+	retry   backoff.Policy // fact, fence and config re-proposal delays
 
 	mu       sync.Mutex
 	queue    []*entry
@@ -212,7 +218,8 @@ func New(cfg Config) (*Pipeline, error) {
 		lg: cfg.Logger, checker: NewChecker(cfg.Catalog), strict: cfg.Strict || buildStrict,
 		live: map[string]*entry{}, latches: map[string]*entry{}, blocked: map[string]bool{},
 		uncert: map[string]uint64{}, outcomes: newOutcomeCache(cfg.OutcomeCache),
-		kick: make(chan struct{}, 1),
+		kick:  make(chan struct{}, 1),
+		retry: backoff.Policy{Min: cfg.RetryMin, Max: cfg.RetryMax, Rand: cfg.RetryRand},
 	}
 	p.epoch = cfg.Clock.Now()
 	if !cfg.Manual {

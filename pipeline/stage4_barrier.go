@@ -54,13 +54,9 @@ func (p *Pipeline) retryLocked(e *entry, out Outcome) {
 		return
 	}
 	t := e.timing()
-	if t.backoff == 0 {
-		t.backoff = p.cfg.RetryMin
-	} else if t.backoff *= 2; t.backoff > p.cfg.RetryMax {
-		t.backoff = p.cfg.RetryMax
-	}
-	t.notBefore = p.clock.Now().Add(t.backoff)
-	p.trace("retry", e, 0, fmt.Sprintf("in %s: %s", t.backoff, out.Reason))
+	d := p.retry.Next(&t.backoff)
+	t.notBefore = p.clock.Now().Add(d)
+	p.trace("retry", e, 0, fmt.Sprintf("in %s: %s", d, out.Reason))
 	p.enqueueLocked(e, false)
 }
 

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	wbackoff "github.com/writ-dev/writ/internal/backoff"
 	"github.com/writ-dev/writ/pki"
 )
 
@@ -554,7 +555,10 @@ func (p *peer) run() {
 		<-p.done
 		cancel()
 	}()
-	backoff := backoffMin
+	// Reconnect delays double from backoffMin to backoffMax, jittered so
+	// that streams cut together (a peer restarting) do not redial together.
+	pol := wbackoff.Policy{Min: backoffMin, Max: backoffMax}
+	var step time.Duration // zero: the next failure waits about backoffMin
 	var pending []*raftpb.Message
 	for {
 		select {
@@ -570,7 +574,7 @@ func (p *peer) run() {
 		stream, err := conn.NewStream(sctx, &grpc.StreamDesc{StreamName: "Stream", ClientStreams: true}, transportMethod)
 		if err == nil {
 			err = p.pump(stream, &pending)
-			backoff = backoffMin
+			step = 0
 		}
 		if ctx.Err() != nil {
 			return
@@ -582,15 +586,15 @@ func (p *peer) run() {
 			}
 		}
 		pending = nil
-		p.logStreamFailure(err, backoff)
+		delay := pol.Next(&step)
+		p.logStreamFailure(err, delay)
 		select {
 		case <-p.done:
 			return
-		case <-time.After(backoff):
-			backoff = min(backoff*2, backoffMax)
+		case <-time.After(delay):
 		case <-p.kick:
 			conn.ResetConnectBackoff()
-			backoff = backoffMin
+			step = 0
 		}
 	}
 }

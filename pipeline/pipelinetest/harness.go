@@ -46,8 +46,10 @@ func (h *Harness) open() error {
 		NodeID: "n1", Catalog: h.Catalog, Log: h.Log, Evaluator: h.Eval, Clock: h.Clock, DataDir: h.Dir,
 		CommitTimeout: 5 * time.Second, ConfigTimeout: 10 * time.Second, RetryMin: time.Second, RetryMax: 4 * time.Second,
 		Manual: true, Strict: h.strict,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Trace:  h.onTrace,
+		// No jitter: the scripts print each retry delay.
+		RetryRand: func() float64 { return 0 },
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Trace:     h.onTrace,
 		OnConfigActivated: func(a pipeline.ConfigActivation) {
 			h.reloads = append(h.reloads, fmt.Sprintf("reload %s gen=%d @%d", a.ID, a.Generation, a.Index))
 			h.trace = append(h.trace, fmt.Sprintf("hook      reload %s generation=%d @%d", a.ID, a.Generation, a.Index))

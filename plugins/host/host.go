@@ -19,6 +19,7 @@ import (
 	plugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
+	"github.com/writ-dev/writ/internal/backoff"
 	"github.com/writ-dev/writ/pipeline"
 	pb "github.com/writ-dev/writ/plugins/proto"
 	"github.com/writ-dev/writ/schema/ir"
@@ -46,7 +47,9 @@ type Config struct {
 	CallTimeout time.Duration
 	// StartTimeout bounds a plugin's start and handshake. Default 10s.
 	StartTimeout time.Duration
-	// RestartMin and RestartMax bound the restart backoff. Defaults 100ms, 10s.
+	// RestartMin and RestartMax bound the restart backoff. Defaults 100ms,
+	// 10s. Each delay is shortened by up to backoff.DefaultJitter of itself,
+	// so plugins that crashed together do not restart together.
 	RestartMin, RestartMax time.Duration
 	// LogOutput receives plugin stderr and host log lines. Default os.Stderr.
 	LogOutput io.Writer
@@ -462,4 +465,10 @@ func (grpcPlugin) GRPCServer(*plugin.GRPCBroker, *grpc.Server) error {
 
 func (grpcPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
 	return pb.NewHandlerClient(c), nil
+}
+
+// restartPolicy is the delay between a plugin's crash and its restart, and
+// between failed restarts.
+func (h *Host) restartPolicy() backoff.Policy {
+	return backoff.Policy{Min: h.cfg.RestartMin, Max: h.cfg.RestartMax}
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/writ-dev/writ/internal/backoff"
 	"github.com/writ-dev/writ/pipeline"
 	pb "github.com/writ-dev/writ/plugins/proto"
 )
@@ -97,12 +98,13 @@ func (i *instance) down(gen uint64, reason string) {
 	client, cmd := i.client, i.cmd
 	// A plugin that ran stably for a while restarts quickly; one that
 	// keeps crashing backs off further each time.
-	if i.backoff == 0 || time.Since(i.startedAt) > 6*i.h.cfg.RestartMax {
-		i.backoff = i.h.cfg.RestartMin
-	} else {
-		i.backoff = min(2*i.backoff, i.h.cfg.RestartMax)
+	if time.Since(i.startedAt) > 6*i.h.cfg.RestartMax {
+		i.backoff = 0
 	}
-	backoff := i.backoff
+	step := i.backoff
+	pol := i.h.restartPolicy()
+	backoff := pol.Next(&step)
+	i.backoff = step
 	i.mu.Unlock()
 
 	i.h.mu.RLock()
@@ -112,10 +114,12 @@ func (i *instance) down(gen uint64, reason string) {
 	}
 	i.h.logger.Warn("plugin down; restarting", "plugin", i.desc.name, "path", i.cfg.Path, "reason", reason, "backoff", backoff)
 	i.h.wg.Add(1)
-	go i.restart(client, cmd, backoff)
+	go i.restart(client, cmd, pol, step, backoff)
 }
 
-func (i *instance) restart(old *plugin.Client, oldCmd *exec.Cmd, backoff time.Duration) {
+// restart waits backoff, launches the plugin again and, while that fails,
+// keeps waiting pol's next (jittered) delay after step.
+func (i *instance) restart(old *plugin.Client, oldCmd *exec.Cmd, pol backoff.Policy, step, backoff time.Duration) {
 	defer i.h.wg.Done()
 	if old != nil {
 		stop(old, oldCmd)
@@ -136,7 +140,7 @@ func (i *instance) restart(old *plugin.Client, oldCmd *exec.Cmd, backoff time.Du
 			i.lastErr = "restart failed: " + err.Error()
 			i.mu.Unlock()
 			i.h.logger.Error("plugin restart failed", "plugin", i.desc.name, "error", err)
-			backoff = min(2*backoff, i.h.cfg.RestartMax)
+			backoff = pol.Next(&step)
 			continue
 		}
 		i.h.mu.RLock()
