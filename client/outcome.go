@@ -1,5 +1,7 @@
 package client
 
+//go:generate go tool stringer -type=Status -linecomment -output status_string_gen.go
+
 import (
 	"errors"
 	"fmt"
@@ -16,33 +18,19 @@ const (
 	// Uncertain: the request may have been appended and may still commit.
 	// Look its ID up with Client.Outcome, or retry with the same ID. A
 	// status the client does not know is reported as Uncertain too.
-	Uncertain Status = iota
+	Uncertain Status = iota // UNCERTAIN
 	// Committed: committed by a majority and applied.
-	Committed
+	Committed // COMMITTED
 	// Rejected: refused by validation or a guard; definitely not appended.
-	Rejected
+	Rejected // REJECTED
 	// Unavailable: not ready, no leader, overloaded, or no endpoint could
 	// be reached before the request left the client; definitely not
 	// appended, safe to retry.
-	Unavailable
+	Unavailable // UNAVAILABLE
 	// NotCommitted: was not committed within its commit timeout, and the
 	// cluster made that final: it never will be.
-	NotCommitted
+	NotCommitted // NOT_COMMITTED
 )
-
-func (s Status) String() string {
-	switch s {
-	case Committed:
-		return "COMMITTED"
-	case Rejected:
-		return "REJECTED"
-	case Unavailable:
-		return "UNAVAILABLE"
-	case NotCommitted:
-		return "NOT_COMMITTED"
-	}
-	return "UNCERTAIN"
-}
 
 // Definite reports whether the status is final for the request: only
 // Uncertain is not.

@@ -16,12 +16,13 @@
 // one.
 package kv
 
+//go:generate go tool stringer -type=Status -linecomment -output status_string_gen.go
+
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
-	"fmt"
 )
 
 // Revision of a key: the log index of the command that last wrote it.
@@ -90,22 +91,22 @@ type Status uint8
 
 const (
 	// StatusApplied: every precondition held and every write applied.
-	StatusApplied Status = 1
+	StatusApplied Status = 1 // applied
 	// StatusDuplicate: the command's ID had already been applied; nothing
 	// changed. Result.FirstIndex names the first application.
-	StatusDuplicate Status = 2
+	StatusDuplicate Status = 2 // duplicate
 	// StatusConflict: a revision precondition failed; nothing changed. The
 	// proposer re-evaluates against the new state.
-	StatusConflict Status = 3
+	StatusConflict Status = 3 // conflict
 	// StatusRejected: the apply-time Checker vetoed the command; nothing
 	// changed.
-	StatusRejected Status = 4
+	StatusRejected Status = 4 // rejected
 	// StatusFenced: the command's ID is fenced (a TypeFence command for it
 	// applied before any command with that ID did): it is recorded as not
 	// committed, for good, and nothing changed. Result.FirstIndex names the
 	// fence's index. A fence for an ID that already applied is a
 	// StatusDuplicate instead.
-	StatusFenced Status = 5
+	StatusFenced Status = 5 // fenced
 )
 
 // TypeFence is the type of a fence: a command with no writes that makes
@@ -127,22 +128,6 @@ func PayloadDigest(payload []byte) uint64 {
 		return d
 	}
 	return 1
-}
-
-func (s Status) String() string {
-	switch s {
-	case StatusApplied:
-		return "applied"
-	case StatusDuplicate:
-		return "duplicate"
-	case StatusConflict:
-		return "conflict"
-	case StatusRejected:
-		return "rejected"
-	case StatusFenced:
-		return "fenced"
-	}
-	return fmt.Sprintf("status(%d)", uint8(s))
 }
 
 // Result records the outcome of applying one command.

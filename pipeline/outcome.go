@@ -1,5 +1,7 @@
 package pipeline
 
+//go:generate go tool stringer -type=Status,Verdict -linecomment -output outcome_string_gen.go
+
 import (
 	"errors"
 	"fmt"
@@ -13,39 +15,23 @@ type Status uint8
 const (
 	// StatusCommitted: every entry the operation produced is committed by a
 	// majority and applied on this node.
-	StatusCommitted Status = 1
+	StatusCommitted Status = 1 // COMMITTED
 	// StatusRejected: validation or a guard refused the operation; it was
 	// definitely not appended (or appended only as a recorded no-op).
-	StatusRejected Status = 2
+	StatusRejected Status = 2 // REJECTED
 	// StatusUnavailable: not ready, no leader or handler down; definitely
 	// not applied. Safe to retry.
-	StatusUnavailable Status = 3
+	StatusUnavailable Status = 3 // UNAVAILABLE
 	// StatusUncertain: appended but not confirmed within the commit timeout.
 	// Provisional state was rolled back; the entry may still commit. Query
 	// OutcomeOf with the request ID, or retry with the same request ID.
-	StatusUncertain Status = 4
+	StatusUncertain Status = 4 // UNCERTAIN
 	// StatusNotCommitted: definitely not committed, for good: the request
 	// ID was fenced in the log (fence.go) before any attempt with it
 	// applied, so no attempt with that ID can ever commit. Submit the
 	// operation again with a new request ID.
-	StatusNotCommitted Status = 5
+	StatusNotCommitted Status = 5 // NOT_COMMITTED
 )
-
-func (s Status) String() string {
-	switch s {
-	case StatusCommitted:
-		return "COMMITTED"
-	case StatusRejected:
-		return "REJECTED"
-	case StatusUnavailable:
-		return "UNAVAILABLE"
-	case StatusUncertain:
-		return "UNCERTAIN"
-	case StatusNotCommitted:
-		return "NOT_COMMITTED"
-	}
-	return fmt.Sprintf("STATUS(%d)", uint8(s))
-}
 
 // Verdict is the guard's decision for a machine transition (W8). It travels
 // in kv.Command.Verdict.
@@ -53,47 +39,27 @@ type Verdict uint8
 
 const (
 	// VerdictNone: the entry drives no machine.
-	VerdictNone Verdict = 0
+	VerdictNone Verdict = 0 // none
 	// VerdictApply: a declared transition (or creation in an initial state).
-	VerdictApply Verdict = 1
+	VerdictApply Verdict = 1 // apply
 	// VerdictDuplicate: already in the target state, or the sequence was
 	// already seen with this state; state unchanged, recorded.
-	VerdictDuplicate Verdict = 2
+	VerdictDuplicate Verdict = 2 // duplicate
 	// VerdictStale: an older sequence than the recorded one; ignored,
 	// recorded.
-	VerdictStale Verdict = 3
+	VerdictStale Verdict = 3 // stale
 	// VerdictReject: an illegal transition requested by a request; the
 	// request is REJECTED.
-	VerdictReject Verdict = 4
+	VerdictReject Verdict = 4 // reject
 	// VerdictQuarantine: an illegal transition reported by a fact; state is
 	// preserved and a conflict case is opened.
-	VerdictQuarantine Verdict = 5
+	VerdictQuarantine Verdict = 5 // quarantine
 	// VerdictOverride: an operator's conflict resolve with apply-incoming
 	// moves the instance to the retained incoming fact's state although
 	// the machine does not declare the step; only a writ.conflict.resolve
 	// command may carry it, and the case records it (audited).
-	VerdictOverride Verdict = 6
+	VerdictOverride Verdict = 6 // override
 )
-
-func (v Verdict) String() string {
-	switch v {
-	case VerdictNone:
-		return "none"
-	case VerdictApply:
-		return "apply"
-	case VerdictDuplicate:
-		return "duplicate"
-	case VerdictStale:
-		return "stale"
-	case VerdictReject:
-		return "reject"
-	case VerdictQuarantine:
-		return "quarantine"
-	case VerdictOverride:
-		return "override"
-	}
-	return fmt.Sprintf("verdict(%d)", uint8(v))
-}
 
 // Outcome is the answer to a request (Submit, ConfigUpgrade, OutcomeOf).
 type Outcome struct {

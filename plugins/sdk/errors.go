@@ -1,5 +1,7 @@
 package sdk
 
+//go:generate go tool stringer -type=ErrorKind -linecomment -output errorkind_string_gen.go
+
 import (
 	"errors"
 	"fmt"
@@ -10,24 +12,12 @@ type ErrorKind uint8
 
 const (
 	// KindRule: a domain rule refused the entry (the requester gets REJECTED).
-	KindRule ErrorKind = 1
+	KindRule ErrorKind = 1 // rule
 	// KindValidation: the payload is invalid (REJECTED).
-	KindValidation ErrorKind = 2
+	KindValidation ErrorKind = 2 // validation
 	// KindInternal: the handler failed (panic, bug, malformed output).
-	KindInternal ErrorKind = 3
+	KindInternal ErrorKind = 3 // internal
 )
-
-func (k ErrorKind) String() string {
-	switch k {
-	case KindRule:
-		return "rule"
-	case KindValidation:
-		return "validation"
-	case KindInternal:
-		return "internal"
-	}
-	return fmt.Sprintf("kind(%d)", uint8(k))
-}
 
 // Error is a typed failure of one item.
 type Error struct {
