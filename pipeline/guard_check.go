@@ -101,69 +101,86 @@ func (c *Checker) Check(cmd *kv.Command, state kv.Reader) error {
 	var writesBuf [4]bool
 	writes := writesBuf[:0] // writes[i]: transition i writes its record
 	for i := range g.transitions {
-		t := &g.transitions[i]
-		m, ok := c.machine(t.machine)
-		if !ok {
-			return fmt.Errorf("pipeline: guard: unknown machine %q (schema skew between replicas?)", t.machine)
+		key, write, err := c.checkTransition(cmd, &g.transitions[i], state, illegal)
+		if err != nil {
+			return err
 		}
-		key := machineKeyOf(cmd, m, t.instance)
 		keys = append(keys, key)
-		rec, exists := state.Get(key)
-		var cur MachineRecord
-		if exists {
-			if cur, err = parseMachineRecord(rec.Value, m); err != nil {
-				return fmt.Errorf("pipeline: guard: %s: %w", key, err)
-			}
-		}
-		to := internState(m, t.to)
-		in := t.incoming(to)
-		v, _ := decide(m, cur, exists, in, illegal, false)
-		if t.verdict == VerdictOverride {
-			// An operator's audited override (conflict resolve with
-			// apply-incoming): only that command may carry it, only to a
-			// declared state, and only on the record it was decided on.
-			if cmd.Type != typeConflictResolve {
-				return fmt.Errorf("pipeline: guard: %s: verdict override on a %s command (only %s may override the guard)", key, cmd.Type, typeConflictResolve)
-			}
-			if !m.HasState(to) {
-				return fmt.Errorf("pipeline: guard: %s: override to undeclared state %q", key, t.to)
-			}
-			if rec.Rev != t.expectRev {
-				return fmt.Errorf("%s: %s moved (rev %d, resolved at %d): the override is decided again", errGuardMovedText, key, rec.Rev, t.expectRev)
-			}
-			v = VerdictOverride
-		}
-		if rec.Rev != t.expectRev {
-			if v != t.verdict {
-				return fmt.Errorf("%s: %s moved (rev %d, evaluated at %d): verdict now %s, was %s", errGuardMovedText, key, rec.Rev, t.expectRev, v, t.verdict)
-			}
-		} else if v != t.verdict {
-			return fmt.Errorf("pipeline: guard: %s: verdict %s at apply, %s at evaluation", key, v, t.verdict)
-		}
-		// The record the transition writes follows from what evaluation
-		// saw (the write's revision precondition fails if it moved).
-		from, fromExists := t.fromRecord(internState(m, t.from))
-		next, write := NextRecord(from, fromExists, in, t.verdict)
 		writes = append(writes, write)
-		if !write {
-			continue
-		}
-		var buf [96]byte
-		want := next.AppendJSON(buf[:0])
-		found := false
-		for _, w := range cmd.Effect.Writes {
-			if w.Key != key {
-				continue
-			}
-			if found || w.Delete || w.Unconditional || !bytes.Equal(want, w.Value) {
-				return fmt.Errorf("pipeline: guard: effect write of %s does not match its transition", key)
-			}
-			found = true
-		}
-		if !found {
-			return fmt.Errorf("pipeline: guard: %s transition of %s has no write of its record", t.verdict, key)
+	}
+	return checkMachineWrites(cmd, keys, writes)
+}
+
+// checkTransition re-decides one carried transition against the replica's
+// state: its machine record key, whether the transition writes its record,
+// and why the command must be vetoed (nil: it agrees).
+func (c *Checker) checkTransition(cmd *kv.Command, t *rawTransition, state kv.Reader, illegal Verdict) (key string, write bool, err error) {
+	m, ok := c.machine(t.machine)
+	if !ok {
+		return "", false, fmt.Errorf("pipeline: guard: unknown machine %q (schema skew between replicas?)", t.machine)
+	}
+	key = machineKeyOf(cmd, m, t.instance)
+	rec, exists := state.Get(key)
+	var cur MachineRecord
+	if exists {
+		if cur, err = parseMachineRecord(rec.Value, m); err != nil {
+			return key, false, fmt.Errorf("pipeline: guard: %s: %w", key, err)
 		}
 	}
+	to := internState(m, t.to)
+	in := t.incoming(to)
+	v, _ := decide(m, cur, exists, in, illegal, false)
+	if t.verdict == VerdictOverride {
+		// An operator's audited override (conflict resolve with
+		// apply-incoming): only that command may carry it, only to a
+		// declared state, and only on the record it was decided on.
+		if cmd.Type != typeConflictResolve {
+			return key, false, fmt.Errorf("pipeline: guard: %s: verdict override on a %s command (only %s may override the guard)", key, cmd.Type, typeConflictResolve)
+		}
+		if !m.HasState(to) {
+			return key, false, fmt.Errorf("pipeline: guard: %s: override to undeclared state %q", key, t.to)
+		}
+		if rec.Rev != t.expectRev {
+			return key, false, fmt.Errorf("%s: %s moved (rev %d, resolved at %d): the override is decided again", errGuardMovedText, key, rec.Rev, t.expectRev)
+		}
+		v = VerdictOverride
+	}
+	if rec.Rev != t.expectRev {
+		if v != t.verdict {
+			return key, false, fmt.Errorf("%s: %s moved (rev %d, evaluated at %d): verdict now %s, was %s", errGuardMovedText, key, rec.Rev, t.expectRev, v, t.verdict)
+		}
+	} else if v != t.verdict {
+		return key, false, fmt.Errorf("pipeline: guard: %s: verdict %s at apply, %s at evaluation", key, v, t.verdict)
+	}
+	// The record the transition writes follows from what evaluation
+	// saw (the write's revision precondition fails if it moved).
+	from, fromExists := t.fromRecord(internState(m, t.from))
+	next, write := NextRecord(from, fromExists, in, t.verdict)
+	if !write {
+		return key, false, nil
+	}
+	var buf [96]byte
+	want := next.AppendJSON(buf[:0])
+	found := false
+	for _, w := range cmd.Effect.Writes {
+		if w.Key != key {
+			continue
+		}
+		if found || w.Delete || w.Unconditional || !bytes.Equal(want, w.Value) {
+			return key, false, fmt.Errorf("pipeline: guard: effect write of %s does not match its transition", key)
+		}
+		found = true
+	}
+	if !found {
+		return key, false, fmt.Errorf("pipeline: guard: %s transition of %s has no write of its record", t.verdict, key)
+	}
+	return key, true, nil
+}
+
+// checkMachineWrites refuses a write of a machine record that no carried
+// transition accounts for: writes[i] says whether the transition at keys[i]
+// writes its record.
+func checkMachineWrites(cmd *kv.Command, keys []string, writes []bool) error {
 	for _, w := range cmd.Effect.Writes {
 		if !strings.HasPrefix(w.Key, MachinePrefix) {
 			continue

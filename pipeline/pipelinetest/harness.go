@@ -133,157 +133,264 @@ func (h *Harness) takeTrace() []string {
 
 // Run executes one script command and returns its output.
 func (h *Harness) Run(cmd string, args map[string]string, input string) (string, error) {
-	ctx := context.Background()
-	var out []string
-	emit := func(format string, a ...any) { out = append(out, fmt.Sprintf(format, a...)) }
-	entry := pipeline.Entry{Type: args["type"], ID: args["id"], Payload: []byte(input)}
+	sc := &scriptCall{ctx: context.Background(), cmd: cmd, args: args}
+	sc.entry = pipeline.Entry{Type: args["type"], ID: args["id"], Payload: []byte(input)}
 	if args["format"] == "binary" {
-		entry.Format = pipeline.FormatBinary
+		sc.entry.Format = pipeline.FormatBinary
 	}
-	switch cmd {
+	handled := false
+	for _, run := range []func(*scriptCall) (bool, error){h.runWrite, h.runControl, h.runInspect, h.runWatch} {
+		ok, err := run(sc)
+		if err != nil {
+			return "", err
+		}
+		if handled = ok; handled {
+			break
+		}
+	}
+	if !handled {
+		return "", fmt.Errorf("unknown command %q", cmd)
+	}
+	h.checkW1()
+	tr := h.takeTrace()
+	res := append(tr, sc.out...)
+	return strings.Join(res, "\n"), nil
+}
+
+// scriptCall is one script command being run: its arguments, the entry its
+// arguments and input describe, and the lines it printed.
+type scriptCall struct {
+	ctx   context.Context
+	cmd   string
+	args  map[string]string
+	entry pipeline.Entry
+	out   []string
+}
+
+func (sc *scriptCall) emit(format string, a ...any) {
+	sc.out = append(sc.out, fmt.Sprintf(format, a...))
+}
+
+// runWrite runs submits, reports, deliveries, configuration changes and
+// conflict resolves.
+func (h *Harness) runWrite(sc *scriptCall) (bool, error) {
+	switch sc.cmd {
 	case "submit":
-		hd := h.P.SubmitAsync(ctx, entry)
-		h.handles[args["id"]] = hd
+		hd := h.P.SubmitAsync(sc.ctx, sc.entry)
+		h.handles[sc.args["id"]] = hd
 		select {
 		case <-hd.Done():
-			emit("reply: %s", hd.Outcome())
+			sc.emit("reply: %s", hd.Outcome())
 		default:
-			emit("accepted (waiting)")
+			sc.emit("accepted (waiting)")
 		}
 	case "config":
-		hd := h.P.ConfigUpgradeAsync(ctx, entry)
-		h.handles[args["id"]] = hd
+		hd := h.P.ConfigUpgradeAsync(sc.ctx, sc.entry)
+		h.handles[sc.args["id"]] = hd
 		select {
 		case <-hd.Done():
-			emit("reply: %s", hd.Outcome())
+			sc.emit("reply: %s", hd.Outcome())
 		default:
-			emit("accepted (waiting)")
+			sc.emit("accepted (waiting)")
 		}
 	case "resolve":
-		hd := h.P.ResolveConflictAsync(ctx, args["machine"], args["instance"], args["note"])
-		h.handles["resolve:"+args["machine"]+"/"+args["instance"]] = hd
+		hd := h.P.ResolveConflictAsync(sc.ctx, sc.args["machine"], sc.args["instance"], sc.args["note"])
+		h.handles["resolve:"+sc.args["machine"]+"/"+sc.args["instance"]] = hd
 		select {
 		case <-hd.Done():
-			emit("reply: %s", hd.Outcome())
+			sc.emit("reply: %s", hd.Outcome())
 		default:
-			emit("accepted (waiting)")
+			sc.emit("accepted (waiting)")
 		}
 	case "report", "deliver":
 		var a pipeline.Ack
-		if cmd == "report" {
-			a = h.P.Report(ctx, entry)
+		if sc.cmd == "report" {
+			a = h.P.Report(sc.ctx, sc.entry)
 		} else {
-			a = h.P.Deliver(ctx, entry)
+			a = h.P.Deliver(sc.ctx, sc.entry)
 		}
 		if a.Received {
-			emit("ack: received id=%s items=%v", a.ID, a.ItemIDs)
+			sc.emit("ack: received id=%s items=%v", a.ID, a.ItemIDs)
 		} else {
-			emit("ack: %s field=%s rule=%s reason=%q", a.Status, a.Field, a.Rule, a.Reason)
+			sc.emit("ack: %s field=%s rule=%s reason=%q", a.Status, a.Field, a.Rule, a.Reason)
 		}
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
+// runControl drives the log, the clock, the leader, the handler and restarts.
+func (h *Harness) runControl(sc *scriptCall) (bool, error) {
+	switch sc.cmd {
 	case "flush":
-		h.P.Flush(ctx)
+		h.P.Flush(sc.ctx)
 	case "commit":
 		n := 1
-		if args["n"] == "all" {
+		if sc.args["n"] == "all" {
 			n = 1 << 30
-		} else if args["n"] != "" {
-			fmt.Sscan(args["n"], &n)
+		} else if sc.args["n"] != "" {
+			fmt.Sscan(sc.args["n"], &n)
 		}
 		c := 0
 		for ; c < n && h.Log.CommitNext(); c++ {
 		}
 		if c == 0 {
-			emit("nothing to commit")
+			sc.emit("nothing to commit")
 		}
 	case "lag":
-		h.Log.Lag(strings.Split(args["keys"], ",")...)
-		emit("serializable reads of %s lag until a linearizable read", args["keys"])
+		h.Log.Lag(strings.Split(sc.args["keys"], ",")...)
+		sc.emit("serializable reads of %s lag until a linearizable read", sc.args["keys"])
 	case "lose":
-		emit("lost %d pending batches", h.Log.Lose())
+		sc.emit("lost %d pending batches", h.Log.Lose())
 	case "forget":
-		emit("forgot %d pending batches (never appended, never answered)", h.Log.Forget())
+		sc.emit("forgot %d pending batches (never appended, never answered)", h.Log.Forget())
 	case "newterm":
 		h.Log.NewTerm()
-		emit("new term %d, leader known", h.Log.Status().Term)
+		sc.emit("new term %d, leader known", h.Log.Status().Term)
 	case "silent-commit":
 		if h.Log.CommitSilently() {
-			emit("committed inside an installed snapshot (Restored, no per-entry notification)")
+			sc.emit("committed inside an installed snapshot (Restored, no per-entry notification)")
 		} else {
-			emit("nothing to commit")
+			sc.emit("nothing to commit")
 		}
 	case "advance":
-		d, err := time.ParseDuration(args["d"])
+		d, err := time.ParseDuration(sc.args["d"])
 		if err != nil {
-			return "", err
+			return true, err
 		}
 		h.Clock.Advance(d)
 		h.P.Tick()
 	case "tick":
 		h.P.Tick()
+	case "leader":
+		h.Log.SetLeader(sc.args["state"] != "down")
+		sc.emit("leader %s", map[bool]string{true: "down", false: "up"}[sc.args["state"] == "down"])
+	case "handler":
+		switch {
+		case sc.args["down"] == "true":
+			h.Eval.SetDown(true)
+		case sc.args["up"] == "true":
+			h.Eval.SetDown(false)
+		case sc.args["refuse"] != "":
+			h.Eval.Refuse(sc.args["refuse"], sc.args["msg"])
+		case sc.args["transition"] != "":
+			h.Eval.AddTransition(sc.args["transition"], pipeline.Transition{Machine: sc.args["machine"], Key: sc.args["key"], To: sc.args["to"]})
+		}
+	case "restart":
+		if err := h.Restart(); err != nil {
+			return true, err
+		}
+		sc.emit("restarted; outbox reloaded depth=%d", h.P.Outbox().Depth)
+	case "replay":
+		var idx uint64
+		fmt.Sscan(sc.args["index"], &idx)
+		for i, r := range h.Log.Replay(idx) {
+			sc.emit("replay @%d.%d %s first=@%d", idx, i, r.Status, r.FirstIndex)
+		}
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
+// runInspect prints replies, outcomes, state, conflicts, health, the outbox
+// and counters.
+func (h *Harness) runInspect(sc *scriptCall) (bool, error) {
+	switch sc.cmd {
 	case "wait":
-		id := args["id"]
-		if args["resolve"] != "" {
-			id = "resolve:" + args["resolve"]
+		id := sc.args["id"]
+		if sc.args["resolve"] != "" {
+			id = "resolve:" + sc.args["resolve"]
 		}
 		hd, ok := h.handles[id]
 		if !ok {
-			return "", fmt.Errorf("no handle %q", id)
+			return true, fmt.Errorf("no handle %q", id)
 		}
 		select {
 		case <-hd.Done():
-			emit("outcome: %s", hd.Outcome())
+			sc.emit("outcome: %s", hd.Outcome())
 		default:
-			emit("pending (no reply yet)")
+			sc.emit("pending (no reply yet)")
 		}
 	case "query":
-		if o, ok := h.P.OutcomeOf(args["id"]); ok {
-			emit("outcome-of %s: %s", args["id"], o)
+		if o, ok := h.P.OutcomeOf(sc.args["id"]); ok {
+			sc.emit("outcome-of %s: %s", sc.args["id"], o)
 		} else {
-			emit("outcome-of %s: unknown", args["id"])
+			sc.emit("outcome-of %s: unknown", sc.args["id"])
 		}
 	case "config-outcome":
-		if o, ok := h.P.ConfigOutcome(args["id"]); ok {
-			emit("config outcome %s: %s", args["id"], o)
+		if o, ok := h.P.ConfigOutcome(sc.args["id"]); ok {
+			sc.emit("config outcome %s: %s", sc.args["id"], o)
 		} else {
-			emit("config outcome %s: unknown", args["id"])
-		}
-	case "leader":
-		h.Log.SetLeader(args["state"] != "down")
-		emit("leader %s", map[bool]string{true: "down", false: "up"}[args["state"] == "down"])
-	case "handler":
-		switch {
-		case args["down"] == "true":
-			h.Eval.SetDown(true)
-		case args["up"] == "true":
-			h.Eval.SetDown(false)
-		case args["refuse"] != "":
-			h.Eval.Refuse(args["refuse"], args["msg"])
-		case args["transition"] != "":
-			h.Eval.AddTransition(args["transition"], pipeline.Transition{Machine: args["machine"], Key: args["key"], To: args["to"]})
+			sc.emit("config outcome %s: unknown", sc.args["id"])
 		}
 	case "state":
-		recs, err := h.Log.List(ctx, args["prefix"], false)
+		recs, err := h.Log.List(sc.ctx, sc.args["prefix"], false)
 		if err != nil {
-			return "", err
+			return true, err
 		}
 		for _, r := range recs {
-			emit("%s rev=%d %s", r.Key, r.Rev, r.Value)
+			sc.emit("%s rev=%d %s", r.Key, r.Rev, r.Value)
 		}
 		if len(recs) == 0 {
-			emit("(empty)")
+			sc.emit("(empty)")
 		}
+	case "conflicts":
+		cs, err := h.P.Conflicts(sc.ctx)
+		if err != nil {
+			return true, err
+		}
+		for _, c := range cs {
+			sc.emit("conflict %s/%s entry=%s current=%s incoming=%s revision=%d open=%v reason=%q", c.Machine, c.Instance, c.EntryID, c.Current, c.Incoming, c.Revision, c.Open, c.Reason)
+		}
+		if len(cs) == 0 {
+			sc.emit("(no conflicts)")
+		}
+	case "health":
+		hl, n, err := h.P.Health(sc.ctx)
+		if err != nil {
+			return true, err
+		}
+		sc.emit("health %s open=%d", hl, n)
+	case "outbox":
+		st := h.P.Outbox()
+		sc.emit("outbox depth=%d oldest=%s", st.Depth, st.OldestAge)
+		for _, it := range st.Items {
+			sc.emit("  %s %s", it.ID, it.Payload)
+		}
+	case "reloads":
+		if len(h.reloads) == 0 {
+			sc.emit("(no reloads)")
+		}
+		for _, r := range h.reloads {
+			sc.emit("%s", r)
+		}
+	case "evaluator":
+		sc.emit("handler calls=%d batches=%v", h.Eval.Calls, h.Eval.Batches)
+	case "log":
+		sc.emit("log applied=%d pending=%d", h.Log.Index(), h.Log.Pending())
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
+// runWatch prints the watch stream from an index.
+func (h *Harness) runWatch(sc *scriptCall) (bool, error) {
+	switch sc.cmd {
 	case "watch":
 		var from uint64
-		fmt.Sscan(args["from"], &from)
-		f := pipeline.Filter{Key: args["key"]}
-		if args["type"] != "" {
-			f.Types = strings.Split(args["type"], ",")
+		fmt.Sscan(sc.args["from"], &from)
+		f := pipeline.Filter{Key: sc.args["key"]}
+		if sc.args["type"] != "" {
+			f.Types = strings.Split(sc.args["type"], ",")
 		}
 		w := h.P.Watch(from, f)
 		for {
 			ev, ok, err := w.Poll()
 			if err != nil {
-				emit("watch error: %v", err)
+				sc.emit("watch error: %v", err)
 				break
 			}
 			if !ok {
@@ -296,58 +403,10 @@ func (h *Harness) Run(cmd string, args map[string]string, input string) (string,
 			if ev.Reason != "" {
 				s += fmt.Sprintf(" reason=%q", ev.Reason)
 			}
-			emit("%s", s)
+			sc.emit("%s", s)
 		}
-	case "conflicts":
-		cs, err := h.P.Conflicts(ctx)
-		if err != nil {
-			return "", err
-		}
-		for _, c := range cs {
-			emit("conflict %s/%s entry=%s current=%s incoming=%s revision=%d open=%v reason=%q", c.Machine, c.Instance, c.EntryID, c.Current, c.Incoming, c.Revision, c.Open, c.Reason)
-		}
-		if len(cs) == 0 {
-			emit("(no conflicts)")
-		}
-	case "health":
-		hl, n, err := h.P.Health(ctx)
-		if err != nil {
-			return "", err
-		}
-		emit("health %s open=%d", hl, n)
-	case "outbox":
-		st := h.P.Outbox()
-		emit("outbox depth=%d oldest=%s", st.Depth, st.OldestAge)
-		for _, it := range st.Items {
-			emit("  %s %s", it.ID, it.Payload)
-		}
-	case "restart":
-		if err := h.Restart(); err != nil {
-			return "", err
-		}
-		emit("restarted; outbox reloaded depth=%d", h.P.Outbox().Depth)
-	case "replay":
-		var idx uint64
-		fmt.Sscan(args["index"], &idx)
-		for i, r := range h.Log.Replay(idx) {
-			emit("replay @%d.%d %s first=@%d", idx, i, r.Status, r.FirstIndex)
-		}
-	case "reloads":
-		if len(h.reloads) == 0 {
-			emit("(no reloads)")
-		}
-		for _, r := range h.reloads {
-			emit("%s", r)
-		}
-	case "evaluator":
-		emit("handler calls=%d batches=%v", h.Eval.Calls, h.Eval.Batches)
-	case "log":
-		emit("log applied=%d pending=%d", h.Log.Index(), h.Log.Pending())
 	default:
-		return "", fmt.Errorf("unknown command %q", cmd)
+		return false, nil
 	}
-	h.checkW1()
-	tr := h.takeTrace()
-	res := append(tr, out...)
-	return strings.Join(res, "\n"), nil
+	return true, nil
 }
