@@ -73,7 +73,8 @@ func TestFixedSourceIsDeterministic(t *testing.T) {
 }
 
 // TestOnlyStdlib: the pipeline imports this package, and the pipeline may
-// import only the standard library, kv and schema/ir.
+// import only the standard library, kv, schema/ir and this package (so it
+// must itself be stdlib-only).
 func TestOnlyStdlib(t *testing.T) {
 	const pkg = "github.com/writ-dev/writ/internal/backoff"
 	deps, err := depcheck.Deps(pkg, false)
