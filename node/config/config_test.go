@@ -290,3 +290,21 @@ func TestParsePluginRoundTrip(t *testing.T) {
 		}
 	})
 }
+
+// TestPinPlugin: PinPlugin pins the binary's current SHA-256, in the form
+// ParsePlugin reads back; a missing file is an error naming it.
+func TestPinPlugin(t *testing.T) {
+	f := write(t, "plugin", "#!/bin/sh\n")
+	p, err := PinPlugin(f)
+	// sha256 of "#!/bin/sh\n"
+	if err != nil || p.Path != f || p.SHA256 != "a8076d3d28d21e02012b20eaf7dbf75409a6277134439025f282e368e3305abf" {
+		t.Fatalf("PinPlugin: %+v %v", p, err)
+	}
+	back, err := ParsePlugin(p.String())
+	if err != nil || back != p {
+		t.Fatalf("round trip: %+v %v", back, err)
+	}
+	if _, err := PinPlugin(f + ".missing"); err == nil || !strings.Contains(err.Error(), f+".missing") {
+		t.Fatalf("missing binary: %v", err)
+	}
+}
