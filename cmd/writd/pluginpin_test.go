@@ -23,6 +23,13 @@ func sha256File(t *testing.T, path string) string {
 	return hex.EncodeToString(s[:])
 }
 
+// pinned is the --plugin value PATH=SHA256 for the binary at path: a
+// configured node runs only plugins pinned by sha256 (docs/security.md).
+func pinned(t *testing.T, path string) string {
+	t.Helper()
+	return path + "=" + sha256File(t, path)
+}
+
 // TestUnpinnedPluginRefusedRealProcess: a real writd that joins a cluster
 // with peer TLS, API TLS and a gossip key refuses to start a plugin whose
 // sha256 is not configured — one listed without one (exit 2, one line
