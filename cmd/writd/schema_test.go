@@ -226,11 +226,13 @@ func TestLeaseGenUpToDate(t *testing.T) {
 }
 
 // TestNoPluginsFindsJobsPlugin: with the embedded jobs schema and no
-// plugins configured (as in the zero-config dev node, here with addresses
-// in the test's range), writd runs writ-jobs from next to its own binary.
+// plugins configured, writd runs writ-jobs from next to its own binary.
+// That is how the zero-config dev node finds its plugin; a configured node
+// (here, addresses in the test's range) does it only with insecure: true,
+// and warns that the binary is trusted as found (TestUnpinnedPlugin*).
 func TestNoPluginsFindsJobsPlugin(t *testing.T) {
 	bin := buildBinaries(t)
-	cmd := exec.Command(filepath.Join(bin, "writd"), "--api-addr", "127.0.16.33:7070", "--raft-addr", "127.0.16.33:7071", "--gossip-addr", "127.0.16.33:7072")
+	cmd := exec.Command(filepath.Join(bin, "writd"), "--api-addr", "127.0.16.33:7070", "--raft-addr", "127.0.16.33:7071", "--gossip-addr", "127.0.16.33:7072", "--insecure")
 	cmd.Env = cleanEnv()
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
@@ -252,6 +254,9 @@ func TestNoPluginsFindsJobsPlugin(t *testing.T) {
 	for {
 		out, code := writctl(t, bin, "--addr", "127.0.16.33:7070", "plugins")
 		if code == 0 && strings.Contains(out, "writ-jobs") && strings.Contains(out, filepath.Join(bin, "writ-jobs")) && strings.Contains(out, "healthy") {
+			if !strings.Contains(se.String(), "not pinned by sha256") {
+				t.Errorf("no warning that the found plugin is trusted unpinned: %s", se.String())
+			}
 			break
 		}
 		select {

@@ -251,10 +251,11 @@ func FuzzParseCluster(f *testing.F) {
 
 // TestPluginsEveryForm reads the plugin list from a YAML file, a TOML file,
 // the environment and repeated flags, with and without checksums, and checks
-// that flags replace the file's list.
+// that flags replace the file's list. An entry without a checksum needs
+// insecure: true outside dev mode (TestPluginPinningOutsideDev).
 func TestPluginsEveryForm(t *testing.T) {
 	sum := strings.Repeat("ab", 32)
-	yml := write(t, "p.yaml", "plugins:\n  - path: /bin/true\n    sha256: "+strings.ToUpper(sum)+"\n  - {path: /bin/sh}\n")
+	yml := write(t, "p.yaml", "insecure: true\nplugins:\n  - path: /bin/true\n    sha256: "+strings.ToUpper(sum)+"\n  - {path: /bin/sh}\n")
 	n, err := Load(Options{File: yml})
 	if err != nil {
 		t.Fatal(err)
@@ -267,7 +268,7 @@ func TestPluginsEveryForm(t *testing.T) {
 	if n, err = Load(Options{File: toml}); err != nil || len(n.Plugins) != 1 || n.Plugins[0] != want[0] {
 		t.Fatalf("toml plugins: %+v %v", n, err)
 	}
-	if n, err = Load(Options{Env: []string{"WRIT_PLUGINS=/bin/true=" + sum + ",/bin/sh"}}); err != nil || len(n.Plugins) != 2 || n.Plugins[0] != want[0] || n.Plugins[1] != want[1] {
+	if n, err = Load(Options{Env: []string{"WRIT_INSECURE=true", "WRIT_PLUGINS=/bin/true=" + sum + ",/bin/sh"}}); err != nil || len(n.Plugins) != 2 || n.Plugins[0] != want[0] || n.Plugins[1] != want[1] {
 		t.Fatalf("env plugins: %+v %v", n, err)
 	}
 	n, err = Load(Options{File: yml, Flags: flags(t, "--plugin", "/bin/sh", "--plugin", "/bin/true="+sum)})
