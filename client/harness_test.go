@@ -19,6 +19,7 @@ import (
 	"github.com/writ-dev/writ/api/writv1"
 	"github.com/writ-dev/writ/internal/procenv"
 	"github.com/writ-dev/writ/internal/proctest"
+	"github.com/writ-dev/writ/node/config"
 )
 
 // The tests here start real writd processes (with the writ-jobs plugin) on
@@ -77,10 +78,15 @@ func startCluster(t *testing.T, hosts ...string) *cluster {
 	t.Helper()
 	c := &cluster{t: t, bin: buildBinaries(t)}
 	root := t.TempDir()
+	// a configured writd runs only plugins pinned by sha256
+	jobs, err := config.PinPlugin(filepath.Join(c.bin, "writ-jobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, h := range hosts {
 		n := &node{name: fmt.Sprintf("n%d", i+1), host: h, dir: filepath.Join(root, fmt.Sprintf("n%d", i+1))}
 		args := []string{"--node-id", n.name, "--data-dir", n.dir, "--api-addr", n.api(), "--raft-addr", h + ":7071",
-			"--gossip-addr", h + ":7072", "--plugin", filepath.Join(c.bin, "writ-jobs")}
+			"--gossip-addr", h + ":7072", "--plugin", jobs.String()}
 		if i > 0 {
 			args = append(args, "--join", hosts[0]+":7072", "--insecure")
 		}

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/writ-dev/writ/node/config"
 )
 
 // buildWritdFromSource lets the suite's own tests, which run inside the
@@ -67,7 +69,9 @@ func isExecutable(path string) bool {
 
 // writdArgs are the flags that make a stock writd run the schema under test
 // with the plugins under test: the schema directory goes in as --schema (a
-// runtime catalog, no generated code in writd) and every plugin as --plugin.
+// runtime catalog, no generated code in writd) and every plugin as
+// --plugin PATH=SHA256, pinned to the binary as it is now, since a
+// configured writd does not trust a plugin on first use.
 func (e *Env) writdArgs() ([]string, error) {
 	dir, err := filepath.Abs(e.Dir)
 	if err != nil {
@@ -79,7 +83,11 @@ func (e *Env) writdArgs() ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("conformance: --plugin %s: %w", p, err)
 		}
-		args = append(args, "--plugin", abs)
+		pin, err := config.PinPlugin(abs)
+		if err != nil {
+			return nil, fmt.Errorf("conformance: --plugin %s: %w", p, err)
+		}
+		args = append(args, "--plugin", pin.String())
 	}
 	return args, nil
 }

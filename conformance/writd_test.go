@@ -2,6 +2,8 @@ package conformance
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,7 +46,13 @@ func TestWritdBinaryResolution(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", dir)
-	e := &Env{Dir: "schema", Opts: Options{PluginPath: "a", Cluster: ClusterOptions{Plugins: []string{"b"}}}}
+	pa, pb := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	for _, p := range []string{pa, pb} {
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n# "+p+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := &Env{Dir: "schema", Opts: Options{PluginPath: pa, Cluster: ClusterOptions{Plugins: []string{pb}}}}
 	got, err := e.writdBinary(context.Background(), t.TempDir())
 	if err != nil || got != bin {
 		t.Fatalf("PATH lookup: %q, %v; want %q", got, err, bin)
@@ -61,7 +69,24 @@ func TestWritdBinaryResolution(t *testing.T) {
 	for i := 0; i < len(args); i += 2 {
 		flags = append(flags, args[i]+" "+filepath.Base(args[i+1]))
 	}
-	if want := "--schema schema,--plugin a,--plugin b"; strings.Join(flags, ",") != want {
+	// each plugin pinned by the sha256 of the binary (a configured writd
+	// refuses an unpinned one)
+	want := "--schema schema,--plugin a=" + sha256Hex(t, pa) + ",--plugin b=" + sha256Hex(t, pb)
+	if strings.Join(flags, ",") != want {
 		t.Fatalf("writd args %v, want %s", flags, want)
 	}
+	e.Opts.PluginPath = filepath.Join(dir, "missing")
+	if _, err := e.writdArgs(); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("a missing plugin binary: %v", err)
+	}
+}
+
+func sha256Hex(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }

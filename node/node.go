@@ -408,7 +408,10 @@ func (n *Node) pluginConfigs(name string) ([]host.PluginConfig, error) {
 			if n.cfg.RequirePinnedPlugins {
 				// Found next to writd or on PATH: no configured pin
 				// (config refuses an unpinned configured one).
-				return nil, startErr("plugins: not set, and writd found %s without a pinned sha256 (now %s); outside dev mode a node that joins or listens beyond loopback does not trust a plugin on first use: verify the binary, then set plugins: [{path: %s, sha256: HEX}] (flag --plugin %s=HEX), or set insecure: true", abs, sum, abs, abs)
+				return nil, startErr("plugins: not set, and writd found %s without a pinned sha256 (now %s); outside dev mode writd does not trust a plugin on first use: verify the binary, then set plugins: [{path: %s, sha256: HEX}] (flag --plugin %s=HEX), or set insecure: true", abs, sum, abs, abs)
+			}
+			if !n.cfg.Dev && len(n.cfg.Plugins) == 0 {
+				n.log.Warn("writd: insecure: plugin found next to writd or on PATH is not pinned by sha256: trusted as found at this start (docs/security.md)", "plugin", abs, "sha256", sum)
 			}
 		}
 		out = append(out, host.PluginConfig{Path: abs, SHA256: sum})

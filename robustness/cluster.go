@@ -19,6 +19,7 @@ import (
 
 	"github.com/writ-dev/writ/api/writv1"
 	"github.com/writ-dev/writ/internal/procenv"
+	"github.com/writ-dev/writ/node/config"
 )
 
 // Timing is the cluster's timing, drawn per seed.
@@ -67,7 +68,10 @@ func (n *Node) Running() bool {
 
 // Cluster is a cluster of real writd processes, one per host address.
 type Cluster struct {
-	bins      Binaries
+	bins Binaries
+	// plugins are the --plugin values PATH=SHA256: a configured writd
+	// runs only plugins pinned by sha256 (docs/security.md).
+	plugins   []string
 	schemaDir string
 	root      string
 	timing    Timing
@@ -86,6 +90,13 @@ const (
 // ready and a voter.
 func StartCluster(ctx context.Context, bins Binaries, schemaDir, root string, hosts []string, t Timing) (*Cluster, error) {
 	c := &Cluster{bins: bins, schemaDir: schemaDir, root: root, timing: t}
+	for _, p := range bins.Plugins {
+		pin, err := config.PinPlugin(p)
+		if err != nil {
+			return c, fmt.Errorf("robustness: %w", err)
+		}
+		c.plugins = append(c.plugins, pin.String())
+	}
 	for i, h := range hosts {
 		name := "n" + strconv.Itoa(i+1)
 		n := &Node{Name: name, Host: h, Dir: filepath.Join(root, name), Log: filepath.Join(root, name+".log"),
@@ -132,7 +143,7 @@ func (c *Cluster) Start(n *Node) error {
 		// Gossip notices failures fast; a killed node stays a voter (the
 		// nemesis restarts it, it is not replaced).
 		"--membership-profile", "local", "--membership-failed-grace", "1h"}
-	for _, p := range c.bins.Plugins {
+	for _, p := range c.plugins {
 		args = append(args, "--plugin", p)
 	}
 	if n != c.nodes[0] {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/writ-dev/writ/internal/procenv"
+	"github.com/writ-dev/writ/node/config"
 )
 
 // TestInitRefusesNonEmptyDir: writ init writes nothing into a directory
@@ -70,15 +71,21 @@ func TestInitProjectEndToEnd(t *testing.T) {
 	sh(t, proj, nil, "go", "test", "./...")
 	sh(t, proj, nil, filepath.Join(bin, "writ"), "gen", "--check", "--schema", "schema", "--out", "fleetgen")
 
-	// Three stock writd processes on the scaffolded schema and plugin.
+	// Three stock writd processes on the scaffolded schema and plugin,
+	// pinned by its sha256 as scripts/cluster.sh does (a configured writd
+	// does not trust a plugin on first use).
 	schema := filepath.Join(proj, "schema")
+	pin, err := config.PinPlugin(plugin)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var apis []string
 	var first string
 	for i, host := range []string{"127.0.18.1", "127.0.18.2", "127.0.18.3"} {
 		api, raft, gossip := freePort(t, host), freePort(t, host), freePort(t, host)
 		args := []string{"--node-id", "n" + string(rune('1'+i)), "--data-dir", filepath.Join(tmp, "n"+string(rune('1'+i))),
 			"--api-addr", api, "--raft-addr", raft, "--gossip-addr", gossip,
-			"--schema", schema, "--plugin", plugin, "--membership-profile", "local"}
+			"--schema", schema, "--plugin", pin.String(), "--membership-profile", "local"}
 		if first != "" {
 			args = append(args, "--join", first, "--insecure")
 		} else {

@@ -20,6 +20,7 @@ import (
 	"github.com/writ-dev/writ/api"
 	"github.com/writ-dev/writ/api/writv1"
 	"github.com/writ-dev/writ/examples/jobs/jobsgen"
+	"github.com/writ-dev/writ/node/config"
 )
 
 // startNode builds writd and the writ-jobs plugin and starts one real
@@ -53,8 +54,13 @@ func startNodeCmd(t *testing.T, host, plugin string, extra ...string) (string, *
 	}
 	data := t.TempDir()
 	addr := host + ":7070"
+	// a configured writd runs only plugins pinned by sha256
+	pin, err := config.PinPlugin(filepath.Join(bin, path.Base(plugin)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(filepath.Join(bin, "writd"), "--data-dir", data, "--api-addr", addr, "--raft-addr", host+":7071", "--gossip-addr", host+":7072",
-		"--plugin", filepath.Join(bin, path.Base(plugin)))
+		"--plugin", pin.String())
 	cmd.Args = append(cmd.Args, extra...)
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs

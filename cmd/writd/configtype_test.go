@@ -26,7 +26,7 @@ func TestCluster_UserConfigType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newClusterArgs(t, []string{"--schema", schema, "--plugin", filepath.Join(bin, "writ-lease"), "--membership-profile", "local"},
+	c := newClusterArgs(t, []string{"--schema", schema, "--plugin", pinned(t, filepath.Join(bin, "writ-lease")), "--membership-profile", "local"},
 		"127.0.16.4", "127.0.16.5", "127.0.16.6")
 	n1, n2, n3 := c.nodes[0], c.nodes[1], c.nodes[2]
 	dir := t.TempDir()

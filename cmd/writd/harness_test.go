@@ -135,7 +135,7 @@ func (c *cluster) start(p *proc) {
 	args := []string{"--node-id", p.name, "--data-dir", p.dir, "--api-addr", p.api(), "--raft-addr", p.host + ":7071",
 		"--gossip-addr", p.gossip(), "--log-level", logLevel(), "--pipeline-config-timeout", "2s"}
 	if !hasArg(c.args, "--plugin") && !hasArg(p.args, "--plugin") {
-		args = append(args, "--plugin", filepath.Join(c.bin, "writ-jobs"))
+		args = append(args, "--plugin", pinned(c.t, filepath.Join(c.bin, "writ-jobs")))
 	}
 	if p.join != "" {
 		args = append(args, "--join", p.join)

@@ -48,7 +48,7 @@ func runWritd(t *testing.T, bin string, env []string, args ...string) (int, stri
 // a new one-node cluster.
 func TestEmptyJoinRefusedRealProcess(t *testing.T) {
 	bin := buildBinaries(t)
-	addrs := []string{"--api-addr", "127.0.21.10:0", "--raft-addr", "127.0.21.10:7071", "--gossip-addr", "127.0.21.10:7072", "--plugin", filepath.Join(bin, "writ-jobs")}
+	addrs := []string{"--api-addr", "127.0.21.10:0", "--raft-addr", "127.0.21.10:7071", "--gossip-addr", "127.0.21.10:7072", "--plugin", pinned(t, filepath.Join(bin, "writ-jobs"))}
 	for _, c := range []struct {
 		name string
 		args []string
@@ -109,7 +109,7 @@ func TestEmptyJoinRefusedRealProcess(t *testing.T) {
 func TestSeedJoinFailureOneLine(t *testing.T) {
 	bin := buildBinaries(t)
 	code, stdout, stderr := runWritd(t, bin, nil, "--data-dir", t.TempDir(), "--api-addr", "127.0.21.12:0", "--raft-addr", "127.0.21.12:7071",
-		"--gossip-addr", "127.0.21.12:7072", "--plugin", filepath.Join(bin, "writ-jobs"), "--join", "127.0.21.13:7072", "--insecure")
+		"--gossip-addr", "127.0.21.12:7072", "--plugin", pinned(t, filepath.Join(bin, "writ-jobs")), "--join", "127.0.21.13:7072", "--insecure")
 	if code != exitConfig {
 		t.Fatalf("exit %d, want %d; stderr %q", code, exitConfig, stderr)
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/writ-dev/writ/pki"
 )
@@ -21,6 +22,13 @@ func sha256File(t *testing.T, path string) string {
 	}
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
+}
+
+// pinned is the --plugin value PATH=SHA256 for the binary at path: a
+// configured node runs only plugins pinned by sha256 (docs/security.md).
+func pinned(t *testing.T, path string) string {
+	t.Helper()
+	return path + "=" + sha256File(t, path)
 }
 
 // TestUnpinnedPluginRefusedRealProcess: a real writd that joins a cluster
@@ -96,6 +104,102 @@ func TestUnpinnedPluginRefusedRealProcess(t *testing.T) {
 		_, out := run(t, "--plugin", jobs, "--insecure")
 		if !strings.Contains(out, "not pinned by sha256") || !strings.Contains(out, "127.0.16.172:7072") {
 			t.Fatalf("want a warning about the unpinned plugin and the node going on to join: %s", out)
+		}
+	})
+}
+
+// TestUnpinnedPluginRefusedSingleLoopbackNode: a single configured writd
+// on loopback — not joining, no wide listener, so no TLS is required — is
+// not the zero-configuration dev node either, so it too runs only pinned
+// plugins. One listed without a sha256 (flag or file) is refused with one
+// line naming plugins and the fix; writ-jobs found next to writd with no
+// plugins configured is refused before any port opens; the pinned binary
+// starts and serves; --insecure starts an unpinned one with a WARN.
+func TestUnpinnedPluginRefusedSingleLoopbackNode(t *testing.T) {
+	bin := buildBinaries(t)
+	jobs := filepath.Join(bin, "writ-jobs")
+	const host = "127.0.26.1"
+	addrs := []string{"--api-addr", host + ":7070", "--raft-addr", host + ":7071", "--gossip-addr", host + ":7072"}
+	dataDir := func(t *testing.T) string {
+		d := filepath.Join(t.TempDir(), "data")
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	refused := func(t *testing.T, args ...string) string {
+		t.Helper()
+		data := dataDir(t)
+		code, stdout, stderr := runWritd(t, bin, nil, append(append([]string{"--data-dir", data}, addrs...), args...)...)
+		if code == 0 {
+			t.Fatalf("exit 0: an unpinned plugin was accepted: %s%s", stdout, stderr)
+		}
+		if ents, _ := os.ReadDir(data); len(ents) != 0 {
+			t.Errorf("a refused start wrote to the data directory: %v", ents)
+		}
+		return strings.TrimSpace(stdout + stderr)
+	}
+	t.Run("configured without sha256 (flag)", func(t *testing.T) {
+		line := refused(t, "--plugin", jobs)
+		if strings.Contains(line, "\n") {
+			t.Fatalf("want one line, got %q", line)
+		}
+		for _, w := range []string{"config: plugins (flag --plugin)", jobs + " has no sha256", "not the zero-configuration dev node", "sha256sum " + jobs, "insecure: true"} {
+			if !strings.Contains(line, w) {
+				t.Errorf("refusal %q lacks %q", line, w)
+			}
+		}
+	})
+	t.Run("configured without sha256 (file)", func(t *testing.T) {
+		f := filepath.Join(t.TempDir(), "writd.yaml")
+		if err := os.WriteFile(f, []byte("plugins:\n  - path: "+jobs+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		line := refused(t, "--config", f)
+		if strings.Contains(line, "\n") || !strings.Contains(line, "config: plugins (file "+f+")") || !strings.Contains(line, "has no sha256") {
+			t.Fatalf("want one line naming plugins in %s: %q", f, line)
+		}
+	})
+	t.Run("found next to writd", func(t *testing.T) {
+		out := refused(t)
+		for _, w := range []string{"plugins: not set", jobs, "without a pinned sha256", "--plugin " + jobs + "=HEX"} {
+			if !strings.Contains(out, w) {
+				t.Errorf("refusal lacks %q: %s", w, out)
+			}
+		}
+		if strings.Contains(out, "raftstore: started") || strings.Contains(out, "writd: started") {
+			t.Fatalf("the node went on past the refused plugin: %s", out)
+		}
+	})
+	serve := func(t *testing.T, args ...string) string {
+		t.Helper()
+		c := &cluster{t: t, bin: bin}
+		p := &proc{t: t, name: "n1", host: host, dir: filepath.Join(t.TempDir(), "n1"), args: args}
+		c.nodes = []*proc{p}
+		t.Cleanup(c.stopAll)
+		c.start(p)
+		c.waitReady(p, 30*time.Second)
+		if _, err := submit(p, "queue.control", `{"queue":"q","action":"create"}`, 10*time.Second); err != nil {
+			t.Fatalf("submit through the plugin: %v", err)
+		}
+		c.stop(p)
+		return readLog(t, p)
+	}
+	t.Run("pinned", func(t *testing.T) {
+		if log := serve(t, "--plugin", pinned(t, jobs)); strings.Contains(log, "not pinned") {
+			t.Fatalf("a pinned plugin was warned about: %s", log)
+		}
+	})
+	t.Run("insecure allows with a warning", func(t *testing.T) {
+		log := serve(t, "--plugin", jobs, "--insecure")
+		var warn string
+		for _, l := range strings.Split(log, "\n") {
+			if strings.Contains(l, "level=WARN") && strings.Contains(l, "not pinned by sha256") && strings.Contains(l, jobs) {
+				warn = l
+			}
+		}
+		if warn == "" {
+			t.Fatalf("no WARN naming the unpinned %s:\n%s", jobs, log)
 		}
 	})
 }

@@ -72,7 +72,7 @@ func rollingVersions(t *testing.T) map[string][]string {
 	out := map[string][]string{}
 	for _, v := range []string{"v1", "v2", "v3"} {
 		d := filepath.Join(rollDir, v)
-		out[v] = []string{"--schema", filepath.Join(d, "schema"), "--plugin", filepath.Join(d, "writ-lease-rt")}
+		out[v] = []string{"--schema", filepath.Join(d, "schema"), "--plugin", pinned(t, filepath.Join(d, "writ-lease-rt"))}
 	}
 	return out
 }

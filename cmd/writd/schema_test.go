@@ -45,7 +45,7 @@ func TestCluster_UserSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newClusterArgs(t, []string{"--schema", schema, "--plugin", filepath.Join(bin, "writ-lease"), "--membership-profile", "local"},
+	c := newClusterArgs(t, []string{"--schema", schema, "--plugin", pinned(t, filepath.Join(bin, "writ-lease")), "--membership-profile", "local"},
 		"127.0.16.1", "127.0.16.2", "127.0.16.3")
 	ctl := func(p *proc, want int, args ...string) string {
 		t.Helper()
@@ -140,6 +140,7 @@ func TestSchemaBadInput(t *testing.T) {
 	if b, err := os.ReadFile(lease); err != nil || os.WriteFile(leaseCopy, b, 0o755) != nil {
 		t.Fatalf("copy writ-lease: %v", err)
 	}
+	pLease, pJobs, pCopy := pinned(t, lease), pinned(t, jobs), pinned(t, leaseCopy)
 	base := []string{"--data-dir", data, "--api-addr", "127.0.16.20:0", "--raft-addr", "127.0.16.20:7071", "--gossip-addr", "127.0.16.20:7072"}
 	for _, c := range []struct {
 		name  string
@@ -149,13 +150,13 @@ func TestSchemaBadInput(t *testing.T) {
 	}{
 		{"missing dir", []string{"--schema", filepath.Join(dir, "nope")}, 1, []string{"schema.dir", "no such file", "directory holding the schema's .cue files"}},
 		{"empty dir", []string{"--schema", data}, 1, []string{"schema.dir", "no .cue files"}},
-		{"does not load", []string{"--schema", broken, "--plugin", lease}, 0, []string{"s.cue", "BLOCKED", "nothing was started", "writ vet"}},
-		{"vets blocked", []string{"--schema", blocked, "--plugin", lease}, 0, []string{"s.cue", "nope", "nothing was started"}},
+		{"does not load", []string{"--schema", broken, "--plugin", pLease}, 0, []string{"s.cue", "BLOCKED", "nothing was started", "writ vet"}},
+		{"vets blocked", []string{"--schema", blocked, "--plugin", pLease}, 0, []string{"s.cue", "nope", "nothing was started"}},
 		{"no plugin for the schema", []string{"--schema", schema}, 1, []string{"plugins", "none configured", "lease.acquire", "lease.expired", "--plugin"}},
-		{"plugin of another schema", []string{"--schema", schema, "--plugin", jobs}, 1, []string{"writ-jobs", "fingerprint", "rebuild the plugin"}},
-		{"jobs schema with the lease plugin", []string{"--plugin", lease}, 1, []string{"writ-lease", "fingerprint"}},
+		{"plugin of another schema", []string{"--schema", schema, "--plugin", pJobs}, 1, []string{"writ-jobs", "fingerprint", "rebuild the plugin"}},
+		{"jobs schema with the lease plugin", []string{"--plugin", pLease}, 1, []string{"writ-lease", "fingerprint"}},
 		{"plugin checksum mismatch", []string{"--plugin", lease + "=" + strings.Repeat("0", 64), "--schema", schema}, 1, []string{"writ-lease", "checksum mismatch"}},
-		{"two plugins for one type", []string{"--schema", schema, "--plugin", lease, "--plugin", leaseCopy}, 1, []string{"served by both", "writ-lease", "writ-lease-copy", "exactly one plugin"}},
+		{"two plugins for one type", []string{"--schema", schema, "--plugin", pLease, "--plugin", pCopy}, 1, []string{"served by both", "writ-lease", "writ-lease-copy", "exactly one plugin"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var so, se bytes.Buffer
@@ -225,11 +226,13 @@ func TestLeaseGenUpToDate(t *testing.T) {
 }
 
 // TestNoPluginsFindsJobsPlugin: with the embedded jobs schema and no
-// plugins configured (as in the zero-config dev node, here with addresses
-// in the test's range), writd runs writ-jobs from next to its own binary.
+// plugins configured, writd runs writ-jobs from next to its own binary.
+// That is how the zero-config dev node finds its plugin; a configured node
+// (here, addresses in the test's range) does it only with insecure: true,
+// and warns that the binary is trusted as found (TestUnpinnedPlugin*).
 func TestNoPluginsFindsJobsPlugin(t *testing.T) {
 	bin := buildBinaries(t)
-	cmd := exec.Command(filepath.Join(bin, "writd"), "--api-addr", "127.0.16.33:7070", "--raft-addr", "127.0.16.33:7071", "--gossip-addr", "127.0.16.33:7072")
+	cmd := exec.Command(filepath.Join(bin, "writd"), "--api-addr", "127.0.16.33:7070", "--raft-addr", "127.0.16.33:7071", "--gossip-addr", "127.0.16.33:7072", "--insecure")
 	cmd.Env = cleanEnv()
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
@@ -251,6 +254,9 @@ func TestNoPluginsFindsJobsPlugin(t *testing.T) {
 	for {
 		out, code := writctl(t, bin, "--addr", "127.0.16.33:7070", "plugins")
 		if code == 0 && strings.Contains(out, "writ-jobs") && strings.Contains(out, filepath.Join(bin, "writ-jobs")) && strings.Contains(out, "healthy") {
+			if !strings.Contains(se.String(), "not pinned by sha256") {
+				t.Errorf("no warning that the found plugin is trusted unpinned: %s", se.String())
+			}
 			break
 		}
 		select {

@@ -147,7 +147,7 @@ func TestWritd_KeyFileModeRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, "writd"), "--data-dir", t.TempDir(), "--api-addr", "127.0.23.3:0", "--raft-addr", "127.0.23.3:7071",
-		"--gossip-addr", "127.0.23.3:7072", "--gossip-key-file", f, "--plugin", filepath.Join(bin, "writ-jobs"))
+		"--gossip-addr", "127.0.23.3:7072", "--gossip-key-file", f, "--plugin", pinned(t, filepath.Join(bin, "writ-jobs")))
 	cmd.Env = cleanEnv()
 	out, err := cmd.CombinedOutput()
 	ee, ok := err.(*exec.ExitError)

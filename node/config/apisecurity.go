@@ -149,7 +149,7 @@ func (s source) secureByDefault(n *Node) error {
 		return err
 	}
 	if why == "" && !insecure {
-		return nil
+		return s.pinPlugins(n, why, insecure)
 	}
 	var missing []string
 	if !n.RaftTLS.Enabled() {

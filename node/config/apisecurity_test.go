@@ -73,3 +73,45 @@ func TestAPISecurityKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestPluginPinningOutsideDev: every node but the zero-configuration dev
+// node — a single one on loopback with only a flag or a file too — is
+// refused an unpinned plugin with one line naming plugins and the fix,
+// and must pin a plugin found next to writd (RequirePinnedPlugins); a
+// pinned one loads; insecure: true loads an unpinned one with a warning;
+// the dev node pins as found.
+func TestPluginPinningOutsideDev(t *testing.T) {
+	dir := t.TempDir()
+	sum := strings.Repeat("0f", 32)
+	file := write(t, "n.yaml", "data_dir: "+dir+"\nplugins: [/bin/true]\n")
+	for name, o := range map[string]Options{
+		"flags": {Flags: flags(t, "--data-dir", dir, "--plugin", "/bin/true")},
+		"file":  {File: file},
+		"env":   {Env: []string{"WRIT_PLUGINS=/bin/true"}},
+	} {
+		_, err := Load(o)
+		if err == nil {
+			t.Fatalf("%s: a loopback node loaded an unpinned plugin", name)
+		}
+		msg := err.Error()
+		for _, w := range []string{"config: plugins", "/bin/true has no sha256", "not the zero-configuration dev node", "sha256sum /bin/true", "insecure: true"} {
+			if !strings.Contains(msg, w) || strings.Contains(msg, "\n") {
+				t.Errorf("%s: %q lacks %q (or is not one line)", name, msg, w)
+			}
+		}
+	}
+	n, err := Load(Options{Flags: flags(t, "--data-dir", dir)})
+	if err != nil || n.Dev || !n.RequirePinnedPlugins {
+		t.Errorf("loopback node without plugins: %v (dev %v, require pinned %v): a plugin found next to writd would be trusted on first use", err, n.Dev, n.RequirePinnedPlugins)
+	}
+	if n, err := Load(Options{Flags: flags(t, "--data-dir", dir, "--plugin", "/bin/true="+sum)}); err != nil || !n.RequirePinnedPlugins || n.Plugins[0].SHA256 != sum {
+		t.Errorf("pinned plugin: %v %+v", err, n)
+	}
+	n, err = Load(Options{Flags: flags(t, "--data-dir", dir, "--plugin", "/bin/true", "--insecure")})
+	if err != nil || n.RequirePinnedPlugins || len(n.Warnings) == 0 || !strings.Contains(strings.Join(n.Warnings, "\n"), "not pinned by sha256") {
+		t.Errorf("--insecure: %v (require pinned %v, warnings %q)", err, n.RequirePinnedPlugins, n.Warnings)
+	}
+	if n, err := Load(Options{}); err != nil || !n.Dev || n.RequirePinnedPlugins {
+		t.Errorf("dev node: %v %+v", err, n)
+	}
+}

@@ -251,10 +251,11 @@ func FuzzParseCluster(f *testing.F) {
 
 // TestPluginsEveryForm reads the plugin list from a YAML file, a TOML file,
 // the environment and repeated flags, with and without checksums, and checks
-// that flags replace the file's list.
+// that flags replace the file's list. An entry without a checksum needs
+// insecure: true outside dev mode (TestPluginPinningOutsideDev).
 func TestPluginsEveryForm(t *testing.T) {
 	sum := strings.Repeat("ab", 32)
-	yml := write(t, "p.yaml", "plugins:\n  - path: /bin/true\n    sha256: "+strings.ToUpper(sum)+"\n  - {path: /bin/sh}\n")
+	yml := write(t, "p.yaml", "insecure: true\nplugins:\n  - path: /bin/true\n    sha256: "+strings.ToUpper(sum)+"\n  - {path: /bin/sh}\n")
 	n, err := Load(Options{File: yml})
 	if err != nil {
 		t.Fatal(err)
@@ -267,7 +268,7 @@ func TestPluginsEveryForm(t *testing.T) {
 	if n, err = Load(Options{File: toml}); err != nil || len(n.Plugins) != 1 || n.Plugins[0] != want[0] {
 		t.Fatalf("toml plugins: %+v %v", n, err)
 	}
-	if n, err = Load(Options{Env: []string{"WRIT_PLUGINS=/bin/true=" + sum + ",/bin/sh"}}); err != nil || len(n.Plugins) != 2 || n.Plugins[0] != want[0] || n.Plugins[1] != want[1] {
+	if n, err = Load(Options{Env: []string{"WRIT_INSECURE=true", "WRIT_PLUGINS=/bin/true=" + sum + ",/bin/sh"}}); err != nil || len(n.Plugins) != 2 || n.Plugins[0] != want[0] || n.Plugins[1] != want[1] {
 		t.Fatalf("env plugins: %+v %v", n, err)
 	}
 	n, err = Load(Options{File: yml, Flags: flags(t, "--plugin", "/bin/sh", "--plugin", "/bin/true="+sum)})
@@ -289,4 +290,22 @@ func TestParsePluginRoundTrip(t *testing.T) {
 			t.Fatalf("ParsePlugin(%q) = %+v, %v", p.String(), got, err)
 		}
 	})
+}
+
+// TestPinPlugin: PinPlugin pins the binary's current SHA-256, in the form
+// ParsePlugin reads back; a missing file is an error naming it.
+func TestPinPlugin(t *testing.T) {
+	f := write(t, "plugin", "#!/bin/sh\n")
+	p, err := PinPlugin(f)
+	// sha256 of "#!/bin/sh\n"
+	if err != nil || p.Path != f || p.SHA256 != "a8076d3d28d21e02012b20eaf7dbf75409a6277134439025f282e368e3305abf" {
+		t.Fatalf("PinPlugin: %+v %v", p, err)
+	}
+	back, err := ParsePlugin(p.String())
+	if err != nil || back != p {
+		t.Fatalf("round trip: %+v %v", back, err)
+	}
+	if _, err := PinPlugin(f + ".missing"); err == nil || !strings.Contains(err.Error(), f+".missing") {
+		t.Fatalf("missing binary: %v", err)
+	}
 }

@@ -2,16 +2,20 @@ package config
 
 import "fmt"
 
-// pinPlugins is the no-trust-on-first-use rule for handler plugins. A node
-// that joins a cluster or listens beyond loopback (why, from
-// secureByDefault) runs only plugins whose SHA-256 the configuration
-// pins; writd would otherwise trust whatever binary it finds at the path
-// on first start. insecure: true allows unpinned plugins with a warning.
-// It sets RequirePinnedPlugins so that a plugin found without
-// configuration (writ-jobs next to writd) is refused too.
+// pinPlugins is the no-trust-on-first-use rule for handler plugins. Every
+// node but the zero-configuration dev node runs only plugins whose
+// SHA-256 the configuration pins; writd would otherwise trust whatever
+// binary it finds at the path on first start. why, from secureByDefault,
+// says what makes the node network-facing, if anything. insecure: true
+// allows unpinned plugins with a warning. It sets RequirePinnedPlugins so
+// that a plugin found without configuration (writ-jobs next to writd) is
+// refused too.
 func (s source) pinPlugins(n *Node, why string, insecure bool) error {
-	if n.Dev || why == "" {
+	if n.Dev {
 		return nil
+	}
+	if why == "" {
+		why = "this node is configured (it is not the zero-configuration dev node)"
 	}
 	var unpinned []string
 	for _, p := range n.Plugins {

@@ -1,7 +1,11 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -21,6 +25,22 @@ func ParsePlugin(s string) (Plugin, error) {
 		return Plugin{}, fmt.Errorf("%q names no plugin binary", s)
 	}
 	return p, nil
+}
+
+// PinPlugin returns the plugin binary at path pinned to the SHA-256 of
+// its content now, for a tool that starts writd with a binary it has
+// verified or built itself: Plugin.String is then the --plugin value.
+func PinPlugin(path string) (Plugin, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Plugin{}, fmt.Errorf("config: plugin %s: %w", path, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return Plugin{}, fmt.Errorf("config: plugin %s: %w", path, err)
+	}
+	return Plugin{Path: path, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
 // String renders the plugin in the PATH[=SHA256] form.

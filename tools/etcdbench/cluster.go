@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -100,12 +102,21 @@ func startEtcd(cfg config, dir string) (*cluster, error) {
 // n2 and n3 join n1 over gossip and are promoted to voters.
 func startWrit(cfg config, dir string) (*cluster, error) {
 	c := &cluster{system: "writ", dir: dir, bin: cfg.writBin}
+	// --insecure is for the plaintext ports; the plugin is still pinned
+	// by its sha256, as writd wants outside dev mode
+	jobs := filepath.Join(cfg.writBin, "writ-jobs")
+	b, err := os.ReadFile(jobs)
+	if err != nil {
+		return nil, fmt.Errorf("etcdbench: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	jobs += "=" + hex.EncodeToString(sum[:])
 	for i, h := range cfg.writHosts {
 		n := &node{name: fmt.Sprintf("n%d", i+1), host: h, client: h + ":7070"}
 		c.nodes = append(c.nodes, n)
 		args := []string{"--node-id", n.name, "--data-dir", filepath.Join(dir, n.name),
 			"--api-addr", n.client, "--raft-addr", h + ":7071", "--gossip-addr", h + ":7072",
-			"--plugin", filepath.Join(cfg.writBin, "writ-jobs"), "--insecure", "--membership-profile", "local", "--log-level", "warn"}
+			"--plugin", jobs, "--insecure", "--membership-profile", "local", "--log-level", "warn"}
 		if i > 0 {
 			args = append(args, "--join", cfg.writHosts[0]+":7072")
 		}
