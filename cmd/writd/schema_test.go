@@ -234,7 +234,7 @@ func TestNoPluginsFindsJobsPlugin(t *testing.T) {
 	bin := buildBinaries(t)
 	cmd := exec.Command(filepath.Join(bin, "writd"), "--api-addr", "127.0.16.33:7070", "--raft-addr", "127.0.16.33:7071", "--gossip-addr", "127.0.16.33:7072", "--insecure")
 	cmd.Env = cleanEnv()
-	var so, se bytes.Buffer
+	var so, se syncBuffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
