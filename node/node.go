@@ -402,9 +402,11 @@ func (n *Node) pluginConfigs(name string) ([]host.PluginConfig, error) {
 		// later launch).
 		sum := strings.ToLower(p.SHA256)
 		if sum == "" {
-			if sum, err = fileSHA256(abs); err != nil {
-				return nil, startErr("plugins: %s: %v: check the plugins list (flag --plugin)", abs, err)
+			pin, err := config.PinPlugin(abs)
+			if err != nil {
+				return nil, startErr("plugins: %v: check the plugins list (flag --plugin)", err)
 			}
+			sum = pin.SHA256
 			if n.cfg.RequirePinnedPlugins {
 				// Found next to writd or on PATH: no configured pin
 				// (config refuses an unpinned configured one).
@@ -431,19 +433,6 @@ func findPlugin(name string) string {
 		return p
 	}
 	return ""
-}
-
-func fileSHA256(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // gossipKeys decides how membership gets its gossip keys. With encryption
