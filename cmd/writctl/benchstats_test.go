@@ -3,9 +3,10 @@ package main
 import (
 	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/writ-dev/writ/internal/proctest"
 )
 
 func TestBenchStatsRowsAndCSV(t *testing.T) {
@@ -43,7 +44,7 @@ func TestBenchStatsRowsAndCSV(t *testing.T) {
 
 func TestBenchProgressLine(t *testing.T) {
 	s := newBenchStats(time.Now(), 10)
-	var b syncBuffer
+	var b proctest.Buffer
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() { s.runProgress(&b, stop); close(done) }()
@@ -67,22 +68,4 @@ func TestBenchSVG(t *testing.T) {
 	if !strings.HasPrefix(out, "<svg ") || strings.Count(out, "<polyline") != 2 || !strings.Contains(out, "t&lt;&amp;&gt;") || !strings.HasSuffix(out, "</svg>\n") {
 		t.Fatalf("svg:\n%s", out)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

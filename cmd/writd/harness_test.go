@@ -352,22 +352,3 @@ func hasArg(args []string, name string) bool {
 	}
 	return false
 }
-
-// syncBuffer is a bytes.Buffer safe to read while a child process writes
-// to it (exec copies a non-file Stdout/Stderr from its own goroutine).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/writ-dev/writ/internal/proctest"
 	"github.com/writ-dev/writ/schema/gen"
 	"github.com/writ-dev/writ/schema/load"
 )
@@ -234,7 +235,7 @@ func TestNoPluginsFindsJobsPlugin(t *testing.T) {
 	bin := buildBinaries(t)
 	cmd := exec.Command(filepath.Join(bin, "writd"), "--api-addr", "127.0.16.33:7070", "--raft-addr", "127.0.16.33:7071", "--gossip-addr", "127.0.16.33:7072", "--insecure")
 	cmd.Env = cleanEnv()
-	var so, se syncBuffer
+	var so, se proctest.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

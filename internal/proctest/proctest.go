@@ -3,11 +3,13 @@
 package proctest
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -54,4 +56,24 @@ func WaitStopped(t testing.TB, pid int) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Buffer is a bytes.Buffer safe to read while another goroutine writes to
+// it: a child process's Stdout or Stderr, which exec copies from its own
+// goroutine, or a progress writer.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
