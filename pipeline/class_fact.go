@@ -129,9 +129,21 @@ func (p *Pipeline) leaderChangeLocked(now time.Time) {
 	if !changed || !has {
 		return
 	}
-	released := 0
+	released, requests := 0, 0
+	seen := map[*entry]bool{}
 	for _, e := range p.live {
-		if e.kind != kindFact || e.finished || e.inFlush {
+		if e.finished || e.inFlush || seen[e] {
+			continue
+		}
+		seen[e] = true
+		if e.kind == kindRequest {
+			if e.proposed && !e.replied {
+				p.reproposeRequestLocked(e)
+				requests++
+			}
+			continue
+		}
+		if e.kind != kindFact {
 			continue
 		}
 		switch {
@@ -152,8 +164,15 @@ func (p *Pipeline) leaderChangeLocked(now time.Time) {
 			}
 		}
 	}
-	if released > 0 {
-		p.trace0("leader", "", "", fmt.Sprintf("term %d leader %q: %d retained facts proposed now", st.Term, st.LeaderID, released))
+	if released > 0 || requests > 0 {
+		what := fmt.Sprintf("%d retained facts", released)
+		switch {
+		case released == 0:
+			what = fmt.Sprintf("%d in-flight requests", requests)
+		case requests > 0:
+			what += fmt.Sprintf(" and %d in-flight requests", requests)
+		}
+		p.trace0("leader", "", "", fmt.Sprintf("term %d leader %q: %s proposed now", st.Term, st.LeaderID, what))
 		p.wakeup()
 	}
 }

@@ -94,3 +94,20 @@ func (p *Pipeline) startRequest(ctx context.Context, ps validated, receiptItem, 
 	e.h = Handle{e: e, p: p}
 	return &e.h
 }
+
+// reproposeRequestLocked proposes an in-flight request again at a leader
+// change (leaderChangeLocked). A proposal forwarded to a leader that died,
+// or appended by a leader that lost its term before committing it, is
+// silently lost; without this the requester would wait for its commit
+// timeout and learn only UNCERTAIN. The request keeps its ID and deadline
+// and is evaluated again, in front of the queue, as a retry with the same
+// ID would be (W2): if the earlier attempt committed after all, the outcome
+// table answers it (planIdentity) or the new attempt applies as a
+// duplicate of it, so the ID applies once either way; a failed
+// precondition of the earlier attempt no longer counts (attempt numbers).
+func (p *Pipeline) reproposeRequestLocked(e *entry) {
+	p.unlatchLocked(e)
+	e.proposed = false
+	p.trace("requeue", e, 0, "leader changed: propose again")
+	p.enqueueLocked(e, true)
+}
