@@ -118,6 +118,8 @@ func hasLeader(st kv.LogStatus) bool { return st.IsLeader || st.LeaderID != "" }
 // hold its keys' latches (and every later fact on them) until the commit
 // timeout. Proposing a fact twice is harmless: application is deduplicated
 // by fact ID, and only the latest attempt's failed precondition counts.
+// Requests in flight at the change are proposed again too, once the new
+// leader settled (class_request.go).
 func (p *Pipeline) leaderChangeLocked(now time.Time) {
 	if p.log == nil || !p.started {
 		return
@@ -126,24 +128,16 @@ func (p *Pipeline) leaderChangeLocked(now time.Time) {
 	has := hasLeader(st)
 	changed := st.Term != p.seenTerm || st.LeaderID != p.seenLeader || has != p.seenHas
 	p.seenTerm, p.seenLeader, p.seenHas = st.Term, st.LeaderID, has
+	if changed && has {
+		p.leaderChangedForRequestsLocked(st, now)
+	}
+	p.reproposeRequestsLocked(st, now)
 	if !changed || !has {
 		return
 	}
-	released, requests := 0, 0
-	seen := map[*entry]bool{}
+	released := 0
 	for _, e := range p.live {
-		if e.finished || e.inFlush || seen[e] {
-			continue
-		}
-		seen[e] = true
-		if e.kind == kindRequest {
-			if e.proposed && !e.replied {
-				p.reproposeRequestLocked(e)
-				requests++
-			}
-			continue
-		}
-		if e.kind != kindFact {
+		if e.kind != kindFact || e.finished || e.inFlush {
 			continue
 		}
 		switch {
@@ -164,15 +158,8 @@ func (p *Pipeline) leaderChangeLocked(now time.Time) {
 			}
 		}
 	}
-	if released > 0 || requests > 0 {
-		what := fmt.Sprintf("%d retained facts", released)
-		switch {
-		case released == 0:
-			what = fmt.Sprintf("%d in-flight requests", requests)
-		case requests > 0:
-			what += fmt.Sprintf(" and %d in-flight requests", requests)
-		}
-		p.trace0("leader", "", "", fmt.Sprintf("term %d leader %q: %s proposed now", st.Term, st.LeaderID, what))
+	if released > 0 {
+		p.trace0("leader", "", "", fmt.Sprintf("term %d leader %q: %d retained facts proposed now", st.Term, st.LeaderID, released))
 		p.wakeup()
 	}
 }

@@ -3,7 +3,9 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"time"
 
+	"github.com/writ-dev/writ/kv"
 	"github.com/writ-dev/writ/schema/ir"
 )
 
@@ -95,19 +97,59 @@ func (p *Pipeline) startRequest(ctx context.Context, ps validated, receiptItem, 
 	return &e.h
 }
 
-// reproposeRequestLocked proposes an in-flight request again at a leader
-// change (leaderChangeLocked). A proposal forwarded to a leader that died,
-// or appended by a leader that lost its term before committing it, is
-// silently lost; without this the requester would wait for its commit
-// timeout and learn only UNCERTAIN. The request keeps its ID and deadline
-// and is evaluated again, in front of the queue, as a retry with the same
-// ID would be (W2): if the earlier attempt committed after all, the outcome
-// table answers it (planIdentity) or the new attempt applies as a
-// duplicate of it, so the ID applies once either way; a failed
-// precondition of the earlier attempt no longer counts (attempt numbers).
-func (p *Pipeline) reproposeRequestLocked(e *entry) {
-	p.unlatchLocked(e)
-	e.proposed = false
-	p.trace("requeue", e, 0, "leader changed: propose again")
-	p.enqueueLocked(e, true)
+// reproposal is a pending re-proposal of the requests in flight at a
+// leader change (leaderChangedForRequestsLocked).
+type reproposal struct {
+	due     bool
+	applied uint64    // the log's applied index when the change was seen
+	at      time.Time // LeaderSettle after the change
+}
+
+// leaderChangedForRequestsLocked starts a new leader generation. A request
+// proposed under an older one may have been lost: raft forwards a
+// follower's proposal to the leader it knows, and if that leader dies or
+// loses its term before appending it, the proposal is dropped without an
+// answer; its requester would wait out the commit timeout and hear
+// UNCERTAIN. Such requests are proposed again once the new leader settled:
+// as soon as this node applies anything past the change (the new leader's
+// first commit carries every earlier entry that survived, so a surviving
+// proposal answers its request first and is not proposed twice), or after
+// LeaderSettle.
+func (p *Pipeline) leaderChangedForRequestsLocked(st kv.LogStatus, now time.Time) {
+	p.leaderGen.Add(1)
+	p.repropose = reproposal{due: true, applied: st.Applied, at: now.Add(p.cfg.LeaderSettle)}
+}
+
+// reproposeRequestsLocked proposes again, once the leader settled, every
+// request still waiting on a proposal made under an older leader. Each
+// keeps its ID and deadline and is evaluated again, as a retry with the
+// same ID would be (W2): if the earlier proposal commits after all, the
+// outcome table answers the request (planIdentity) or the new attempt
+// applies as a duplicate of it, so the ID applies once either way; a
+// failed precondition of the earlier attempt no longer counts (attempt
+// numbers).
+func (p *Pipeline) reproposeRequestsLocked(st kv.LogStatus, now time.Time) {
+	r := &p.repropose
+	if !r.due || !hasLeader(st) || (st.Applied <= r.applied && now.Before(r.at)) {
+		return
+	}
+	r.due = false
+	gen := p.leaderGen.Load()
+	n := 0
+	seen := map[*entry]bool{}
+	for _, e := range p.live {
+		if e.kind != kindRequest || !e.proposed || e.replied || e.finished || e.inFlush || e.gen == gen || seen[e] {
+			continue
+		}
+		seen[e] = true
+		p.unlatchLocked(e)
+		e.proposed = false
+		p.trace("requeue", e, 0, "leader changed: propose again")
+		p.enqueueLocked(e, true)
+		n++
+	}
+	if n > 0 {
+		p.trace0("leader", "", "", fmt.Sprintf("term %d leader %q: %d in-flight requests proposed again", st.Term, st.LeaderID, n))
+		p.wakeup()
+	}
 }

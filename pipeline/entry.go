@@ -44,6 +44,7 @@ type entry struct {
 	deadline  time.Duration // since Pipeline.epoch (see deadlineAt); 0: none (facts)
 	attempt   uint64
 	conflicts int32
+	gen       uint32 // Pipeline.leaderGen when the request was last proposed
 	// answered is set (after done is closed) once replied is: Done reads
 	// done without the lock from then on.
 	answered atomic.Bool

@@ -65,6 +65,11 @@ type Config struct {
 	// TickInterval is how often the background loop checks timeouts
 	// (default 10ms).
 	TickInterval time.Duration
+	// LeaderSettle bounds how long after a leader change a request whose
+	// proposal may have been lost with the old leader waits before it is
+	// proposed again (default 100ms); it is proposed as soon as this node
+	// applied anything under the new leader, if that comes first.
+	LeaderSettle time.Duration
 	// WatchRing is the number of committed outcomes retained for Watch
 	// (default 8192); OutcomeCache the number of outcomes this node keeps
 	// besides the log's outcome table: the details of committed ones (the
@@ -165,6 +170,11 @@ type Pipeline struct {
 	seenTerm   uint64
 	seenLeader string
 	seenHas    bool
+	// leaderGen counts the leader changes seen; a request proposed under
+	// an older one is proposed again once the new leader settled
+	// (class_request.go).
+	leaderGen atomic.Uint32
+	repropose reproposal
 	// epoch is the clock reading entries' deadlines are relative to.
 	epoch time.Time
 
@@ -201,6 +211,7 @@ func New(cfg Config) (*Pipeline, error) {
 	def(&cfg.RetryMin, 20*time.Millisecond)
 	def(&cfg.RetryMax, 2*time.Second)
 	def(&cfg.TickInterval, 10*time.Millisecond)
+	def(&cfg.LeaderSettle, 100*time.Millisecond)
 	defi := func(d *int, v int) {
 		if *d <= 0 {
 			*d = v

@@ -18,6 +18,7 @@ type proposedBatch struct {
 	err     error
 	await   bool     // a goroutine waits on prop (not in Manual mode)
 	entries []*entry // proposed entries, when await
+	gen     uint32   // leader changes seen before the append
 }
 
 // proposeBatch appends the commands of the entries planned to propose as
@@ -42,6 +43,7 @@ func (p *Pipeline) proposeBatch(ctx context.Context, log Log, batch []*entry, ar
 		}
 	}
 	if len(pb.cmds) > 0 {
+		pb.gen = p.leaderGen.Load()
 		t0 := p.mstart()
 		pb.prop, pb.err = log.Propose(ctx, pb.cmds)
 		p.mbatch(stageAppend, t0, batch)
@@ -106,6 +108,7 @@ func (p *Pipeline) proposedLocked(e *entry, pb *proposedBatch, now *time.Time) b
 		return false
 	}
 	e.proposed = true
+	e.gen = pb.gen
 	if e.receiptItem && !canaryReceiptDropped {
 		if now.IsZero() {
 			*now = p.clock.Now()
