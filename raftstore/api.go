@@ -2,7 +2,6 @@ package raftstore
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -166,41 +165,6 @@ func (n *Node) List(ctx context.Context, prefix string, linearizable bool) ([]kv
 		return nil, fmt.Errorf("raftstore: list %q: %w", prefix, err)
 	}
 	return recs, nil
-}
-
-func (n *Node) linearize(ctx context.Context) error {
-	if n.leader.Load() == raft.None {
-		return fmt.Errorf("raftstore: linearizable read: %w", kv.ErrNoLeader)
-	}
-	id := n.reqSeq.Add(1)
-	rctx := binary.BigEndian.AppendUint64(nil, id)
-	ch := make(chan uint64, 1)
-	n.mu.Lock()
-	n.reads[id] = ch
-	n.mu.Unlock()
-	defer func() {
-		n.mu.Lock()
-		delete(n.reads, id)
-		n.mu.Unlock()
-	}()
-	retry := time.NewTicker(10 * n.cfg.TickInterval)
-	defer retry.Stop()
-	for {
-		if err := n.withRaft(func(rn *raft.RawNode) error { rn.ReadIndex(rctx); return nil }); err != nil {
-			return fmt.Errorf("raftstore: linearizable read: %w", n.proposeErr(err))
-		}
-		select {
-		case idx := <-ch:
-			return n.waitApplied(ctx, idx)
-		case <-retry.C:
-			// Read index requests are dropped silently (no leader yet,
-			// leader not yet committed in its term): ask again.
-		case <-ctx.Done():
-			return fmt.Errorf("raftstore: linearizable read: %w", ctx.Err())
-		case <-n.stopc:
-			return n.stopErr()
-		}
-	}
 }
 
 // ReadBarrier confirms a read index with a quorum (ReadIndex) and waits

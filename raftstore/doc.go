@@ -196,7 +196,8 @@
 // commit (ask Outcome by command ID); kv.ErrStopped means the node stopped.
 // Get/List with linearizable=false read local applied state; with
 // linearizable=true they first obtain a read index from the leader
-// (ReadIndex, confirmed by a heartbeat quorum) and wait until it is applied.
+// (ReadIndex, confirmed by a heartbeat quorum) and wait until it is applied;
+// concurrent reads share ReadIndex rounds (readindex.go).
 //
 // # Failure
 //

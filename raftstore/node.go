@@ -73,8 +73,11 @@ type Node struct {
 	waiters   map[uint64]*proposal
 	ccWaiters map[uint64]chan struct{}
 	reads     map[uint64]chan uint64
-	members   map[uint64]memberInfo
-	appliedCh chan struct{}
+	rb        readBatcher // linearizable reads sharing ReadIndex rounds (readindex.go)
+	// readRounds counts ReadIndex rounds issued (for tests and metrics).
+	readRounds atomic.Int64
+	members    map[uint64]memberInfo
+	appliedCh  chan struct{}
 
 	// owned by the applier goroutine (and Start before it runs)
 	confState *raftpb.ConfState
