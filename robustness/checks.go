@@ -200,7 +200,7 @@ func checkAcknowledged(ids map[string]*idAttempts, order []string, res map[strin
 			}
 		}
 		if ci, ok := committedIndex(os); ok {
-			cmds = append(cmds, resolved{index: ci, call: call, ret: ret, key: at.key, desc: at.typ + " " + id})
+			cmds = append(cmds, resolved{index: ci, call: call, ret: ret, key: at.key, typ: at.typ, desc: at.typ + " " + id})
 		}
 	}
 	return a, b, c, cmds

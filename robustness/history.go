@@ -28,6 +28,7 @@ type Op struct {
 	Index   uint64 `json:"index,omitempty"`
 	Found   bool   `json:"found,omitempty"`
 	Rev     uint64 `json:"rev,omitempty"`
+	Value   string `json:"value,omitempty"` // the record a read found (a machine record)
 	Reason  string `json:"reason,omitempty"`
 }
 

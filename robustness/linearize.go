@@ -59,6 +59,7 @@ type resolved struct {
 	call  int64 // the first attempt's start
 	ret   int64 // the committing attempt's end, or when it is known to be committed
 	key   string
+	typ   string // the entry type
 	desc  string
 }
 

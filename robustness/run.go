@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/writ-dev/writ/api/writv1"
 	"github.com/writ-dev/writ/conformance"
 )
 
@@ -255,8 +254,8 @@ func Run(ctx context.Context, cfg Config) *Result {
 	sc, unc := checkSettled(ids, open, outs, settleErr)
 	res.Uncertain = unc
 
-	finals := finalRevisions(ctx, cl, w.targets)
-	lin := checkLinearizable(ops, finals, h.now(), cmds, dir, 20*time.Second)
+	finals := finalRecords(ctx, cl, w.targets)
+	lin := checkLinearizable(ops, revisionsOf(finals), h.now(), cmds, dir, 20*time.Second)
 	res.Lin = lin
 	lc := CheckResult{Name: "linearizable", Pass: lin.ok(), Cases: lin.Checked}
 	for _, k := range lin.Illegal {
@@ -268,6 +267,7 @@ func Run(ctx context.Context, cfg Config) *Result {
 	for _, k := range lin.Uncheckable {
 		lc.fail("%s", k)
 	}
+	gc := checkGuards(gen.Catalog(), w.targets, ops, finals, cmds)
 
 	mark("checks")
 	closeCluster()
@@ -276,33 +276,11 @@ func Run(ctx context.Context, cfg Config) *Result {
 	g := checkLogs(cl, exits)
 	orph := checkOrphans(cfg.Bins.Plugins, 10*time.Second)
 	mark("orphans")
-	res.Checks = []CheckResult{hcheck, a, b, c, sc, lc, g, orph}
+	res.Checks = []CheckResult{hcheck, a, b, c, sc, lc, gc, g, orph}
 	if !res.Passed() {
 		writeHistory(filepath.Join(dir, "history.jsonl"), ops)
 	}
 	return res
-}
-
-// finalRevisions reads every target key on every node after convergence
-// (serializable: each node's own state).
-func finalRevisions(ctx context.Context, cl *Cluster, ts []target) map[string][]uint64 {
-	out := map[string][]uint64{}
-	for _, t := range ts {
-		for _, n := range cl.nodes {
-			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			r, err := n.client.Get(cctx, &writv1.GetRequest{Key: t.key, Serializable: true})
-			cancel()
-			if err != nil {
-				continue
-			}
-			rev := uint64(0)
-			if r.Found && r.Record != nil {
-				rev = r.Record.Rev
-			}
-			out[t.key] = append(out[t.key], rev)
-		}
-	}
-	return out
 }
 
 func writeHistory(path string, ops []Op) {

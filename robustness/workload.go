@@ -175,7 +175,7 @@ func (w *workload) get(ctx context.Context, client int, n *Node, key string, ser
 	} else {
 		op.Outcome, op.Found = outOK, r.Found
 		if r.Found && r.Record != nil {
-			op.Rev = r.Record.Rev
+			op.Rev, op.Value = r.Record.Rev, string(r.Record.Value)
 		}
 	}
 	w.h.add(op)
