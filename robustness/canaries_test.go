@@ -1,0 +1,115 @@
+package robustness
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The canaries of docs/robustness.md beyond the first two (in
+// robustness_test.go): each builds writd with a tag that compiles a
+// deliberate bug in, runs a short seed on its own addresses
+// (127.0.70.x) and fails unless the named check fails.
+
+// cyclic is the cyclic test domain: one machine whose states go back and
+// forth, with order epochs and a terminal state, and a handler that
+// records every probe the guard lets through (the jobs handlers refuse a
+// move out of a terminal state themselves, which hides a guard that lets
+// it through).
+const (
+	cyclicSchema = "../internal/cyclic/schema"
+	cyclicPlugin = "github.com/writ-dev/writ/internal/cyclic/cmd/writ-cyclic"
+)
+
+// canaryRun runs cfg with a writd built with tags and returns the first
+// failing check named check, failing the test when the run did not
+// complete or the check passed. cfg.SchemaDir "" is the jobs schema.
+func canaryRun(t *testing.T, tags, check, bug string, cfg Config) CheckResult {
+	t.Helper()
+	cfg.Bins = binaries(t, tags)
+	if cfg.SchemaDir == cyclicSchema {
+		p, err := Build(context.Background(), binDir, cyclicPlugin, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Bins.Plugins = []string{p}
+	}
+	cfg.Root = runRoot(t)
+	if os.Getenv("WRIT_ROBUSTNESS_DIR") == "" {
+		defer os.RemoveAll(cfg.Root)
+	}
+	if cfg.SchemaDir == "" {
+		cfg.SchemaDir = jobsSchema
+	}
+	r := Run(context.Background(), cfg)
+	t.Logf("canary run: %s %v; failures: %s", r.Duration, r.Phases, strings.Join(r.Failures(), "; "))
+	if r.Error != "" {
+		t.Fatalf("the canary run did not complete: %s", r.Error)
+	}
+	for _, c := range r.Checks {
+		if c.Name == check && !c.Pass {
+			t.Logf("caught: %s: %d failures, first: %v", c.Name, c.Failures, c.Detail[0])
+			return c
+		}
+	}
+	t.Fatalf("a writd that %s passed check %s: %v", bug, check, r.Checks)
+	return CheckResult{}
+}
+
+// TestRobustnessCatchesApplyOverrun: a writd built with the
+// canary_applyoverrun tag overruns its apply arena on a value over about
+// 1 KiB, so the first maximum-size payload the workload draws stops every
+// replica at apply (writd's fatal apply stop, exit 3): no-crash must fail.
+func TestRobustnessCatchesApplyOverrun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real writd processes: skipped with -short")
+	}
+	t.Parallel()
+	c := canaryRun(t, "canary_applyoverrun", "no-crash", "overruns its apply buffer on a large value", Config{
+		Seed: 3, Hosts: []string{"127.0.70.1", "127.0.70.2", "127.0.70.3"},
+		Faults: 1, Kinds: []string{KillFollower}, ClientsPerNode: 1, Instances: 2, HealTimeout: 5 * time.Second,
+	})
+	if !strings.Contains(strings.Join(c.Detail, "\n"), "exited on its own") {
+		t.Fatalf("no-crash failed, but not on a node's own exit: %v", c.Detail)
+	}
+}
+
+// TestRobustnessCatchesOutcomeStaleCache: a writd built with the
+// canary_outcomestalecache tag answers Outcome from the node's own cache
+// ahead of the replicated outcome table and never refreshes it, so an
+// isolated leader that answered UNCERTAIN keeps saying so for IDs a retry
+// elsewhere committed or a fence settled: the nodes disagree.
+func TestRobustnessCatchesOutcomeStaleCache(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real writd processes: skipped with -short")
+	}
+	t.Parallel()
+	if kinds := faultKinds(t); len(kinds) < len(FaultKinds) {
+		t.Skip("needs partitions (NOT RUN without nftables)")
+	}
+	canaryRun(t, "canary_outcomestalecache", "uncertain-resolved", "answers Outcome from a stale local cache", Config{
+		Seed: 4, Hosts: []string{"127.0.70.11", "127.0.70.12", "127.0.70.13"},
+		Faults: 2, Kinds: []string{PartitionLeader}, ClientsPerNode: 2, Instances: 2, HealTimeout: 20 * time.Second,
+	})
+}
+
+// TestRobustnessCatchesTerminalStateLeft: a writd built with the
+// canary_guardterminalexit tag lets an instance leave a terminal state
+// for a non-terminal one (a RETIRED target watched or probed again), over
+// the cyclic test domain; check (e) guards must see a read of the
+// terminal state followed by another state.
+func TestRobustnessCatchesTerminalStateLeft(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real writd processes: skipped with -short")
+	}
+	t.Parallel()
+	c := canaryRun(t, "canary_guardterminalexit", "guards", "lets a machine leave a terminal state", Config{
+		Seed: 5, SchemaDir: cyclicSchema, Hosts: []string{"127.0.70.21", "127.0.70.22", "127.0.70.23"},
+		Faults: 1, Kinds: []string{KillFollower}, ClientsPerNode: 2, Instances: 2, HealTimeout: 20 * time.Second,
+	})
+	if !strings.Contains(strings.Join(c.Detail, "\n"), "left terminal state") {
+		t.Fatalf("guards failed, but not on a terminal state left: %v", c.Detail)
+	}
+}
