@@ -80,7 +80,8 @@ func TestRobustnessCatchesApplyOverrun(t *testing.T) {
 // canary_outcomestalecache tag answers Outcome from the node's own cache
 // ahead of the replicated outcome table and never refreshes it, so an
 // isolated leader that answered UNCERTAIN keeps saying so for IDs a retry
-// elsewhere committed or a fence settled: the nodes disagree.
+// elsewhere committed or a fence settled: the nodes disagree (three
+// partitions: one leaves a handful of such IDs).
 func TestRobustnessCatchesOutcomeStaleCache(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real writd processes: skipped with -short")
@@ -91,7 +92,7 @@ func TestRobustnessCatchesOutcomeStaleCache(t *testing.T) {
 	}
 	canaryRun(t, "canary_outcomestalecache", "uncertain-resolved", "answers Outcome from a stale local cache", Config{
 		Seed: 4, Hosts: []string{"127.0.70.11", "127.0.70.12", "127.0.70.13"},
-		Faults: 2, Kinds: []string{PartitionLeader}, ClientsPerNode: 2, Instances: 2, HealTimeout: 20 * time.Second,
+		Faults: 3, Kinds: []string{PartitionLeader}, ClientsPerNode: 2, Instances: 2, HealTimeout: 20 * time.Second,
 	})
 }
 
