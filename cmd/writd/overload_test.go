@@ -24,23 +24,37 @@ import (
 // by outcome.
 type loadResult struct {
 	admitted []time.Duration
-	// steady: the admitted latencies of calls started after the warm-up
-	// (the first second, when every client sends at once)
+	// steady: the admitted latencies of calls started in the phase's
+	// steady window (after the warm-up, when every client sends at once)
 	steady    []time.Duration
 	committed []string
-	refused   []string
+	refused   []string // UNAVAILABLE "overloaded" (definite)
 	other     []string
 	took      time.Duration
 }
 
-func (r *loadResult) p99() time.Duration { return r.pct(99) }
-
-// warmup is how long after the start of a phase calls are not "steady".
-const warmup = time.Second
-
-func (r *loadResult) steadyP99() time.Duration {
-	return (&loadResult{admitted: r.steady}).p99()
+// loadShape is how long a load phase runs: every client submits, one call
+// after the other, from the start until warmup+steady; the calls started
+// in the steady window are the phase's samples. A fixed duration (not a
+// fixed count of calls) gives both phases enough steady samples whatever
+// their throughput.
+type loadShape struct {
+	warmup, steady time.Duration
+	rounds         int
 }
+
+// overloadShape is the test's default shape (small, it runs in make test),
+// or the benchmark's with WRIT_OVERLOAD_BENCH=1.
+func overloadShape() loadShape {
+	if os.Getenv("WRIT_OVERLOAD_BENCH") == "1" {
+		return loadShape{warmup: time.Second, steady: 4 * time.Second, rounds: 2}
+	}
+	return loadShape{warmup: 500 * time.Millisecond, steady: time.Second, rounds: 1}
+}
+
+func (r *loadResult) p99() time.Duration { return pct(r.admitted, 99) }
+
+func (r *loadResult) steadyPct(p int) time.Duration { return pct(r.steady, p) }
 
 func (r *loadResult) merge(o *loadResult) {
 	r.admitted = append(r.admitted, o.admitted...)
@@ -51,18 +65,19 @@ func (r *loadResult) merge(o *loadResult) {
 	r.took += o.took
 }
 
-func (r *loadResult) pct(p int) time.Duration {
-	if len(r.admitted) == 0 {
+func pct(d []time.Duration, p int) time.Duration {
+	if len(d) == 0 {
 		return 0
 	}
-	s := append([]time.Duration(nil), r.admitted...)
+	s := append([]time.Duration(nil), d...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[min(len(s)-1, len(s)*p/100)]
 }
 
-// loadPhase runs clients goroutines, each submitting per jobs on p over conns
-// shared gRPC connections, and classifies every answer.
-func loadPhase(t *testing.T, p *proc, run string, clients, per int) *loadResult {
+// loadPhase runs clients goroutines for the shape's warm-up and steady
+// window, each submitting jobs on p one after the other over shared gRPC
+// connections, and classifies every answer.
+func loadPhase(t *testing.T, p *proc, run string, clients int, shape loadShape) *loadResult {
 	t.Helper()
 	var conns []writv1.WritClient
 	for range 64 {
@@ -84,43 +99,45 @@ func loadPhase(t *testing.T, p *proc, run string, clients, per int) *loadResult 
 			defer wg.Done()
 			cl := conns[c%len(conns)]
 			<-start
-			for i := range per {
-				// a refused attempt is retried after the hinted pause (backing
-				// off), as a new request (so every refused ID must stay absent)
-				for a := 0; ; a++ {
-					id := fmt.Sprintf("%s-%d-%d-a%d", run, c, i, a)
-					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-					t0 := time.Now()
-					r, err := cl.Submit(ctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: "job.submit", Id: id,
-						Payload: []byte(fmt.Sprintf(`{"job_id":%q,"queue":"oq%d","priority":1,"command":"x"}`, id, c))}})
-					d := time.Since(t0)
-					cancel()
-					od, _ := api.OutcomeFromError(err)
-					overloaded := od != nil && od.Outcome == writv1.Outcome_UNAVAILABLE && strings.HasPrefix(od.Reason, "overloaded: ")
-					mu.Lock()
-					switch {
-					case err == nil && r.Outcome == writv1.Outcome_COMMITTED:
-						res.admitted = append(res.admitted, d)
-						if t0.Sub(begin) >= warmup {
-							res.steady = append(res.steady, d)
-						}
-						res.committed = append(res.committed, id)
-					case overloaded:
-						if st, _ := status.FromError(err); st.Code() != codes.Unavailable {
-							t.Errorf("overloaded request %s: gRPC code %s, want UNAVAILABLE", id, st.Code())
-						}
-						res.refused = append(res.refused, id)
-					default:
-						res.other = append(res.other, fmt.Sprintf("%s: %v %v", id, r, err))
+			end := begin.Add(shape.warmup + shape.steady)
+			// a refused attempt is retried after the hinted pause (backing
+			// off), as a new request (so every refused ID must stay absent)
+			refusals := 0
+			for i := 0; time.Now().Before(end); i++ {
+				id := fmt.Sprintf("%s-%d-%d", run, c, i)
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				t0 := time.Now()
+				r, err := cl.Submit(ctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: "job.submit", Id: id,
+					Payload: []byte(fmt.Sprintf(`{"job_id":%q,"queue":"oq%d","priority":1,"command":"x"}`, id, c))}})
+				d := time.Since(t0)
+				cancel()
+				od, _ := api.OutcomeFromError(err)
+				overloaded := od != nil && od.Outcome == writv1.Outcome_UNAVAILABLE && strings.HasPrefix(od.Reason, "overloaded: ")
+				mu.Lock()
+				switch {
+				case err == nil && r.Outcome == writv1.Outcome_COMMITTED:
+					res.admitted = append(res.admitted, d)
+					if since := t0.Sub(begin); since >= shape.warmup {
+						res.steady = append(res.steady, d)
 					}
-					mu.Unlock()
-					if !overloaded {
-						break
+					res.committed = append(res.committed, id)
+				case overloaded:
+					if st, _ := status.FromError(err); st.Code() != codes.Unavailable {
+						t.Errorf("overloaded request %s: gRPC code %s, want UNAVAILABLE", id, st.Code())
 					}
-					// exponential backoff from the hinted 50ms, with jitter
-					back := 50 * time.Millisecond << min(a, 5)
-					time.Sleep(back/2 + time.Duration(rand.Int64N(int64(back))))
+					res.refused = append(res.refused, id)
+				default:
+					res.other = append(res.other, fmt.Sprintf("%s: %v %v", id, r, err))
 				}
+				mu.Unlock()
+				if !overloaded {
+					refusals = 0
+					continue
+				}
+				// exponential backoff from the hinted 50ms, with jitter
+				back := 50 * time.Millisecond << min(refusals, 5)
+				refusals++
+				time.Sleep(back/2 + time.Duration(rand.Int64N(int64(back))))
 			}
 		}()
 	}
@@ -135,8 +152,9 @@ func loadPhase(t *testing.T, p *proc, run string, clients, per int) *loadResult 
 // enforced, 2,000 concurrent clients on the leader get either COMMITTED or
 // UNAVAILABLE "overloaded" (retried after the hinted pause, backing off,
 // as a new request), no refused request is in the state and every
-// committed one is; the admitted p99 is logged against the 100-client p99
-// (asserted ≤ 2× with WRIT_OVERLOAD_BENCH=1). Then, with the
+// committed one is; the steady admitted p99 is logged against the
+// 100-client one (asserted ≤ 2× with WRIT_OVERLOAD_BENCH=1, which also runs
+// longer phases: see overloadShape). Then, with the
 // quorum gone, the outbox bound refuses facts with RESOURCE_EXHAUSTED
 // before acknowledging them, and every acknowledged fact commits once the
 // quorum is back. Three real writd processes on 127.0.41.51–53.
@@ -164,18 +182,24 @@ func TestCluster_OverloadAdmission(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Interleaved rounds, pooled: the machine's load varies over time, and
-	// both sides see the same mix of it.
+	// both sides see the same mix of it. Every phase runs for the same
+	// fixed time; its samples are the admitted calls started after the
+	// warm-up.
+	shape := overloadShape()
 	base, over := &loadResult{}, &loadResult{}
-	for round := range 2 {
-		b := loadPhase(t, l, fmt.Sprintf("base%d", round), 100, 20)
-		o := loadPhase(t, l, fmt.Sprintf("over%d", round), overClients, 1)
-		t.Logf("round %d: 100 clients: %d committed, %d refused, p99 %v (p50 %v) in %v; %d clients: %d committed, %d refused, admitted p99 %v (p50 %v p90 %v max %v) in %v",
-			round, len(b.committed), len(b.refused), b.p99(), b.pct(50), b.took, overClients, len(o.committed), len(o.refused), o.p99(), o.pct(50), o.pct(90), o.pct(100), o.took)
+	for round := range shape.rounds {
+		b := loadPhase(t, l, fmt.Sprintf("base%d", round), 100, shape)
+		o := loadPhase(t, l, fmt.Sprintf("over%d", round), overClients, shape)
+		t.Logf("round %d: 100 clients: %d committed (%d steady), %d refused overloaded, steady p50 %v p99 %v, in %v; %d clients: %d committed (%d steady), %d refused overloaded, steady admitted p50 %v p99 %v (max %v), in %v",
+			round, len(b.committed), len(b.steady), len(b.refused), b.steadyPct(50), b.steadyPct(99), b.took,
+			overClients, len(o.committed), len(o.steady), len(o.refused), o.steadyPct(50), o.steadyPct(99), o.steadyPct(100), o.took)
 		base.merge(b)
 		over.merge(o)
 	}
-	t.Logf("pooled: 100 clients p99 %v (steady %v, %d calls); %d clients admitted p99 %v including the first second's burst, steady %v (%d calls; bound 2 × %v)",
-		base.p99(), base.steadyP99(), len(base.steady), overClients, over.p99(), over.steadyP99(), len(over.steady), base.steadyP99())
+	ratio := float64(over.steadyPct(99)) / float64(max(base.steadyPct(99), 1))
+	t.Logf("overload benchmark (%d × %v warm-up + %v steady): 100 clients: %d steady samples, p50 %v p99 %v, %d refused; %d clients: %d steady samples, admitted p50 %v p99 %v, %d refused (UNAVAILABLE overloaded), p99 including warm-up %v; ratio %.2f (bound 2.00)",
+		shape.rounds, shape.warmup, shape.steady, len(base.steady), base.steadyPct(50), base.steadyPct(99), len(base.refused),
+		overClients, len(over.steady), over.steadyPct(50), over.steadyPct(99), len(over.refused), over.p99(), ratio)
 	if len(base.other)+len(over.other) > 0 {
 		t.Fatalf("answers neither COMMITTED nor overloaded: %v %v", base.other, over.other)
 	}
@@ -186,11 +210,12 @@ func TestCluster_OverloadAdmission(t *testing.T) {
 	// CPU-bound work (the clients run on it too) it measures the machine.
 	// WRIT_OVERLOAD_BENCH=1 asserts it; the figures are always logged.
 	if os.Getenv("WRIT_OVERLOAD_BENCH") == "1" {
+		// Errorf: the refusal and fact checks below still run.
 		if len(over.steady) < 100 || len(base.steady) < 100 {
-			t.Fatalf("too few steady-state samples: %d with 2000 clients, %d with 100", len(over.steady), len(base.steady))
+			t.Errorf("too few steady-state samples: %d with 2000 clients, %d with 100", len(over.steady), len(base.steady))
 		}
-		if over.steadyP99() > 2*base.steadyP99() {
-			t.Fatalf("steady admitted p99 with 2000 clients %v > 2 × %v (100 clients)", over.steadyP99(), base.steadyP99())
+		if ratio > 2 {
+			t.Errorf("steady admitted p99 with 2000 clients %v > 2 × %v (100 clients): ratio %.2f", over.steadyPct(99), base.steadyPct(99), ratio)
 		}
 	}
 	// every refusal is definite: absent from the state on every node; every
@@ -245,6 +270,7 @@ func TestCluster_OverloadAdmission(t *testing.T) {
 	if len(acked) != 40 || len(refused) == 0 {
 		t.Fatalf("%d facts acknowledged, %d refused; want 40 then refusals", len(acked), len(refused))
 	}
+	t.Logf("facts without a quorum: %d acknowledged, %d refused RESOURCE_EXHAUSTED (outbox bound 40)", len(acked), len(refused))
 	for _, p := range c.nodes[1:] {
 		c.start(p)
 	}
