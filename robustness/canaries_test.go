@@ -108,7 +108,7 @@ func TestRobustnessCatchesTerminalStateLeft(t *testing.T) {
 	t.Parallel()
 	c := canaryRun(t, "canary_guardterminalexit", "guards", "lets a machine leave a terminal state", Config{
 		Seed: 5, SchemaDir: cyclicSchema, Hosts: []string{"127.0.70.21", "127.0.70.22", "127.0.70.23"},
-		Faults: 1, Kinds: []string{KillFollower}, ClientsPerNode: 2, Instances: 2, HealTimeout: 20 * time.Second,
+		Faults: 2, Kinds: []string{KillFollower}, ClientsPerNode: 2, Instances: 2, HealTimeout: 20 * time.Second,
 	})
 	if !strings.Contains(strings.Join(c.Detail, "\n"), "left terminal state") {
 		t.Fatalf("guards failed, but not on a terminal state left: %v", c.Detail)
