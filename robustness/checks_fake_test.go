@@ -115,3 +115,29 @@ func TestSettled_FakeOutcomes(t *testing.T) {
 		t.Fatalf("unresolved detail lacks the settle error: %v", r.Detail)
 	}
 }
+
+// An UNCERTAIN request whose attempt the guard refused at apply is REJECTED
+// at that index on every node: definite. REJECTED without an index on some
+// node (an answer no log record backs) against a fence elsewhere is not.
+func TestSettled_FakeRejectedAtApply(t *testing.T) {
+	rejected := func(idx uint64) nodeOutcome {
+		return nodeOutcome{known: true, out: writv1.Outcome_REJECTED, index: idx}
+	}
+	fenced := nodeOutcome{known: true, out: writv1.Outcome_NOT_COMMITTED, index: 251}
+	ops := []Op{{Kind: "submit", Type: "t", ID: "u", Outcome: "UNCERTAIN"}}
+	ids, order := byID(ops)
+	open := undecided(ids, order)
+	r, unc := checkSettled(ids, open, map[string][]nodeOutcome{"u": {rejected(143), rejected(143), rejected(143)}}, nil)
+	if !r.Pass || unc.Rejected != 1 {
+		t.Fatalf("a request rejected at apply everywhere failed: %+v %+v", r, unc)
+	}
+	for name, os := range map[string][]nodeOutcome{
+		"cache answer":     {rejected(0), rejected(0), fenced},
+		"different index":  {rejected(143), rejected(144), rejected(143)},
+		"rejected, fenced": {rejected(143), fenced, rejected(143)},
+	} {
+		if r, _ := checkSettled(ids, open, map[string][]nodeOutcome{"u": os}, nil); r.Pass {
+			t.Errorf("%s passed: %s", name, describe(os))
+		}
+	}
+}

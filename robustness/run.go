@@ -353,9 +353,9 @@ func (s *Summary) Line() string {
 		total += n
 	}
 	sort.Strings(kinds)
-	return fmt.Sprintf("robustness: runs=%d failed=%d faults=%d (%s) ops=%d acknowledged-lost=%d facts-lost=%d keys-linearizable=%d/%d uncertain=%d (committed=%d not-committed=%d) told-not-committed=%d (confirmed=%d) unresolved=%d disagreeing=%d seed-join-exits=%d recovery %s",
+	return fmt.Sprintf("robustness: runs=%d failed=%d faults=%d (%s) ops=%d acknowledged-lost=%d facts-lost=%d keys-linearizable=%d/%d uncertain=%d (committed=%d not-committed=%d rejected=%d) told-not-committed=%d (confirmed=%d) unresolved=%d disagreeing=%d seed-join-exits=%d recovery %s",
 		s.Runs, s.Failed, total, strings.Join(kinds, " "), s.Ops, s.AckLost, s.FactsLost, s.KeysLin, s.KeysChecked,
-		s.Uncertain.Total, s.Uncertain.Committed, s.Uncertain.NotCommitted, s.Uncertain.Told, s.Uncertain.ToldConfirmed,
+		s.Uncertain.Total, s.Uncertain.Committed, s.Uncertain.NotCommitted, s.Uncertain.Rejected, s.Uncertain.Told, s.Uncertain.ToldConfirmed,
 		s.Uncertain.Unresolved, s.Uncertain.Disagreeing, s.JoinExits, percentiles(s.Recovery))
 }
 

@@ -99,7 +99,7 @@ func settleOne(ctx context.Context, cl *Cluster, i int, id string, commit time.D
 		cctx, cancel := context.WithTimeout(ctx, settleTimeout(commit))
 		r, err := n.client.Outcome(cctx, &writv1.OutcomeRequest{RequestId: id, Settle: true})
 		cancel()
-		if err == nil && r.Known && (r.Outcome == writv1.Outcome_COMMITTED || r.Outcome == writv1.Outcome_NOT_COMMITTED) {
+		if err == nil && r.Known && definiteAnswer(r.Outcome, r.Index) {
 			return nil
 		}
 		if err == nil {
@@ -111,6 +111,14 @@ func settleOne(ctx context.Context, cl *Cluster, i int, id string, commit time.D
 	return last
 }
 
+// definiteAnswer reports whether an outcome is definite: COMMITTED,
+// NOT_COMMITTED (fenced), or REJECTED at an index (the attempt reached the
+// log and its guard refused it at apply: recorded, nothing applied).
+func definiteAnswer(out writv1.Outcome, index uint64) bool {
+	return out == writv1.Outcome_COMMITTED || out == writv1.Outcome_NOT_COMMITTED ||
+		(out == writv1.Outcome_REJECTED && index > 0)
+}
+
 // definite reports whether every node gives the same definite answer, and
 // which.
 func definite(os []nodeOutcome) (writv1.Outcome, uint64, bool) {
@@ -119,7 +127,7 @@ func definite(os []nodeOutcome) (writv1.Outcome, uint64, bool) {
 	}
 	first := os[0]
 	for _, o := range os {
-		if o.err != nil || !o.known || (o.out != writv1.Outcome_COMMITTED && o.out != writv1.Outcome_NOT_COMMITTED) {
+		if o.err != nil || !o.known || !definiteAnswer(o.out, o.index) {
 			return 0, 0, false
 		}
 		if o.out != first.out || o.index != first.index {
@@ -173,6 +181,10 @@ func checkSettled(ids map[string]*idAttempts, settled []string, res map[string][
 			if undecidedAnswer {
 				unc.Committed++
 			}
+		case out == writv1.Outcome_REJECTED:
+			if undecidedAnswer {
+				unc.Rejected++
+			}
 		default:
 			if undecidedAnswer {
 				unc.NotCommitted++
@@ -189,7 +201,7 @@ func checkSettled(ids map[string]*idAttempts, settled []string, res map[string][
 func conflicting(os []nodeOutcome) bool {
 	var seen *nodeOutcome
 	for i, o := range os {
-		if o.err != nil || !o.known || (o.out != writv1.Outcome_COMMITTED && o.out != writv1.Outcome_NOT_COMMITTED) {
+		if o.err != nil || !o.known || !definiteAnswer(o.out, o.index) {
 			continue
 		}
 		if seen != nil && (o.out != seen.out || o.index != seen.index) {
@@ -207,6 +219,9 @@ type Uncertain struct {
 	Total        int `json:"total"`
 	Committed    int `json:"committed"`
 	NotCommitted int `json:"not_committed"`
+	// Rejected: REJECTED at one index on every node (the guard refused
+	// the attempt at apply).
+	Rejected int `json:"rejected"`
 	// Unresolved: not definite on some node after settle.
 	Unresolved int `json:"unresolved"`
 	// Disagreeing: two nodes give different definite answers, or every
@@ -222,6 +237,7 @@ func (u *Uncertain) add(o Uncertain) {
 	u.Total += o.Total
 	u.Committed += o.Committed
 	u.NotCommitted += o.NotCommitted
+	u.Rejected += o.Rejected
 	u.Unresolved += o.Unresolved
 	u.Disagreeing += o.Disagreeing
 	u.Told += o.Told
