@@ -251,8 +251,10 @@ func (p *Pipeline) observeLocked(cmd *kv.Command, res kv.Result, pos int, live b
 	p.ring.add(ev)
 	if strings.HasPrefix(cmd.ID, "req:") || strings.HasPrefix(cmd.ID, "cfg:") {
 		if !live {
-			if _, held := p.outcomes.get(cmd.ID); canaryOutcomeStaleCache && held {
-				return // canary build: what the cache holds is never refreshed
+			if canaryOutcomeStaleCache {
+				if _, held := p.outcomes.get(cmd.ID); held {
+					return // canary build: what the cache holds is never refreshed
+				}
 			}
 			o := Outcome{ID: strings.TrimPrefix(cmd.ID, "req:"), Type: cmd.Type, Status: ev.Status, Index: res.Index,
 				Verdict: ev.Verdict, Duplicate: ev.Duplicate, Reason: ev.Reason}
