@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -93,6 +94,7 @@ func (p *Pipeline) dueFencesLocked(now time.Time) []string {
 		f.retryAt = now.Add(p.cfg.CommitTimeout)
 		due = append(due, id)
 	}
+	slices.Sort(due) // proposed in ID order, not the map's (see tick)
 	return due
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/writ-dev/writ/kv"
@@ -124,6 +125,10 @@ func (p *Pipeline) tick() {
 			expired = append(expired, e)
 		}
 	}
+	// In ID order, not the map's: the fences and retries below are
+	// proposed in this order, and a deterministic driver (robustness/sim)
+	// must see the same order on every run.
+	slices.SortFunc(expired, func(a, b *entry) int { return strings.Compare(a.cmdID, b.cmdID) })
 	for _, e := range expired {
 		if e.kind == kindFact || (e.kind == kindConfig && e.replied) {
 			p.trace("timeout", e, 0, "re-propose")
