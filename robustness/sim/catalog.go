@@ -93,7 +93,7 @@ func (c *catalog) TypeByNumber(n uint32) (*ir.TypeDesc, bool) {
 	}
 	return nil, false
 }
-func (c *catalog) Types() []*ir.TypeDesc                 { return []*ir.TypeDesc{c.put} }
+func (c *catalog) Types() []*ir.TypeDesc              { return []*ir.TypeDesc{c.put} }
 func (c *catalog) Machine(string) (*ir.Machine, bool) { return nil, false }
 
 // putHandler evaluates sim.put: the value goes to the key, guarded by the

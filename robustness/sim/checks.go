@@ -155,6 +155,9 @@ func (w *World) convergeState() string {
 // final runs the checks after heal.
 func (c *checker) final() {
 	w := c.w
+	if w.panicked {
+		return
+	}
 	for _, n := range w.nodes {
 		if !n.up {
 			return // not converged: reported

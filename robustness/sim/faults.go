@@ -5,11 +5,11 @@ import "time"
 // Fault kinds injected in the fault phase (besides the message faults:
 // drop, duplicate, delay).
 const (
-	FaultCrash         = "crash"          // one node, random
-	FaultCrashLeader   = "crash-leader"   // the leader
-	FaultCrashTwo      = "crash-two"      // two nodes at once
-	FaultCrashAll      = "crash-all"      // every node at once
-	FaultPartition     = "partition"      // one node cut off both ways
+	FaultCrash         = "crash"        // one node, random
+	FaultCrashLeader   = "crash-leader" // the leader
+	FaultCrashTwo      = "crash-two"    // two nodes at once
+	FaultCrashAll      = "crash-all"    // every node at once
+	FaultPartition     = "partition"    // one node cut off both ways
 	FaultPartitionOne  = "partition-oneway"
 	FaultPartitionLead = "partition-leader"
 )

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -151,5 +150,3 @@ func (s *state) hash() string {
 	sum := sha256.Sum256(s.encode())
 	return fmt.Sprintf("%x", sum[:8])
 }
-
-func u64(b []byte, v uint64) []byte { return binary.BigEndian.AppendUint64(b, v) }

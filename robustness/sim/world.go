@@ -2,6 +2,7 @@ package sim
 
 import (
 	"container/heap"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
-	"context"
 	"sort"
 	"time"
 
@@ -46,13 +46,13 @@ func ConfigFor(seed int64, dir string) Config {
 	r := rand.New(rand.NewSource(seed))
 	pick := func(xs ...int) int { return xs[r.Intn(len(xs))] }
 	c := Config{
-		Seed: seed, Nodes: pick(3, 3, 3, 5), Tick: 10 * time.Millisecond,
+		Seed: seed, Nodes: pick(3, 3, 3, 3, 3, 5), Tick: 10 * time.Millisecond,
 		ElectionTicks: pick(5, 8, 10), HeartbeatTicks: 1,
 		SnapshotCount: uint64(pick(5, 12, 40, 10000)),
 		CommitTimeout: time.Duration(pick(150, 300, 600)) * time.Millisecond,
-		FaultPhase:    time.Duration(pick(800, 1200, 1600)) * time.Millisecond,
+		FaultPhase:    time.Duration(pick(500, 700, 900)) * time.Millisecond,
 		HealTimeout:   30 * time.Second,
-		Clients:       pick(2, 3, 4),
+		Clients:       pick(2, 3),
 		Faults:        pick(1, 2, 3, 4),
 		Drop:          []float64{0, 0.02, 0.1}[r.Intn(3)],
 		Dup:           []float64{0, 0.02, 0.08}[r.Intn(3)],
@@ -69,12 +69,12 @@ func ConfigFor(seed int64, dir string) Config {
 // Stats counts what a run did.
 type Stats struct {
 	Events, Messages, Writes, Fsyncs, Applies int
-	Snapshots, SnapshotsInstalled           int
-	LostWrites                              int // unsynced disk writes lost in crashes
-	Faults                                  map[string]int
-	Requests, Attempts, Acked               int
-	Outcomes                                map[string]int
-	SimTime                                 time.Duration
+	Snapshots, SnapshotsInstalled             int
+	LostWrites                                int // unsynced disk writes lost in crashes
+	Faults                                    map[string]int
+	Requests, Attempts, Acked                 int
+	Outcomes                                  map[string]int
+	SimTime                                   time.Duration
 }
 
 // Result is one run's outcome.
@@ -101,6 +101,7 @@ type World struct {
 	net      *network
 	clients  []*client
 	healed   bool
+	panicked bool
 	trace    hash.Hash
 	buf      [24]byte
 	stats    Stats
@@ -248,7 +249,7 @@ func (w *World) closeOutboxes() {
 }
 
 // scheduleTicks ticks the node's raft every Tick and its pipeline every
-// 10 ms, from a phase drawn from the seed.
+// 25 ms, from a phase drawn from the seed.
 func (w *World) scheduleTicks(n *node) {
 	var tick, ptick func()
 	tick = func() {
@@ -261,7 +262,7 @@ func (w *World) scheduleTicks(n *node) {
 		if n.up {
 			n.pl.Tick()
 		}
-		w.after(10*time.Millisecond, ptick)
+		w.after(25*time.Millisecond, ptick)
 	}
 	w.after(time.Duration(w.rng.Int63n(int64(w.cfg.Tick))), tick)
 	w.after(time.Duration(w.rng.Int63n(int64(10*time.Millisecond))), ptick)
@@ -279,13 +280,30 @@ func (w *World) loop() {
 		}
 		w.now = ev.at
 		w.stats.Events++
-		ev.fn()
-		w.drain()
-		w.pollClients()
+		if !w.step(ev) {
+			return
+		}
 		if w.healed && w.converged() {
 			return
 		}
 	}
+}
+
+// step runs one event and what follows from it at the same instant. A
+// panic (raft's own assertions: a log that lost what it promised) is a
+// violation and ends the run.
+func (w *World) step(ev *event) (ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			w.violate("no-panic", "%v", p)
+			w.panicked = true
+			ok = false
+		}
+	}()
+	ev.fn()
+	w.drain()
+	w.pollClients()
+	return true
 }
 
 // drain lets every node's pipeline flush and raft emit its Readys until
