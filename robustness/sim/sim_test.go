@@ -15,7 +15,7 @@ import (
 
 var (
 	flagSeed  = flag.Int64("sim.seed", -1, "run only this seed (the reproduce command of a failing seed)")
-	flagSeeds = flag.Int("sim.seeds", 0, "seeds to run (default 2000, WRIT_SIM_SEEDS)")
+	flagSeeds = flag.Int("sim.seeds", 0, "seeds to run (default 2000, WRITTEST_SIM_SEEDS)")
 	flagFirst = flag.Int64("sim.first", 1, "the first seed")
 )
 
@@ -23,7 +23,7 @@ func seedCount(def int) int {
 	if *flagSeeds > 0 {
 		return *flagSeeds
 	}
-	if v, err := strconv.Atoi(os.Getenv("WRIT_SIM_SEEDS")); err == nil && v > 0 {
+	if v, err := strconv.Atoi(os.Getenv("WRITTEST_SIM_SEEDS")); err == nil && v > 0 {
 		return v
 	}
 	return def

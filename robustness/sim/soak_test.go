@@ -8,7 +8,7 @@ import (
 )
 
 // TestSimSoak is the longer tier `make soak` runs: 50,000 seeds
-// (-sim.seeds or WRIT_SIM_SEEDS for another count) from seed 1,000,000.
+// (-sim.seeds or WRITTEST_SIM_SEEDS for another count) from seed 1,000,000.
 func TestSimSoak(t *testing.T) {
 	count := 50000
 	if n := seedCount(0); n > 0 {
