@@ -71,7 +71,9 @@ func reproduce(seed int64, tags string) string {
 }
 
 // TestSim runs the seeds of the CI tier (2,000 by default; -sim.seed=N
-// runs one).
+// runs one). Built with the race detector it runs raceSeeds of them here
+// and all of them in a build without it (runSeedsWithoutRace), which is
+// ~8x faster.
 func TestSim(t *testing.T) {
 	first, count := *flagFirst, seedCount(2000)
 	if *flagSeed >= 0 {
@@ -80,15 +82,23 @@ func TestSim(t *testing.T) {
 	if testing.Short() && *flagSeed < 0 {
 		count = 100
 	}
-	failed, sum := runSeeds(t, first, count, "")
+	here := count
+	if raceEnabled && count > raceSeeds {
+		here = raceSeeds
+		t.Logf("sim: built with -race: %d of the %d seeds run here, all %d in a build without -race", here, count, count)
+	}
+	failed, sum := runSeeds(t, first, here, "")
 	t.Log(sum.line())
 	for i, r := range failed {
 		if i < 10 {
-			t.Errorf("seed %d failed: %s\n  reproduce: %s", r.Config.Seed, strings.Join(r.Violations[:min(3, len(r.Violations))], "; "), reproduce(r.Config.Seed, ""))
+			t.Errorf("seed %d failed: %s\n  reproduce: %s", r.Config.Seed, strings.Join(r.Violations[:min(3, len(r.Violations))], "; "), reproduce(r.Config.Seed, buildTags()))
 		}
 	}
 	if len(failed) > 0 {
-		t.Errorf("%d of %d seeds failed", len(failed), count)
+		t.Errorf("%d of %d seeds failed", len(failed), here)
+	}
+	if here < count {
+		runSeedsWithoutRace(t, first, count)
 	}
 }
 

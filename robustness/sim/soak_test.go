@@ -18,7 +18,7 @@ func TestSimSoak(t *testing.T) {
 	t.Log(sum.line())
 	for i, r := range failed {
 		if i < 10 {
-			t.Errorf("seed %d failed: %s\n  reproduce: %s", r.Config.Seed, strings.Join(r.Violations[:min(3, len(r.Violations))], "; "), reproduce(r.Config.Seed, ""))
+			t.Errorf("seed %d failed: %s\n  reproduce: %s", r.Config.Seed, strings.Join(r.Violations[:min(3, len(r.Violations))], "; "), reproduce(r.Config.Seed, buildTags()))
 		}
 	}
 }
