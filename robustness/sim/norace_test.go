@@ -18,14 +18,15 @@ import (
 // The full count runs in a build without it (runSeedsWithoutRace).
 const raceSeeds = 100
 
-// runSeedsWithoutRace runs TestSim's full seed count in a subprocess,
-// `go test -race=false -count=1 -run '^TestSim$'` of this package, with the
-// same build tags and -sim.* flags, and fails t with the subprocess's
-// output (every failing seed and its reproduce line) if any seed fails.
-func runSeedsWithoutRace(t *testing.T, first int64, count int) {
+// runSeedsWithoutRace runs test (TestSim or TestSimSoak) with its full
+// seed count in a subprocess, `go test -race=false -count=1 -run '^TEST$'`
+// of this package, with the same build tags and the -sim.* flags given,
+// and fails t with the subprocess's output (every failing seed and its
+// reproduce line) if any seed fails.
+func runSeedsWithoutRace(t *testing.T, test string, count int, simFlags ...string) {
 	t.Helper()
 	if _, err := exec.LookPath("go"); err != nil {
-		t.Skipf("the %d seeds without the race detector were not run: they run as `go test` of this package and no go command is on PATH (%v); run them with: %s", count, err, fullRunCommand())
+		t.Skipf("the %d seeds without the race detector were not run: they run as `go test` of this package and no go command is on PATH (%v); run them with: go test -count=1 -run '^%s$' ./robustness/sim", count, err, test)
 	}
 	// The subprocess's own -timeout is what stops a hang (with its
 	// goroutine dump); the context is a backstop a little later.
@@ -38,11 +39,11 @@ func runSeedsWithoutRace(t *testing.T, first int64, count int) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+15*time.Second)
 	defer cancel()
-	args := []string{"test", "-race=false", "-count=1", "-run", "^TestSim$", "-v", "-timeout", timeout.Round(time.Second).String()}
+	args := []string{"test", "-race=false", "-count=1", "-run", "^" + test + "$", "-v", "-timeout", timeout.Round(time.Second).String()}
 	if tags := buildTags(); tags != "" {
 		args = append(args, "-tags", tags)
 	}
-	args = append(args, ".", fmt.Sprintf("-sim.first=%d", first), fmt.Sprintf("-sim.seeds=%d", count))
+	args = append(append(args, "."), simFlags...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Env = procenv.Clean()
 	t.Logf("sim: %d seeds without the race detector: go %s", count, strings.Join(args, " "))
@@ -53,7 +54,7 @@ func runSeedsWithoutRace(t *testing.T, first int64, count int) {
 	if err != nil {
 		t.Fatalf("sim: the %d seeds without the race detector failed after %s (%v):\n%s", count, wall.Round(time.Second), err, s)
 	}
-	if !strings.Contains(s, "--- PASS: TestSim ") || !strings.Contains(s, fmt.Sprintf("sim: seeds=%d failed=0 ", count)) {
+	if !strings.Contains(s, "--- PASS: "+test+" ") || !strings.Contains(s, fmt.Sprintf("sim: seeds=%d failed=0 ", count)) {
 		t.Fatalf("sim: the subprocess passed but did not report %d passing seeds:\n%s", count, s)
 	}
 	for _, l := range strings.Split(s, "\n") {
@@ -75,8 +76,4 @@ func buildTags() string {
 		}
 	}
 	return ""
-}
-
-func fullRunCommand() string {
-	return "go test -count=1 -run '^TestSim$' ./robustness/sim"
 }

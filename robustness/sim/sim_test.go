@@ -98,7 +98,7 @@ func TestSim(t *testing.T) {
 		t.Errorf("%d of %d seeds failed", len(failed), here)
 	}
 	if here < count {
-		runSeedsWithoutRace(t, first, count)
+		runSeedsWithoutRace(t, "TestSim", count, fmt.Sprintf("-sim.first=%d", first), fmt.Sprintf("-sim.seeds=%d", count))
 	}
 }
 
