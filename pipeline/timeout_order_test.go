@@ -87,7 +87,7 @@ func TestUnconfirmedFactsReproposedInIDOrder_FakeLog(t *testing.T) {
 	if h.Log.Pending() == 0 {
 		t.Fatal("the facts were not proposed")
 	}
-	h.Log.Lose() // never appended: each must be proposed again
+	h.Log.Lose()                     // never appended: each must be proposed again
 	h.Clock.Advance(6 * time.Second) // the commit timeout: queued again
 	h.P.Tick()
 	h.Clock.Advance(5 * time.Second) // past their retry delay
