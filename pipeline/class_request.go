@@ -3,6 +3,8 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/writ-dev/writ/kv"
@@ -135,20 +137,24 @@ func (p *Pipeline) reproposeRequestsLocked(st kv.LogStatus, now time.Time) {
 	}
 	r.due = false
 	gen := p.leaderGen.Load()
-	n := 0
-	seen := map[*entry]bool{}
-	for _, e := range p.live {
-		if e.kind != kindRequest || !e.proposed || e.replied || e.finished || e.inFlush || e.gen == gen || seen[e] {
+	var again []*entry
+	for id, e := range p.live {
+		if e.kind != kindRequest || !e.proposed || e.replied || e.finished || e.inFlush || e.gen == gen || id != e.cmdID {
 			continue
 		}
-		seen[e] = true
+		again = append(again, e)
+	}
+	// In ID order, not the map's, so a deterministic driver sees the same
+	// proposals on every run; each goes to the front, so the queue holds
+	// them in ID order ahead of the rest.
+	slices.SortFunc(again, func(a, b *entry) int { return strings.Compare(b.cmdID, a.cmdID) })
+	for _, e := range again {
 		p.unlatchLocked(e)
 		e.proposed = false
 		p.trace("requeue", e, 0, "leader changed: propose again")
 		p.enqueueLocked(e, true)
-		n++
 	}
-	if n > 0 {
+	if n := len(again); n > 0 {
 		p.trace0("leader", "", "", fmt.Sprintf("term %d leader %q: %d in-flight requests proposed again", st.Term, st.LeaderID, n))
 		p.wakeup()
 	}
