@@ -20,13 +20,20 @@ const (
 	// it still isolated, then heals: the
 	// facts it received must survive the restart and commit once.
 	KillIsolated = "kill-isolated-follower"
+	// PartitionOneWay drops only the packets from the leader to the others
+	// (theirs still reach it) for 3–5 election timeouts.
+	PartitionOneWay = "partition-oneway"
+	// KillPlugin SIGKILLs the plugin processes of a node (the leader or a
+	// follower) under traffic; the node's plugin host must restart them
+	// while requests wait or answer UNAVAILABLE and facts stay retained.
+	KillPlugin = "kill-plugin"
 )
 
 // FaultKinds are every kind the nemesis draws from.
-var FaultKinds = []string{KillLeader, KillFollower, KillTwo, StopLeader, PartitionLeader, PartitionFollower, KillIsolated}
+var FaultKinds = []string{KillLeader, KillFollower, KillTwo, StopLeader, PartitionLeader, PartitionFollower, KillIsolated, PartitionOneWay, KillPlugin}
 
 func isPartition(kind string) bool {
-	return kind == PartitionLeader || kind == PartitionFollower || kind == KillIsolated
+	return kind == PartitionLeader || kind == PartitionFollower || kind == KillIsolated || kind == PartitionOneWay
 }
 
 // Fault is one injected fault, timed on the history's base.
@@ -136,6 +143,22 @@ func (ne *nemesis) inject(ctx context.Context, kind string) Fault {
 		if e := ne.fw.heal(); e != nil && err == nil {
 			err = e
 		}
+	case PartitionOneWay:
+		victims = []*Node{leader}
+		err = ne.fw.cut([]string{leader.Host}, hostsBut(ne.cl, leader), false)
+		d = ne.hold(3, 5, time.Second)
+		sleepCtx(ctx, d)
+		if e := ne.fw.heal(); e != nil && err == nil {
+			err = e
+		}
+	case KillPlugin:
+		victim := follower
+		if ne.rng.IntN(2) == 0 {
+			victim = leader
+		}
+		victims = []*Node{victim}
+		// the host restarts a crashed plugin with a backoff of 100ms–5s
+		_, d, err = ne.cl.KillPlugins(ctx, victim, 20*time.Second)
 	case KillIsolated:
 		victims = []*Node{follower}
 		err = ne.fw.cut([]string{follower.Host}, hostsBut(ne.cl, follower), true)
@@ -164,6 +187,20 @@ func (ne *nemesis) inject(ctx context.Context, kind string) Fault {
 		f.Error = err.Error()
 	}
 	return f
+}
+
+// checkFaults: every fault of the schedule was injected as drawn. A fault
+// that could not be injected (no leader to pick, no plugin process to
+// kill, a firewall rule refused) would otherwise let the run pass without
+// testing what it names.
+func checkFaults(faults []Fault) CheckResult {
+	r := CheckResult{Name: "faults-injected", Pass: true, Cases: len(faults)}
+	for _, f := range faults {
+		if f.Error != "" {
+			r.fail("%s on %v: %s", f.Kind, f.Nodes, f.Error)
+		}
+	}
+	return r
 }
 
 // sleepCtx waits d or until ctx ends: the fault's hold time is the thing

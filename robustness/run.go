@@ -276,7 +276,7 @@ func Run(ctx context.Context, cfg Config) *Result {
 	g := checkLogs(cl, exits)
 	orph := checkOrphans(cfg.Bins.Plugins, 10*time.Second)
 	mark("orphans")
-	res.Checks = []CheckResult{hcheck, a, b, c, sc, lc, gc, g, orph}
+	res.Checks = []CheckResult{checkFaults(res.Faults), hcheck, a, b, c, sc, lc, gc, g, orph}
 	if !res.Passed() {
 		writeHistory(filepath.Join(dir, "history.jsonl"), ops)
 	}
