@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -19,7 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/writ-dev/writ/api/writv1"
-	"github.com/writ-dev/writ/internal/procenv"
+	"github.com/writ-dev/writ/internal/proccluster"
 	"github.com/writ-dev/writ/schema/ir"
 )
 
@@ -90,16 +87,8 @@ func runScenario(ctx context.Context, e *Env, sc *scenario) Outcome {
 	return out
 }
 
-// node is one real writd process.
-type node struct {
-	name, dir         string
-	api, raft, gossip string
-	cmd               *exec.Cmd
-	done              chan struct{}
-	logf              *os.File
-	conn              *grpc.ClientConn
-	client            writv1.WritClient
-}
+// node is one real writd process (the shared harness's node).
+type node = proccluster.Node
 
 // cluster is an ephemeral 3-node cluster of real writd processes.
 type cluster struct {
@@ -107,6 +96,7 @@ type cluster struct {
 	args  []string // --schema and --plugin flags of every node
 	root  string
 	nodes []*node
+	pc    *proccluster.Cluster
 	out   Outcome
 	sc    string
 	// watchFails makes every watch call of the fact scenarios fail (a
@@ -151,33 +141,19 @@ func (e *Env) newCluster(ctx context.Context) (*cluster, error) {
 	}
 	for i := 0; i < 3; i++ {
 		h := hosts[i%len(hosts)]
-		n := &node{name: "n" + strconv.Itoa(i+1), dir: filepath.Join(root, "n"+strconv.Itoa(i+1))}
-		if n.api, err = freeAddr(h); err == nil {
-			if n.raft, err = freeAddr(h); err == nil {
-				n.gossip, err = freeAddr(h)
+		var addr [3]string
+		for j := range addr {
+			if addr[j], err = proccluster.FreeAddr(h); err != nil {
+				return c, fmt.Errorf("conformance: %w", err)
 			}
 		}
-		if err != nil {
-			return c, err
-		}
-		c.nodes = append(c.nodes, n)
+		name := "n" + strconv.Itoa(i+1)
+		c.nodes = append(c.nodes, proccluster.NewNode(name, filepath.Join(root, name), addr[0], addr[1], addr[2]))
 	}
-	for i, n := range c.nodes {
-		if err := c.start(n, i > 0); err != nil {
-			return c, err
-		}
-		if i == 0 {
-			if err := c.waitReady(ctx, n, 30*time.Second); err != nil {
-				return c, err
-			}
-		}
-	}
-	for _, n := range c.nodes {
-		if err := c.waitReady(ctx, n, 60*time.Second); err != nil {
-			return c, err
-		}
-	}
-	if err := c.waitVoters(ctx, 3, 60*time.Second); err != nil {
+	c.pc = &proccluster.Cluster{Nodes: c.nodes, WhileDown: func(n *node) error {
+		return fmt.Errorf("writd %s exited while starting (%s)", n.Name, c.exitReason(n))
+	}}
+	if err := c.pc.Bootstrap(ctx, c.start, 30*time.Second, 60*time.Second); err != nil {
 		return c, err
 	}
 	st, err := c.status(ctx, c.nodes[0])
@@ -190,166 +166,51 @@ func (e *Env) newCluster(ctx context.Context) (*cluster, error) {
 	return c, nil
 }
 
-func freeAddr(host string) (string, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return "", fmt.Errorf("conformance: no free port on %s: %w", host, err)
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-func (c *cluster) start(n *node, join bool) error {
-	if err := os.MkdirAll(n.dir, 0o700); err != nil {
-		return err
-	}
-	args := []string{"--node-id", n.name, "--data-dir", n.dir, "--api-addr", n.api, "--raft-addr", n.raft,
-		"--gossip-addr", n.gossip, "--log-level", "info"}
-	args = append(args, c.args...)
-	if join {
+func (c *cluster) start(n *node) error {
+	args := append(n.Flags("info"), c.args...)
+	if n != c.nodes[0] {
 		// conformance clusters run on loopback without peer TLS, API
 		// TLS or a gossip key (docs/security.md)
-		args = append(args, "--join", c.nodes[0].gossip, "--insecure")
+		args = append(args, proccluster.JoinFlags(c.nodes[0].Gossip)...)
 	}
-	lf, err := os.OpenFile(n.dir+".log", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
+	if err := n.Start(proccluster.Spec{Bin: c.bin, Args: args}); err != nil {
+		return fmt.Errorf("conformance: %w", err)
 	}
-	n.logf = lf
-	n.cmd = exec.Command(c.bin, args...)
-	n.cmd.Stdout, n.cmd.Stderr = lf, lf
-	n.cmd.Env = procenv.Clean()
-	if err := n.cmd.Start(); err != nil {
-		return fmt.Errorf("conformance: start %s: %w", n.name, err)
-	}
-	n.done = make(chan struct{})
-	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(n.cmd, n.done)
-	if n.conn == nil {
-		conn, err := grpc.NewClient(n.api, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			return err
-		}
-		n.conn, n.client = conn, writv1.NewWritClient(conn)
-	}
-	return nil
+	_, err := n.Dial(grpc.WithTransportCredentials(insecure.NewCredentials()))
+	return err
 }
 
-func (c *cluster) kill(n *node) {
-	if n.cmd == nil {
-		return
-	}
-	_ = n.cmd.Process.Signal(syscall.SIGKILL)
-	<-n.done
-	n.cmd = nil
-	_ = n.logf.Close()
-}
-
-func (c *cluster) stop(n *node) {
-	if n.cmd == nil {
-		return
-	}
-	_ = n.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-n.done:
-	case <-time.After(15 * time.Second):
-		_ = n.cmd.Process.Signal(syscall.SIGKILL)
-		<-n.done
-	}
-	n.cmd = nil
-	_ = n.logf.Close()
-}
+func (c *cluster) kill(n *node) { _ = n.Kill() }
 
 func (c *cluster) close() {
 	for _, n := range c.nodes {
-		c.stop(n)
-		if n.conn != nil {
-			_ = n.conn.Close()
-		}
+		_, _ = n.Stop(15 * time.Second)
+		n.CloseClient()
 	}
 	os.RemoveAll(c.root)
 }
 
 func (c *cluster) status(ctx context.Context, n *node) (*writv1.StatusResponse, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	return n.client.Status(ctx, &writv1.StatusRequest{})
+	return c.pc.Status(ctx, n)
 }
 
 func (c *cluster) waitReady(ctx context.Context, n *node, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	last := ""
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		st, err := c.status(ctx, n)
-		if err == nil && st.Ready {
-			return nil
-		}
-		if err != nil {
-			last = err.Error()
-		} else {
-			last = st.NotReadyReason
-		}
-		select {
-		case <-n.done:
-			return fmt.Errorf("writd %s exited while starting (%s)", n.name, c.exitReason(n))
-		default:
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("writd %s not ready within %s: %s", n.name, d, last)
+	return c.pc.WaitReady(ctx, n, d)
 }
 
 func (c *cluster) logTail(n *node) string {
-	b, _ := os.ReadFile(n.dir + ".log")
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > 3 {
-		lines = lines[len(lines)-3:]
-	}
-	return strings.Join(lines, " | ")
-}
-
-func (c *cluster) waitVoters(ctx context.Context, want int, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		m, err := c.nodes[0].client.Members(cctx, &writv1.MembersRequest{})
-		cancel()
-		if err == nil {
-			v := 0
-			for _, x := range m.Members {
-				if x.Role == "voter" {
-					v++
-				}
-			}
-			if v == want {
-				return nil
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("the cluster did not reach %d voters within %s", want, d)
+	return strings.Join(n.LogTail(3), " | ")
 }
 
 func (c *cluster) leader(ctx context.Context, d time.Duration) (*node, error) {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		for _, n := range c.nodes {
-			if n.cmd == nil {
-				continue
-			}
-			if st, err := c.status(ctx, n); err == nil && st.IsLeader && st.Ready {
-				return n, nil
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return nil, fmt.Errorf("no ready leader within %s", d)
+	return c.pc.Leader(ctx, d)
 }
 
 // healthy restarts any stopped node and waits until all are ready.
 func (c *cluster) healthy(ctx context.Context) error {
-	for i, n := range c.nodes {
-		if n.cmd == nil {
-			if err := c.start(n, i > 0); err != nil {
+	for _, n := range c.nodes {
+		if !n.Running() {
+			if err := c.start(n); err != nil {
 				return err
 			}
 		}
@@ -366,28 +227,8 @@ func (c *cluster) healthy(ctx context.Context) error {
 // converge waits until every node has the same applied index and state
 // hash.
 func (c *cluster) converge(ctx context.Context, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	var last []string
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		last = last[:0]
-		hashes := map[string]bool{}
-		ok := true
-		for _, n := range c.nodes {
-			st, err := c.status(ctx, n)
-			if err != nil {
-				ok = false
-				break
-			}
-			k := fmt.Sprintf("%d/%s", st.StateIndex, st.StateHash)
-			last = append(last, n.name+"="+k)
-			hashes[k] = true
-		}
-		if ok && len(hashes) == 1 {
-			return nil
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return fmt.Errorf("replicas did not converge within %s: %v", d, last)
+	_, err := c.pc.Converge(ctx, d, false)
+	return err
 }
 
 func (c *cluster) fail(subject, fix, format string, args ...any) {
@@ -406,7 +247,7 @@ func (c *cluster) harnessBroke(err error) Outcome {
 func submit(ctx context.Context, n *node, id, typ, payload string, timeout time.Duration) (*writv1.SubmitResponse, *writv1.OutcomeDetail, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout+10*time.Second)
 	defer cancel()
-	r, err := n.client.Submit(ctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: typ, Id: id, Payload: []byte(payload)}, TimeoutMs: uint32(timeout.Milliseconds())})
+	r, err := n.Client().Submit(ctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: typ, Id: id, Payload: []byte(payload)}, TimeoutMs: uint32(timeout.Milliseconds())})
 	if err != nil {
 		if st, ok := status.FromError(err); ok {
 			for _, d := range st.Details() {
@@ -422,13 +263,13 @@ func submit(ctx context.Context, n *node, id, typ, payload string, timeout time.
 func report(ctx context.Context, n *node, typ, payload string) (*writv1.ReportResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	return n.client.Report(ctx, &writv1.ReportRequest{Entry: &writv1.Entry{Type: typ, Payload: []byte(payload)}})
+	return n.Client().Report(ctx, &writv1.ReportRequest{Entry: &writv1.Entry{Type: typ, Payload: []byte(payload)}})
 }
 
 func outboxDepth(ctx context.Context, n *node) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	ob, err := n.client.Outbox(ctx, &writv1.OutboxRequest{})
+	ob, err := n.Client().Outbox(ctx, &writv1.OutboxRequest{})
 	if err != nil {
 		return 0, err
 	}
@@ -440,7 +281,7 @@ func outboxDepth(ctx context.Context, n *node) (uint64, error) {
 func watchAll(ctx context.Context, n *node, from uint64, types ...string) ([]*writv1.WatchEvent, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	ws, err := n.client.Watch(ctx, &writv1.WatchRequest{FromIndex: from, Types: types})
+	ws, err := n.Client().Watch(ctx, &writv1.WatchRequest{FromIndex: from, Types: types})
 	if err != nil {
 		return nil, err
 	}

@@ -66,7 +66,7 @@ func scConfigMajorityDown(ctx context.Context, e *Env, c *cluster) Outcome {
 	time.Sleep(2 * time.Second)
 	for _, n := range c.nodes {
 		if now, err := c.status(ctx, n); err == nil && now.ConfigTag != before {
-			c.fail("config", "a change reported as failed must never activate afterwards (W5)", "%s activated tag %q after the failed upgrade", n.name, now.ConfigTag)
+			c.fail("config", "a change reported as failed must never activate afterwards (W5)", "%s activated tag %q after the failed upgrade", n.Name, now.ConfigTag)
 		}
 	}
 	return c.out
@@ -137,7 +137,7 @@ func safeClusterSettings(cfg *ir.Entry, doc map[string]any) {
 func (c *cluster) upgrade(ctx context.Context, n *node, id string, doc []byte) (*writv1.ConfigProgress, error) {
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	st, err := n.client.ConfigUpgrade(cctx, &writv1.ConfigUpgradeRequest{RequestId: id, Document: doc, Format: "json", TimeoutMs: 2000})
+	st, err := n.Client().ConfigUpgrade(cctx, &writv1.ConfigUpgradeRequest{RequestId: id, Document: doc, Format: "json", TimeoutMs: 2000})
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ func (c *cluster) sameConfigTag(ctx context.Context, d time.Duration) (string, e
 				tags["\x00"+err.Error()] = true
 				continue
 			}
-			last = append(last, n.name+"="+st.ConfigTag)
+			last = append(last, n.Name+"="+st.ConfigTag)
 			tags[st.ConfigTag] = true
 		}
 		if len(tags) == 1 {

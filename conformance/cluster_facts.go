@@ -36,7 +36,7 @@ func (c *cluster) checkFactsOnce(ctx context.Context, facts []drawnEntry, from u
 			evs, err = nil, errors.New("watch refused by the suite's test double")
 		}
 		if err != nil {
-			watchErrs = append(watchErrs, n.name+": "+err.Error())
+			watchErrs = append(watchErrs, n.Name+": "+err.Error())
 			continue
 		}
 		// Every event of an ID is one application attempt; "duplicate"
@@ -58,7 +58,7 @@ func (c *cluster) checkFactsOnce(ctx context.Context, facts []drawnEntry, from u
 			}
 		}
 		if missing > 0 {
-			watchErrs = append(watchErrs, fmt.Sprintf("%s: the stream holds no event for %d of the %d facts", n.name, missing, len(facts)))
+			watchErrs = append(watchErrs, fmt.Sprintf("%s: the stream holds no event for %d of the %d facts", n.Name, missing, len(facts)))
 			continue
 		}
 		applied = counts
@@ -79,17 +79,17 @@ func (c *cluster) checkFactsOnce(ctx context.Context, facts []drawnEntry, from u
 		where := map[string][]string{}
 		for _, n := range c.nodes {
 			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			o, err := n.client.Outcome(cctx, &writv1.OutcomeRequest{RequestId: id})
+			o, err := n.Client().Outcome(cctx, &writv1.OutcomeRequest{RequestId: id})
 			cancel()
 			switch {
 			case err != nil:
 				unreadable++
-				where["unreadable"] = append(where["unreadable"], n.name)
+				where["unreadable"] = append(where["unreadable"], n.Name)
 			case !o.Known:
-				c.fail(f.typ, "a received fact must be committed on every replica after heal (W3)", "%s: fact %s not committed", n.name, f.id)
+				c.fail(f.typ, "a received fact must be committed on every replica after heal (W3)", "%s: fact %s not committed", n.Name, f.id)
 			default:
 				k := fmt.Sprintf("%s@%d", o.Status, o.Index)
-				where[k] = append(where[k], n.name)
+				where[k] = append(where[k], n.Name)
 			}
 		}
 		delete(where, "unreadable")

@@ -127,7 +127,7 @@ func scReplyAfterCommit(ctx context.Context, e *Env, c *cluster) Outcome {
 		// applied the index before it replied.
 		replier := n
 		for _, x := range c.nodes {
-			if x.name == r.ServedBy {
+			if x.Name == r.ServedBy {
 				replier = x
 			}
 		}
@@ -137,7 +137,7 @@ func scReplyAfterCommit(ctx context.Context, e *Env, c *cluster) Outcome {
 		}
 		if st.Applied < r.Index {
 			c.fail(de.typ, "reply only after commit and apply on the replying node (W1)",
-				"request %s answered COMMITTED at index %d by %s, whose applied index right after the reply was %d", de.id, r.Index, replier.name, st.Applied)
+				"request %s answered COMMITTED at index %d by %s, whose applied index right after the reply was %d", de.id, r.Index, replier.Name, st.Applied)
 		}
 		// A majority must have the entry: at least one other node reaches
 		// the index.
@@ -188,7 +188,7 @@ func scQuorumLossRequest(ctx context.Context, e *Env, c *cluster) Outcome {
 	// ones may have committed; UNAVAILABLE ones must not have).
 	for _, de := range reqs {
 		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		o, err := s.client.Outcome(cctx, &writv1.OutcomeRequest{RequestId: de.id})
+		o, err := s.Client().Outcome(cctx, &writv1.OutcomeRequest{RequestId: de.id})
 		cancel()
 		if err != nil {
 			c.fail(de.typ, "outcomes must be queryable by request ID after heal", "outcome of %s: %v", de.id, err)
@@ -207,7 +207,7 @@ func (c *cluster) waitDrained(ctx context.Context, n *node, d time.Duration) err
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("outbox of %s not drained within %s (depth %d, err %v)", n.name, d, depth, err)
+			return fmt.Errorf("outbox of %s not drained within %s (depth %d, err %v)", n.Name, d, depth, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -313,7 +313,7 @@ func scReceiptWatch(ctx context.Context, e *Env, c *cluster) Outcome {
 		}
 		from := c.appliedIndex(ctx, s)
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		r, err := s.client.Deliver(cctx, &writv1.DeliverRequest{Entry: &writv1.Entry{Type: rec.Name, Payload: data}})
+		r, err := s.Client().Deliver(cctx, &writv1.DeliverRequest{Entry: &writv1.Entry{Type: rec.Name, Payload: data}})
 		cancel()
 		c.out.Cases++
 		if err != nil || !r.Received {
@@ -422,10 +422,10 @@ func scLeaderKill(ctx context.Context, e *Env, c *cluster) Outcome {
 		c.out.Cases++
 		for _, n := range c.nodes {
 			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			o, err := n.client.Outcome(cctx, &writv1.OutcomeRequest{RequestId: id})
+			o, err := n.Client().Outcome(cctx, &writv1.OutcomeRequest{RequestId: id})
 			cancel()
 			if err != nil || !o.Known || o.Outcome != writv1.Outcome_COMMITTED {
-				c.fail(id, "no COMMITTED entry may be lost (W10)", "%s: request %s was answered COMMITTED but its outcome there is %v (%v)", n.name, id, o, err)
+				c.fail(id, "no COMMITTED entry may be lost (W10)", "%s: request %s was answered COMMITTED but its outcome there is %v (%v)", n.Name, id, o, err)
 			}
 		}
 	}
@@ -518,7 +518,7 @@ func scCommitTimeout(ctx context.Context, e *Env, c *cluster) Outcome {
 		// create is not visible on the leader.
 		k := "_m/" + td.Machine.Name + "/" + p.InstanceKey()
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		g, gerr := lead.client.Get(cctx, &writv1.GetRequest{Key: k, Serializable: true})
+		g, gerr := lead.Client().Get(cctx, &writv1.GetRequest{Key: k, Serializable: true})
 		cancel()
 		if gerr == nil && g.Found {
 			c.fail(de.typ, "provisional state must be rolled back on UNCERTAIN (W2)", "after UNCERTAIN, %s is visible on the leader: %v", k, g.Record)
@@ -541,7 +541,7 @@ func scCommitTimeout(ctx context.Context, e *Env, c *cluster) Outcome {
 		idx := map[uint64]bool{}
 		for _, n := range c.nodes {
 			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			o, oerr := n.client.Outcome(cctx, &writv1.OutcomeRequest{RequestId: de.id})
+			o, oerr := n.Client().Outcome(cctx, &writv1.OutcomeRequest{RequestId: de.id})
 			cancel()
 			if oerr == nil && o.Known {
 				idx[o.Index] = true

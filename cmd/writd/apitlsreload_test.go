@@ -92,7 +92,7 @@ func TestAPICertificateReloadsOnSIGHUP(t *testing.T) {
 	if bytes.Equal(fresh.Raw, old.Raw) {
 		t.Fatal("the reissued certificate is the old one")
 	}
-	if err := n.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := n.signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	waitLogLine(t, n, "API TLS files reloaded", "serial="+fresh.SerialNumber.String())
@@ -123,7 +123,7 @@ func TestAPICertificateReloadsOnSIGHUP(t *testing.T) {
 	if err := os.WriteFile(certFile, []byte("not a certificate\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := n.signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	waitLogLine(t, n, "reload of API TLS files failed; keeping the certificate in use")

@@ -90,20 +90,11 @@ func TestFatalApplyStopExitsWithItsOwnCode(t *testing.T) {
 func waitExit(t *testing.T, p *proc, d time.Duration) int {
 	t.Helper()
 	select {
-	case <-p.done:
+	case <-p.exited():
 	case <-time.After(d):
 		t.Fatalf("%s still running %v after the entry it cannot apply", p.name, d)
 	}
-	var ee *exec.ExitError
-	code := 0
-	if err := p.cmd.Wait(); errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if p.cmd.ProcessState != nil {
-		code = p.cmd.ProcessState.ExitCode()
-	}
-	p.cmd = nil
-	_ = p.logf.Close()
-	return code
+	return p.exitCode()
 }
 
 func readLog(t *testing.T, p *proc) string {

@@ -109,17 +109,15 @@ func TestCluster_KillLeaderUnderLoad(t *testing.T) {
 			break
 		}
 	}
-	_ = gone.cmd.Process.Signal(syscall.SIGTERM)
+	_ = gone.signal(syscall.SIGTERM)
 	select {
-	case <-gone.done:
+	case <-gone.exited():
 	case <-time.After(20 * time.Second):
 		t.Fatalf("%s did not exit on SIGTERM", gone.name)
 	}
-	if code := gone.cmd.ProcessState.ExitCode(); code != 0 {
+	if code := gone.exitCode(); code != 0 {
 		t.Fatalf("%s exited %d on SIGTERM", gone.name, code)
 	}
-	gone.cmd = nil
-	_ = gone.logf.Close()
 	var rest []*proc
 	for _, p := range c.nodes {
 		if p != gone {

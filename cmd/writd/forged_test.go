@@ -74,7 +74,7 @@ func TestForgedRaftMessagesDoNotCrashWritd(t *testing.T) {
 	}
 	time.Sleep(500 * time.Millisecond)
 	select {
-	case <-p.done:
+	case <-p.exited():
 		t.Fatalf("writd exited after the forged messages; log:\n%s", readLog(t, p))
 	default:
 	}

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/internal/proccluster"
 	"github.com/writ-dev/writ/internal/procenv"
 )
 
@@ -51,7 +52,8 @@ func buildBinaries(t *testing.T) string {
 	return binDir
 }
 
-// proc is one real writd process.
+// proc is one real writd node: the fields a test sets before start, and
+// the shared node (process, log, client) behind it.
 type proc struct {
 	t      *testing.T
 	name   string
@@ -60,15 +62,36 @@ type proc struct {
 	join   string
 	args   []string // extra writd flags for this node
 	env    []string // extra environment for this node
-	cmd    *exec.Cmd
-	logf   *os.File
+	node   *proccluster.Node
 	conn   *grpc.ClientConn
 	client writv1.WritClient
-	done   chan struct{}
 }
 
 func (p *proc) api() string    { return p.host + ":7070" }
 func (p *proc) gossip() string { return p.host + ":7072" }
+
+// n is the shared node, made from the test's fields on first use.
+func (p *proc) n() *proccluster.Node {
+	if p.node == nil {
+		p.node = proccluster.NewNode(p.name, p.dir, p.api(), p.host+":7071", p.gossip())
+	}
+	return p.node
+}
+
+// running reports whether the node's process is up.
+func (p *proc) running() bool { return p.n().Running() }
+
+// exited is closed when the node's last process has exited.
+func (p *proc) exited() <-chan struct{} { return p.n().Done() }
+
+// exitCode is the last exit's code (-1 for a signal or while running).
+func (p *proc) exitCode() int { return p.n().ExitCode() }
+
+// pid is the running process's ID.
+func (p *proc) pid() int { return p.n().Pid() }
+
+// signal sends sig to the running process.
+func (p *proc) signal(sig syscall.Signal) error { return p.n().Signal(sig) }
 
 type cluster struct {
 	t     *testing.T
@@ -115,60 +138,58 @@ func newClusterWith(t *testing.T, c *cluster, hosts ...string) *cluster {
 			p.join = c.nodes[0].gossip()
 		}
 		c.nodes = append(c.nodes, p)
-		c.start(p)
-		if i == 0 {
-			c.waitReady(p, 20*time.Second)
+	}
+	start := func(n *proccluster.Node) error {
+		for _, p := range c.nodes {
+			if p.node == n {
+				c.start(p)
+			}
 		}
+		return nil
 	}
-	for _, p := range c.nodes {
-		c.waitReady(p, 40*time.Second)
+	if err := c.shared().Bootstrap(context.Background(), start, 20*time.Second, 40*time.Second); err != nil {
+		t.Fatal(err)
 	}
-	c.waitVoters(len(hosts), 40*time.Second)
 	return c
+}
+
+// shared is the cluster's nodes as the shared harness sees them.
+func (c *cluster) shared() *proccluster.Cluster {
+	pc := &proccluster.Cluster{StatusTimeout: time.Second}
+	for _, p := range c.nodes {
+		pc.Nodes = append(pc.Nodes, p.n())
+	}
+	return pc
 }
 
 func (c *cluster) start(p *proc) {
 	c.t.Helper()
-	if err := os.MkdirAll(p.dir, 0o700); err != nil {
-		c.t.Fatal(err)
-	}
-	args := []string{"--node-id", p.name, "--data-dir", p.dir, "--api-addr", p.api(), "--raft-addr", p.host + ":7071",
-		"--gossip-addr", p.gossip(), "--log-level", logLevel(), "--pipeline-config-timeout", "2s"}
+	n := p.n()
+	args := append(n.Flags(logLevel()), "--pipeline-config-timeout", "2s")
 	if !hasArg(c.args, "--plugin") && !hasArg(p.args, "--plugin") {
-		args = append(args, "--plugin", pinned(c.t, filepath.Join(c.bin, "writ-jobs")))
+		pins, err := proccluster.PluginFlags(filepath.Join(c.bin, "writ-jobs"))
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		args = append(args, pins...)
 	}
 	if p.join != "" {
-		args = append(args, "--join", p.join)
-		// test clusters run without peer TLS, API TLS or a gossip key
-		// unless the test sets them (docs/security.md)
-		if !hasArg(c.args, "--insecure") && !hasArg(p.args, "--insecure") {
-			args = append(args, "--insecure")
-		}
+		args = append(args, proccluster.JoinFlags(p.join, c.args, p.args)...)
 	}
 	args = append(append(args, c.args...), p.args...)
-	lf, err := os.OpenFile(p.dir+".log", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
+	if err := n.Start(proccluster.Spec{Bin: filepath.Join(c.bin, "writd"), Args: args, Env: p.env}); err != nil {
 		c.t.Fatal(err)
 	}
-	p.logf = lf
-	p.cmd = exec.Command(filepath.Join(c.bin, "writd"), args...)
-	p.cmd.Stdout, p.cmd.Stderr = lf, lf
-	p.cmd.Env = append(cleanEnv(), p.env...)
-	if err := p.cmd.Start(); err != nil {
-		c.t.Fatal(err)
-	}
-	p.done = make(chan struct{})
-	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(p.cmd, p.done)
 	if p.conn == nil {
 		dial := c.dial
 		if dial == nil {
 			dial = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 		}
-		conn, err := grpc.NewClient(p.api(), dial...)
+		client, err := n.Dial(dial...)
 		if err != nil {
 			c.t.Fatal(err)
 		}
-		p.conn, p.client = conn, writv1.NewWritClient(conn)
+		p.conn, p.client = n.Conn(), client
 	}
 }
 
@@ -184,120 +205,56 @@ func logLevel() string {
 // cannot configure the nodes or writctl.
 func cleanEnv() []string { return procenv.Clean() }
 
-func (c *cluster) kill(p *proc) {
-	if p.cmd == nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
-	p.cmd = nil
-	_ = p.logf.Close()
-}
+func (c *cluster) kill(p *proc) { _ = p.n().Kill() }
 
 func (c *cluster) stop(p *proc) {
-	if p.cmd == nil {
-		return
+	if killed, _ := p.n().Stop(15 * time.Second); killed {
+		c.t.Errorf("%s did not stop on SIGINT within 15s; killed", p.name)
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-p.done:
-	case <-time.After(15 * time.Second):
-		c.t.Errorf("%s did not stop on SIGINT within 15s; killing", p.name)
-		_ = p.cmd.Process.Signal(syscall.SIGKILL)
-		<-p.done
-	}
-	p.cmd = nil
-	_ = p.logf.Close()
 }
 
 func (c *cluster) stopAll() {
 	for _, p := range c.nodes {
 		c.stop(p)
-		if p.conn != nil {
-			_ = p.conn.Close()
-		}
+		p.n().CloseClient()
 	}
 	if c.t.Failed() {
 		for _, p := range c.nodes {
-			b, _ := os.ReadFile(p.dir + ".log")
-			lines := strings.Split(string(b), "\n")
-			if len(lines) > 30 {
-				lines = lines[len(lines)-30:]
-			}
-			c.t.Logf("--- %s log tail:\n%s", p.name, strings.Join(lines, "\n"))
+			c.t.Logf("--- %s log tail:\n%s", p.name, strings.Join(p.n().LogTail(30), "\n"))
 		}
 	}
 }
 
 func (c *cluster) status(p *proc) (*writv1.StatusResponse, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	return p.client.Status(ctx, &writv1.StatusRequest{})
+	return c.shared().Status(context.Background(), p.n())
 }
 
 func (c *cluster) waitReady(p *proc, d time.Duration) {
 	c.t.Helper()
-	deadline := time.Now().Add(d)
-	var last string
-	for time.Now().Before(deadline) {
-		st, err := c.status(p)
-		if err == nil && st.Ready {
-			return
-		}
-		if err != nil {
-			last = err.Error()
-		} else {
-			last = st.NotReadyReason
-		}
-		select {
-		case <-p.done:
-			c.t.Fatalf("%s exited while waiting for readiness", p.name)
-		default:
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := c.shared().WaitReady(context.Background(), p.n(), d); err != nil {
+		c.t.Fatal(err)
 	}
-	c.t.Fatalf("%s not ready within %s: %s", p.name, d, last)
 }
 
 func (c *cluster) waitVoters(n int, d time.Duration) {
 	c.t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		m, err := c.nodes[0].client.Members(ctx, &writv1.MembersRequest{})
-		cancel()
-		if err == nil {
-			v := 0
-			for _, x := range m.Members {
-				if x.Role == "voter" {
-					v++
-				}
-			}
-			if v == n {
-				return
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := c.shared().WaitVoters(context.Background(), n, d); err != nil {
+		c.t.Fatal(err)
 	}
-	c.t.Fatalf("cluster did not reach %d voters within %s", n, d)
 }
 
 // leader returns the node that reports itself leader, waiting up to d.
 func (c *cluster) leader(d time.Duration) *proc {
 	c.t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		for _, p := range c.nodes {
-			if p.cmd == nil {
-				continue
-			}
-			if st, err := c.status(p); err == nil && st.IsLeader && st.Ready {
-				return p
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
+	n, err := c.shared().Leader(context.Background(), d)
+	if err != nil {
+		c.t.Fatal(err)
 	}
-	c.t.Fatalf("no ready leader within %s", d)
+	for _, p := range c.nodes {
+		if p.node == n {
+			return p
+		}
+	}
 	return nil
 }
 
@@ -314,34 +271,14 @@ func report(p *proc, typ, payload string) (*writv1.ReportResponse, error) {
 }
 
 // converge waits until every running node reports the same applied index
-// and state hash, and returns the hash.
+// and state hash, and returns "index/hash".
 func (c *cluster) converge(d time.Duration) string {
 	c.t.Helper()
-	deadline := time.Now().Add(d)
-	var last []string
-	for time.Now().Before(deadline) {
-		last = last[:0]
-		hashes := map[string]bool{}
-		ok := true
-		for _, p := range c.nodes {
-			st, err := c.status(p)
-			if err != nil {
-				ok = false
-				break
-			}
-			key := fmt.Sprintf("%d/%s", st.StateIndex, st.StateHash)
-			last = append(last, p.name+"="+key)
-			hashes[key] = true
-		}
-		if ok && len(hashes) == 1 {
-			for h := range hashes {
-				return h
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
+	key, err := c.shared().Converge(context.Background(), d, false)
+	if err != nil {
+		c.t.Fatal(err)
 	}
-	c.t.Fatalf("state did not converge within %s: %v", d, last)
-	return ""
+	return key
 }
 
 func hasArg(args []string, name string) bool {

@@ -204,13 +204,11 @@ func TestCluster_KeyRotation(t *testing.T) {
 	c.nodes = append(c.nodes, stale)
 	c.start(stale)
 	select {
-	case <-stale.done:
+	case <-stale.exited():
 	case <-time.After(60 * time.Second):
 		t.Fatal("a node with only the retired gossip key is still running after 60s: it should have failed to join")
 	}
-	exit := stale.cmd.ProcessState.ExitCode()
-	stale.cmd = nil
-	_ = stale.logf.Close()
+	exit := stale.exitCode()
 	logs, _ := os.ReadFile(stale.dir + ".log")
 	if exit == 0 || !strings.Contains(string(logs), "could not join any seed") || strings.Contains(string(logs), "panic") {
 		t.Fatalf("node with the retired key: want a non-zero exit (got %d) with a join error naming the seeds and no panic, got:\n%s", exit, logs)

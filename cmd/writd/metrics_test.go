@@ -279,7 +279,7 @@ func TestCluster_MetricsAndHealth(t *testing.T) {
 	if r := total(scrape(t, victim)["writ_plugin_restarts_total"], nil); r != 0 {
 		t.Fatalf("plugin restarts %v before any crash", r)
 	}
-	pid := childPID(t, victim.cmd.Process.Pid, "writ-jobs")
+	pid := childPID(t, victim.pid(), "writ-jobs")
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func (c *cluster) agreeOnOutcome(id string, d time.Duration) *writv1.OutcomeResp
 		var first *writv1.OutcomeResponse
 		agree := true
 		for _, p := range c.nodes {
-			if p.cmd == nil {
+			if !p.running() {
 				continue
 			}
 			r, err := outcomeAt(p, id, false)
@@ -81,7 +81,7 @@ func (c *cluster) jobPresent(job string) map[string]bool {
 	c.t.Helper()
 	out := map[string]bool{}
 	for _, p := range c.nodes {
-		if p.cmd == nil {
+		if !p.running() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -97,7 +97,7 @@ func (c *cluster) jobPresent(job string) map[string]bool {
 
 func (c *cluster) signal(p *proc, sig syscall.Signal) {
 	c.t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
+	if err := p.signal(sig); err != nil {
 		c.t.Fatalf("%s: %v: %v", p.name, sig, err)
 	}
 }
@@ -121,8 +121,8 @@ func (c *cluster) uncertainAtLeader(lead *proc, id, job string) {
 
 func (c *cluster) thaw() {
 	for _, p := range c.nodes {
-		if p.cmd != nil {
-			_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		if p.running() {
+			_ = p.signal(syscall.SIGCONT)
 		}
 	}
 }

@@ -216,7 +216,7 @@ func TestPeerTLSRefusesUnauthenticatedPeersOnRealWritd(t *testing.T) {
 
 	// A 100 MiB frame from an authenticated member is refused from its
 	// header: the node does not grow by it.
-	pid := target.cmd.Process.Pid
+	pid := target.pid()
 	before := rssKB(t, pid)
 	big := make([]byte, 100<<20)
 	_ = peerStream(t, addr, holder(t, stolen), hdr("n3", true), big)
@@ -272,7 +272,7 @@ func TestPeerTLSRefusesUnauthenticatedPeersOnRealWritd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := target.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := target.signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	waitLogLine(t, target, "peer TLS files reloaded")
@@ -288,7 +288,7 @@ func TestPeerTLSRefusesUnauthenticatedPeersOnRealWritd(t *testing.T) {
 	}
 
 	select {
-	case <-target.done:
+	case <-target.exited():
 		t.Fatalf("%s exited; log:\n%s", target.name, readLog(t, target))
 	default:
 	}

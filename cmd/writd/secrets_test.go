@@ -95,7 +95,7 @@ func TestCluster_Secrets(t *testing.T) {
 		}
 	}
 	for _, p := range c.nodes {
-		pid := p.cmd.Process.Pid
+		pid := p.pid()
 		secret(fmt.Sprintf("%s (pid %d) arguments", p.name, pid), procFile(t, pid, "cmdline"))
 		kids := childPIDs(t, pid)
 		if len(kids) == 0 {

@@ -35,11 +35,11 @@ func TestWritctl_UncertainWhenTheLeaderNeverAnswers(t *testing.T) {
 	if out, code := ctl("--addr", f.api(), "submit", "queue.control", `{"queue":"q1","action":"create"}`); code != 0 {
 		t.Fatalf("queue create through %s: exit %d: %s", f.name, code, out)
 	}
-	if err := l.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := l.signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = l.cmd.Process.Signal(syscall.SIGCONT) }) // before the cluster stops
-	proctest.WaitStopped(t, l.cmd.Process.Pid)
+	t.Cleanup(func() { _ = l.signal(syscall.SIGCONT) }) // before the cluster stops
+	proctest.WaitStopped(t, l.pid())
 	job := `{"job_id":"j1","queue":"q1","priority":1,"command":"run"}`
 	out, code := ctl("--addr", f.api(), "--timeout", "2s", "submit", "job.submit", job)
 	m := uncertainLine.FindStringSubmatch(out)
@@ -50,7 +50,7 @@ func TestWritctl_UncertainWhenTheLeaderNeverAnswers(t *testing.T) {
 	if !strings.Contains(out, "`writctl outcome "+id+"`") {
 		t.Fatalf("the UNCERTAIN line does not show the lookup command for %s: %s", id, out)
 	}
-	if err := l.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := l.signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	out, code = ctl("--addr", f.api(), "submit", "--id", id, "job.submit", job)

@@ -51,3 +51,29 @@ func Forbid(t testing.TB, pkg string, forbidden ...string) {
 		}
 	}
 }
+
+// Only fails t if pkg's closure holds a package under within (a module
+// path) that is not one of allowed or below one: an allow-list, for a
+// package that may link a few of the module's packages and no others.
+func Only(t testing.TB, pkg, within string, allowed ...string) {
+	t.Helper()
+	deps, err := Deps(pkg, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deps) == 0 {
+		t.Fatalf("depcheck: go list returned no packages for %s", pkg)
+	}
+next:
+	for _, d := range deps {
+		if d == pkg || (d != within && !strings.HasPrefix(d, within+"/")) {
+			continue
+		}
+		for _, a := range allowed {
+			if d == a || strings.HasPrefix(d, a+"/") {
+				continue next
+			}
+		}
+		t.Errorf("%s may import only %v of %s (found %s in its dependency closure)", pkg, allowed, within, d)
+	}
+}

@@ -29,3 +29,13 @@ func (f *fakeTB) Helper()               {}
 func TestPKIIsStdlibOnly(t *testing.T) {
 	Forbid(t, "github.com/writ-dev/writ/pki", "github.com/", "go.etcd.io", "google.golang.org", "cuelang.org", "golang.org/x", "pgregory.net")
 }
+
+// TestOnlyCatchesAViolation proves the allow-list can fail: proccluster
+// links api/writv1, so allowing only procenv must report it.
+func TestOnlyCatchesAViolation(t *testing.T) {
+	ft := &fakeTB{TB: t}
+	Only(ft, "github.com/writ-dev/writ/internal/proccluster", "github.com/writ-dev/writ", "github.com/writ-dev/writ/internal/procenv")
+	if !ft.failed {
+		t.Fatal("Only did not report api/writv1 in proccluster's closure")
+	}
+}
