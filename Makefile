@@ -81,7 +81,7 @@ soak:
 	$(GO) test $(RACE) -timeout 60m -tags soak $(PKGS)
 
 # The robustness suite's CI tier alone (it also runs in `make test`; the
-# longer tier runs in `make soak`). WRIT_ROBUSTNESS_SEED=N reruns a seed;
+# longer tier runs in `make soak`). WRITTEST_ROBUSTNESS_SEED=N reruns a seed;
 # see docs/robustness.md.
 robustness:
 	$(GO) test -count=1 -timeout 20m -run 'TestRobustness' -v ./robustness/

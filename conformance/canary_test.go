@@ -67,15 +67,15 @@ func canaryOptions(check string, cases int, plugin, domain string) Options {
 // only this test, which runs one check and writes its result as JSON. It is
 // skipped in a normal run.
 func TestCanaryTarget(t *testing.T) {
-	check := os.Getenv("WRIT_CANARY_CHECK")
+	check := os.Getenv("WRITTEST_CANARY_CHECK")
 	if check == "" {
 		t.Skip("run by TestCanaryBuildsFailTheirCheck in a canary build")
 	}
 	var cases int
-	if err := json.Unmarshal([]byte(os.Getenv("WRIT_CANARY_CASES")), &cases); err != nil {
-		t.Fatalf("WRIT_CANARY_CASES: %v", err)
+	if err := json.Unmarshal([]byte(os.Getenv("WRITTEST_CANARY_CASES")), &cases); err != nil {
+		t.Fatalf("WRITTEST_CANARY_CASES: %v", err)
 	}
-	rep := mustRun(t, canaryOptions(check, cases, os.Getenv("WRIT_CANARY_PLUGIN"), os.Getenv("WRIT_CANARY_DOMAIN")))
+	rep := mustRun(t, canaryOptions(check, cases, os.Getenv("WRITTEST_CANARY_PLUGIN"), os.Getenv("WRITTEST_CANARY_DOMAIN")))
 	c, ok := rep.Check(check)
 	if !ok {
 		t.Fatalf("no check %s in the report", check)
@@ -84,7 +84,7 @@ func TestCanaryTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(os.Getenv("WRIT_CANARY_REPORT"), b, 0o644); err != nil {
+	if err := os.WriteFile(os.Getenv("WRITTEST_CANARY_REPORT"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -123,7 +123,7 @@ func TestClusterCanaryBuildsFailTheirCheck(t *testing.T) {
 }
 
 func TestCanaryBuildsFailTheirCheck(t *testing.T) {
-	if os.Getenv("WRIT_CANARY_CHECK") != "" {
+	if os.Getenv("WRITTEST_CANARY_CHECK") != "" {
 		t.Skip("inside a canary build")
 	}
 	plugin := jobsPlugin(t)
@@ -149,8 +149,8 @@ func TestCanaryBuildsFailTheirCheck(t *testing.T) {
 			}
 			out := filepath.Join(dir, cn.tag+".json")
 			cmd := exec.Command(bin, "-test.run", "^TestCanaryTarget$", "-test.count", "1")
-			cmd.Env = append(os.Environ(), "WRIT_CANARY_CHECK="+cn.check, "WRIT_CANARY_PLUGIN="+pl, "WRIT_CANARY_DOMAIN="+cn.domain,
-				"WRIT_CANARY_CASES="+strconv.Itoa(cn.cases), "WRIT_CANARY_REPORT="+out)
+			cmd.Env = append(os.Environ(), "WRITTEST_CANARY_CHECK="+cn.check, "WRITTEST_CANARY_PLUGIN="+pl, "WRITTEST_CANARY_DOMAIN="+cn.domain,
+				"WRITTEST_CANARY_CASES="+strconv.Itoa(cn.cases), "WRITTEST_CANARY_REPORT="+out)
 			if b, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("canary build %s: %v\n%s", cn.tag, err, b)
 			}

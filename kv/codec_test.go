@@ -34,14 +34,14 @@ func sampleBatch() []Command {
 func TestCodecGolden(t *testing.T) {
 	enc := EncodeBatch(sampleBatch())
 	golden := filepath.Join("testdata", "batch_v1.hex")
-	if os.Getenv("WRIT_UPDATE_GOLDEN") == "1" {
+	if os.Getenv("WRITTEST_UPDATE_GOLDEN") == "1" {
 		if err := os.WriteFile(golden, []byte(hex.EncodeToString(enc)+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	raw, err := os.ReadFile(golden)
 	if err != nil {
-		t.Fatalf("read golden (regenerate with WRIT_UPDATE_GOLDEN=1 only for a NEW version): %v", err)
+		t.Fatalf("read golden (regenerate with WRITTEST_UPDATE_GOLDEN=1 only for a NEW version): %v", err)
 	}
 	want, err := hex.DecodeString(strings.TrimSpace(string(raw)))
 	if err != nil {

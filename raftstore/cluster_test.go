@@ -18,11 +18,11 @@ import (
 
 // Loopback addresses: in-process clusters use 127.0.1.1–127.0.1.9, the
 // crash-recovery processes 127.0.1.21–127.0.1.23 (ports are kernel-chosen).
-// WRIT_TEST_LOOPBACK (e.g. 127.0.5) moves all of them to another /24.
+// WRITTEST_LOOPBACK (e.g. 127.0.5) moves all of them to another /24.
 
 // loopback returns the test address host on the clusters' /24.
 func loopback(host int) string {
-	net := os.Getenv("WRIT_TEST_LOOPBACK")
+	net := os.Getenv("WRITTEST_LOOPBACK")
 	if net == "" {
 		net = "127.0.1"
 	}
@@ -30,7 +30,7 @@ func loopback(host int) string {
 }
 
 func testLogger(testing.TB) *slog.Logger {
-	if os.Getenv("WRIT_TEST_LOG") != "" {
+	if os.Getenv("WRITTEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -20,10 +20,10 @@ import (
 )
 
 // The crash-recovery test re-executes this test binary as real node
-// processes (TestMain dispatches on WRIT_RAFTSTORE_CHILD), SIGKILLs them
+// processes (TestMain dispatches on WRITTEST_RAFTSTORE_CHILD), SIGKILLs them
 // mid-load and checks what survived.
 func TestMain(m *testing.M) {
-	if os.Getenv("WRIT_RAFTSTORE_CHILD") == "1" {
+	if os.Getenv("WRITTEST_RAFTSTORE_CHILD") == "1" {
 		os.Exit(runChild())
 	}
 	os.Exit(m.Run())
@@ -33,11 +33,11 @@ func TestMain(m *testing.M) {
 // acknowledged (committed and applied) key to the acked file.
 func runChild() int {
 	var peers []Peer
-	for _, p := range strings.Split(os.Getenv("WRIT_RS_PEERS"), ",") {
+	for _, p := range strings.Split(os.Getenv("WRITTEST_RS_PEERS"), ",") {
 		id, addr, _ := strings.Cut(p, "=")
 		peers = append(peers, Peer{ID: id, Addr: addr})
 	}
-	id := os.Getenv("WRIT_RS_ID")
+	id := os.Getenv("WRITTEST_RS_ID")
 	var addr string
 	for _, p := range peers {
 		if p.ID == id {
@@ -47,7 +47,7 @@ func runChild() int {
 	var n *Node
 	var err error
 	for range 50 { // the previous incarnation's socket may linger briefly
-		n, err = Start(Config{NodeID: id, DataDir: os.Getenv("WRIT_RS_DIR"), RaftAddr: addr, Peers: peers, Logger: testLogger(nil)})
+		n, err = Start(Config{NodeID: id, DataDir: os.Getenv("WRITTEST_RS_DIR"), RaftAddr: addr, Peers: peers, Logger: testLogger(nil)})
 		if err == nil || !strings.Contains(err.Error(), "address already in use") {
 			break
 		}
@@ -57,7 +57,7 @@ func runChild() int {
 		fmt.Fprintln(os.Stderr, "child start:", err)
 		return 2
 	}
-	acked, err := os.OpenFile(os.Getenv("WRIT_RS_ACKED"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	acked, err := os.OpenFile(os.Getenv("WRITTEST_RS_ACKED"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child acked file:", err)
 		return 2
@@ -105,7 +105,7 @@ func startChild(t *testing.T, id, dir, peers, acked, logPath string) *child {
 	}
 	defer logf.Close()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "WRIT_RAFTSTORE_CHILD=1", "WRIT_RS_ID="+id, "WRIT_RS_DIR="+dir, "WRIT_RS_PEERS="+peers, "WRIT_RS_ACKED="+acked)
+	cmd.Env = append(os.Environ(), "WRITTEST_RAFTSTORE_CHILD=1", "WRITTEST_RS_ID="+id, "WRITTEST_RS_DIR="+dir, "WRITTEST_RS_PEERS="+peers, "WRITTEST_RS_ACKED="+acked)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

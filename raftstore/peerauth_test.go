@@ -71,7 +71,7 @@ func tlsCluster(t *testing.T, n int) (*cluster, string, *syncBuf) {
 }
 
 func testLogSink() io.Writer {
-	if os.Getenv("WRIT_TEST_LOG") != "" {
+	if os.Getenv("WRITTEST_LOG") != "" {
 		return os.Stderr
 	}
 	return io.Discard

@@ -12,7 +12,7 @@ import (
 // alone, and healing restores it. Runs on 127.0.47.5–7.
 func TestFirewallCutsAndHeals(t *testing.T) {
 	if err := partitionsAvailable(); err != nil {
-		if os.Getenv("WRIT_ROBUSTNESS_NO_PARTITIONS") == "1" {
+		if os.Getenv("WRITTEST_ROBUSTNESS_NO_PARTITIONS") == "1" {
 			t.Skipf("partitions NOT RUN: %v", err)
 		}
 		t.Fatal(err)

@@ -20,7 +20,7 @@ var (
 )
 
 // jobs is the reference schema and its plugin; the suite drives any schema
-// the same way (WRIT_ROBUSTNESS_SCHEMA and WRIT_ROBUSTNESS_PLUGIN_PKG pick
+// the same way (WRITTEST_ROBUSTNESS_SCHEMA and WRITTEST_ROBUSTNESS_PLUGIN_PKG pick
 // another).
 const (
 	jobsSchema = "../examples/jobs/schema"
@@ -70,7 +70,7 @@ func binaries(t *testing.T, tags string) Binaries {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Build(ctx, binDir, envOr("WRIT_ROBUSTNESS_PLUGIN_PKG", jobsPlugin), "")
+	p, err := Build(ctx, binDir, envOr("WRITTEST_ROBUSTNESS_PLUGIN_PKG", jobsPlugin), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,13 +78,13 @@ func binaries(t *testing.T, tags string) Binaries {
 }
 
 // faultKinds is every kind, or every kind but partitions when nftables
-// cannot be had and WRIT_ROBUSTNESS_NO_PARTITIONS=1 says that is accepted.
+// cannot be had and WRITTEST_ROBUSTNESS_NO_PARTITIONS=1 says that is accepted.
 func faultKinds(t *testing.T) []string {
 	t.Helper()
-	if v := os.Getenv("WRIT_ROBUSTNESS_KINDS"); v != "" {
+	if v := os.Getenv("WRITTEST_ROBUSTNESS_KINDS"); v != "" {
 		for _, k := range strings.Split(v, ",") {
 			if !slices.Contains(FaultKinds, k) {
-				t.Fatalf("WRIT_ROBUSTNESS_KINDS: unknown fault kind %q (use any of %s)", k, strings.Join(FaultKinds, ","))
+				t.Fatalf("WRITTEST_ROBUSTNESS_KINDS: unknown fault kind %q (use any of %s)", k, strings.Join(FaultKinds, ","))
 			}
 			if isPartition(k) {
 				if err := partitionsAvailable(); err != nil {
@@ -98,10 +98,10 @@ func faultKinds(t *testing.T) []string {
 	if err == nil {
 		return FaultKinds
 	}
-	if os.Getenv("WRIT_ROBUSTNESS_NO_PARTITIONS") != "1" {
-		t.Fatalf("network partitions cannot run: %v (fix: run as root with apt-get available, install nftables, or set WRIT_ROBUSTNESS_NO_PARTITIONS=1 to run without them)", err)
+	if os.Getenv("WRITTEST_ROBUSTNESS_NO_PARTITIONS") != "1" {
+		t.Fatalf("network partitions cannot run: %v (fix: run as root with apt-get available, install nftables, or set WRITTEST_ROBUSTNESS_NO_PARTITIONS=1 to run without them)", err)
 	}
-	t.Logf("partitions NOT RUN: %v (WRIT_ROBUSTNESS_NO_PARTITIONS=1)", err)
+	t.Logf("partitions NOT RUN: %v (WRITTEST_ROBUSTNESS_NO_PARTITIONS=1)", err)
 	var out []string
 	for _, k := range FaultKinds {
 		if !isPartition(k) {
@@ -113,7 +113,7 @@ func faultKinds(t *testing.T) []string {
 
 func runRoot(t *testing.T) string {
 	t.Helper()
-	if d := os.Getenv("WRIT_ROBUSTNESS_DIR"); d != "" {
+	if d := os.Getenv("WRITTEST_ROBUSTNESS_DIR"); d != "" {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -126,9 +126,9 @@ func runRoot(t *testing.T) string {
 	return d
 }
 
-// TestRobustness is the CI tier: WRIT_ROBUSTNESS_RUNS runs (default 10)
-// of WRIT_ROBUSTNESS_FAULTS faults each (default 2) on 3 real writd
-// processes, seeds from WRIT_ROBUSTNESS_SEED on (default: drawn and
+// TestRobustness is the CI tier: WRITTEST_ROBUSTNESS_RUNS runs (default 10)
+// of WRITTEST_ROBUSTNESS_FAULTS faults each (default 2) on 3 real writd
+// processes, seeds from WRITTEST_ROBUSTNESS_SEED on (default: drawn and
 // printed). Every run must pass every check; the summary line is printed.
 func TestRobustness(t *testing.T) {
 	if testing.Short() {
@@ -137,13 +137,13 @@ func TestRobustness(t *testing.T) {
 	t.Parallel()
 	kinds := faultKinds(t)
 	bins := binaries(t, "")
-	runs := envInt(t, "WRIT_ROBUSTNESS_RUNS", 10)
-	faults := envInt(t, "WRIT_ROBUSTNESS_FAULTS", 2)
+	runs := envInt(t, "WRITTEST_ROBUSTNESS_RUNS", 10)
+	faults := envInt(t, "WRITTEST_ROBUSTNESS_FAULTS", 2)
 	base := uint64(time.Now().UnixNano() % 1_000_000_000)
-	if s := os.Getenv("WRIT_ROBUSTNESS_SEED"); s != "" {
+	if s := os.Getenv("WRITTEST_ROBUSTNESS_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			t.Fatalf("WRIT_ROBUSTNESS_SEED=%q: give a non-negative integer", s)
+			t.Fatalf("WRITTEST_ROBUSTNESS_SEED=%q: give a non-negative integer", s)
 		}
 		base = v
 	}
@@ -152,9 +152,9 @@ func TestRobustness(t *testing.T) {
 	for i := 0; i < runs; i++ {
 		seed := base + uint64(i)
 		r := Run(context.Background(), Config{
-			Seed: seed, SchemaDir: envOr("WRIT_ROBUSTNESS_SCHEMA", jobsSchema), Bins: bins, Hosts: ciHosts, Root: root,
+			Seed: seed, SchemaDir: envOr("WRITTEST_ROBUSTNESS_SCHEMA", jobsSchema), Bins: bins, Hosts: ciHosts, Root: root,
 			Faults: faults, Kinds: kinds, ClientsPerNode: 2, Instances: 3,
-			Reproduce: fmt.Sprintf("WRIT_ROBUSTNESS_SEED=%d WRIT_ROBUSTNESS_RUNS=1 WRIT_ROBUSTNESS_FAULTS=%d go test -count=1 -run 'TestRobustness$' ./robustness/", seed, faults),
+			Reproduce: fmt.Sprintf("WRITTEST_ROBUSTNESS_SEED=%d WRITTEST_ROBUSTNESS_RUNS=1 WRITTEST_ROBUSTNESS_FAULTS=%d go test -count=1 -run 'TestRobustness$' ./robustness/", seed, faults),
 		})
 		sum.Add(r)
 		t.Logf("seed %d: %s, %d faults, recovery %s, %d ops, uncertain %d, keys linearizable %d/%d", seed, r.Duration, len(r.Faults), r.Recovery, opsOf(r), r.Uncertain.Total, r.Lin.Linearized, r.Lin.Checked)
@@ -162,7 +162,7 @@ func TestRobustness(t *testing.T) {
 			t.Errorf("seed %d failed: %s\n  reproduce: %s\n  kept: %s", seed, strings.Join(r.Failures(), "; "), r.Reproduce, r.Dir)
 		}
 	}
-	if sum.Failed == 0 && os.Getenv("WRIT_ROBUSTNESS_DIR") == "" {
+	if sum.Failed == 0 && os.Getenv("WRITTEST_ROBUSTNESS_DIR") == "" {
 		os.RemoveAll(root)
 	}
 	fmt.Println(sum.Line())

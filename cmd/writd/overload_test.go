@@ -44,9 +44,9 @@ type loadShape struct {
 }
 
 // overloadShape is the test's default shape (small, it runs in make test),
-// or the benchmark's with WRIT_OVERLOAD_BENCH=1.
+// or the benchmark's with WRITTEST_OVERLOAD_BENCH=1.
 func overloadShape() loadShape {
-	if os.Getenv("WRIT_OVERLOAD_BENCH") == "1" {
+	if os.Getenv("WRITTEST_OVERLOAD_BENCH") == "1" {
 		return loadShape{warmup: time.Second, steady: 4 * time.Second, rounds: 2}
 	}
 	return loadShape{warmup: 500 * time.Millisecond, steady: time.Second, rounds: 1}
@@ -153,7 +153,7 @@ func loadPhase(t *testing.T, p *proc, run string, clients int, shape loadShape) 
 // UNAVAILABLE "overloaded" (retried after the hinted pause, backing off,
 // as a new request), no refused request is in the state and every
 // committed one is; the steady admitted p99 is logged against the
-// 100-client one (asserted ≤ 2× with WRIT_OVERLOAD_BENCH=1, which also runs
+// 100-client one (asserted ≤ 2× with WRITTEST_OVERLOAD_BENCH=1, which also runs
 // longer phases: see overloadShape). Then, with the
 // quorum gone, the outbox bound refuses facts with RESOURCE_EXHAUSTED
 // before acknowledging them, and every acknowledged fact commits once the
@@ -208,8 +208,8 @@ func TestCluster_OverloadAdmission(t *testing.T) {
 	}
 	// The latency bound is a benchmark: on a machine shared with other
 	// CPU-bound work (the clients run on it too) it measures the machine.
-	// WRIT_OVERLOAD_BENCH=1 asserts it; the figures are always logged.
-	if os.Getenv("WRIT_OVERLOAD_BENCH") == "1" {
+	// WRITTEST_OVERLOAD_BENCH=1 asserts it; the figures are always logged.
+	if os.Getenv("WRITTEST_OVERLOAD_BENCH") == "1" {
 		// Errorf: the refusal and fact checks below still run.
 		if len(over.steady) < 100 || len(base.steady) < 100 {
 			t.Errorf("too few steady-state samples: %d with 2000 clients, %d with 100", len(over.steady), len(base.steady))

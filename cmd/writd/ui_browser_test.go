@@ -21,7 +21,7 @@ import (
 
 // chromiumPath finds the Debian Chromium the dashboard test drives. A
 // missing browser fails the test (with how to install it) unless
-// WRIT_SKIP_BROWSER=1 asks explicitly to skip.
+// WRITTEST_SKIP_BROWSER=1 asks explicitly to skip.
 func chromiumPath(t *testing.T) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "/usr/bin/chromium", "chromium-browser"} {
@@ -29,10 +29,10 @@ func chromiumPath(t *testing.T) string {
 			return p
 		}
 	}
-	if os.Getenv("WRIT_SKIP_BROWSER") == "1" {
-		t.Skip("no chromium and WRIT_SKIP_BROWSER=1")
+	if os.Getenv("WRITTEST_SKIP_BROWSER") == "1" {
+		t.Skip("no chromium and WRITTEST_SKIP_BROWSER=1")
 	}
-	t.Fatal("dashboard test: chromium not found (fix: `apt-get install -y chromium`, or set WRIT_SKIP_BROWSER=1 to skip this test)")
+	t.Fatal("dashboard test: chromium not found (fix: `apt-get install -y chromium`, or set WRITTEST_SKIP_BROWSER=1 to skip this test)")
 	return ""
 }
 

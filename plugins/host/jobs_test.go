@@ -122,13 +122,13 @@ func TestJobsPluginWrongSchemaRefused(t *testing.T) {
 // BenchmarkJobsEvaluate measures per-entry evaluation of job.submit through
 // the real writ-jobs plugin process (generated payload decoding and
 // validation, domain rules, JSON documents, mTLS gRPC). With
-// WRIT_PLUGIN_CPUPROFILE set, the test binary serves the same handler
+// WRITTEST_PLUGIN_CPUPROFILE set, the test binary serves the same handler
 // instead (only it writes that profile).
 func BenchmarkJobsEvaluate(b *testing.B) {
 	pc := host.PluginConfig{}
-	if os.Getenv("WRIT_PLUGIN_CPUPROFILE") != "" {
+	if f := os.Getenv("WRITTEST_PLUGIN_CPUPROFILE"); f != "" {
 		pc.Path, pc.SHA256 = selfPlugin(b)
-		pc.Args = []string{pluginFlag + "jobs"}
+		pc.Args = []string{pluginFlag + "jobs", cpuProfileFlag + f}
 	} else {
 		pc = buildJobsPlugin(b)
 	}

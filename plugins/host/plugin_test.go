@@ -29,6 +29,18 @@ import (
 
 const pluginFlag = "-writ-test-plugin="
 
+// cpuProfileFlag passes WRITTEST_PLUGIN_CPUPROFILE to the test plugin.
+const cpuProfileFlag = "-writ-test-cpuprofile="
+
+func cpuProfileArg() string {
+	for _, a := range os.Args[1:] {
+		if f, ok := strings.CutPrefix(a, cpuProfileFlag); ok {
+			return f
+		}
+	}
+	return ""
+}
+
 const testFingerprint = "fp-host-test-1"
 
 func TestMain(m *testing.M) {
@@ -172,7 +184,7 @@ func servePlugin(mode string) {
 	switch mode {
 	case "jobs":
 		// The jobs handler served by the test binary, so that
-		// WRIT_PLUGIN_CPUPROFILE can profile it (BenchmarkJobsEvaluate
+		// WRITTEST_PLUGIN_CPUPROFILE can profile it (BenchmarkJobsEvaluate
 		// runs the real writ-jobs binary).
 		p = handler.Plugin()
 		versions = map[int]plugin.PluginSet{int(sdk.Handshake.ProtocolVersion): sdk.PluginSet(p)}
@@ -205,8 +217,10 @@ func servePlugin(mode string) {
 		fmt.Fprintf(os.Stderr, "unknown test plugin mode %q\n", mode)
 		os.Exit(2)
 	}
-	// WRIT_PLUGIN_CPUPROFILE=<file> profiles the plugin side of a benchmark.
-	if f := os.Getenv("WRIT_PLUGIN_CPUPROFILE"); f != "" {
+	// cpuProfileFlag<file> profiles the plugin side of a benchmark (the
+	// host passes a plugin no WRITTEST_* variable, so it comes as an
+	// argument).
+	if f := cpuProfileArg(); f != "" {
 		out, err := os.Create(f)
 		if err == nil && pprof.StartCPUProfile(out) == nil {
 			defer pprof.StopCPUProfile()

@@ -37,12 +37,12 @@ func TestOracleGeneratedValidateAgreesWithCUE(t *testing.T) {
 		t.Fatal("generated jobsgen is stale: run make gen")
 	}
 	ctx := cuecontext.New()
-	// A fixed seed keeps CI deterministic; WRIT_ORACLE_SEED explores others.
+	// A fixed seed keeps CI deterministic; WRITTEST_ORACLE_SEED explores others.
 	seed := uint64(1)
-	if s := os.Getenv("WRIT_ORACLE_SEED"); s != "" {
+	if s := os.Getenv("WRITTEST_ORACLE_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			t.Fatalf("WRIT_ORACLE_SEED: %v", err)
+			t.Fatalf("WRITTEST_ORACLE_SEED: %v", err)
 		}
 		seed = v
 	}
