@@ -3,325 +3,24 @@ package gen
 import (
 	"bytes"
 	"fmt"
-	"regexp/syntax"
-	"slices"
 	"strconv"
 	"strings"
-	"unicode"
+
+	"github.com/writ-dev/writ/schema/patterndfa"
 )
 
-// Patterns anchored at both ends (^…$) whose every matchable character is
-// ASCII are compiled at generation time into a DFA over bytes and emitted
-// as a table-driven loop; everything else stays a regexp.Regexp.
-//
-// The DFA decides exactly the language regexp.MatchString accepts: with
-// both anchors, MatchString(s) is "s is in the language of the pattern",
-// which does not depend on leftmost-first or greedy choices. A byte >= 0x80
-// (part of a multi-byte rune, or invalid UTF-8, which regexp reads as
-// U+FFFD) can never be matched by an ASCII-only pattern, and the DFA sends
-// it to the dead state.
+// dfa is a pattern's DFA (schema/patterndfa); compilePattern and compileDFA
+// are patterndfa.Compile and patterndfa.CompileSized.
+type dfa = patterndfa.DFA
 
-// Limits beyond which a pattern keeps using regexp.
-const (
-	maxNFANodes  = 4096
-	maxDFAStates = 1024
-)
-
-// byteSet is a set of bytes.
-type byteSet [4]uint64
-
-func (s *byteSet) add(lo, hi int) {
-	for c := lo; c <= hi; c++ {
-		s[c>>6] |= 1 << (c & 63)
-	}
-}
-
-func (s *byteSet) has(c int) bool { return s[c>>6]&(1<<(c&63)) != 0 }
-
-// nfaNode is a Thompson NFA node: a byte step (set, out), an epsilon split
-// (out, alt), or, with match, the accepting node.
-type nfaNode struct {
-	set   byteSet
-	step  bool
-	out   int
-	alt   int // -1 when the node is not a split
-	match bool
-}
-
-type nfa struct {
-	nodes []nfaNode
-	ok    bool
-	big   bool // ok turned false on a size limit
-}
-
-func (n *nfa) add(x nfaNode) int {
-	if len(n.nodes) >= maxNFANodes {
-		n.ok, n.big = false, true
-	}
-	n.nodes = append(n.nodes, x)
-	return len(n.nodes) - 1
-}
-
-// build adds nodes matching re followed by the fragment at next and
-// returns the entry node. n.ok turns false for an unsupported construct.
-func (n *nfa) build(re *syntax.Regexp, next int) int {
-	if !n.ok {
-		return next
-	}
-	switch re.Op {
-	case syntax.OpEmptyMatch:
-		return next
-	case syntax.OpNoMatch:
-		return n.add(nfaNode{step: true, out: next, alt: -1})
-	case syntax.OpLiteral:
-		for i := len(re.Rune) - 1; i >= 0; i-- {
-			var s byteSet
-			// A case-folded literal matches its whole fold orbit (which
-			// leaves ASCII for k and s: K, ſ).
-			for r := re.Rune[i]; ; {
-				if r < 0 || r > 0x7f {
-					n.ok = false
-					return next
-				}
-				s.add(int(r), int(r))
-				if re.Flags&syntax.FoldCase == 0 {
-					break
-				}
-				if r = unicode.SimpleFold(r); r == re.Rune[i] {
-					break
-				}
-			}
-			next = n.add(nfaNode{set: s, step: true, out: next, alt: -1})
-		}
-		return next
-	case syntax.OpCharClass:
-		var s byteSet
-		for i := 0; i+1 < len(re.Rune); i += 2 {
-			lo, hi := re.Rune[i], re.Rune[i+1]
-			if lo < 0 || hi > 0x7f || lo > hi {
-				n.ok = false
-				return next
-			}
-			s.add(int(lo), int(hi))
-		}
-		return n.add(nfaNode{set: s, step: true, out: next, alt: -1})
-	case syntax.OpCapture:
-		return n.build(re.Sub[0], next)
-	case syntax.OpConcat:
-		for i := len(re.Sub) - 1; i >= 0; i-- {
-			next = n.build(re.Sub[i], next)
-		}
-		return next
-	case syntax.OpAlternate:
-		entry := n.build(re.Sub[len(re.Sub)-1], next)
-		for i := len(re.Sub) - 2; i >= 0; i-- {
-			entry = n.add(nfaNode{out: n.build(re.Sub[i], next), alt: entry})
-		}
-		return entry
-	case syntax.OpQuest:
-		return n.add(nfaNode{out: n.build(re.Sub[0], next), alt: next})
-	case syntax.OpStar:
-		return n.star(re.Sub[0], next)
-	case syntax.OpPlus:
-		return n.build(re.Sub[0], n.star(re.Sub[0], next))
-	case syntax.OpRepeat:
-		if re.Min < 0 || (re.Max >= 0 && re.Max < re.Min) {
-			n.ok = false
-			return next
-		}
-		if re.Max < 0 {
-			next = n.star(re.Sub[0], next)
-		} else {
-			// The optional tail x{0,max-min}: (x(x(x)?)?)?.
-			for i := 0; i < re.Max-re.Min && n.ok; i++ {
-				next = n.add(nfaNode{out: n.build(re.Sub[0], next), alt: next})
-			}
-		}
-		for i := 0; i < re.Min && n.ok; i++ {
-			next = n.build(re.Sub[0], next)
-		}
-		return next
-	}
-	// Anchors in the middle, word boundaries, any-char (which matches
-	// non-ASCII runes): not compiled.
-	n.ok = false
-	return next
-}
-
-func (n *nfa) star(sub *syntax.Regexp, next int) int {
-	split := n.add(nfaNode{out: -1, alt: next})
-	n.nodes[split].out = n.build(sub, split)
-	return split
-}
-
-// dfa is a pattern compiled to a deterministic automaton over bytes. State
-// 0 is dead, state 1 the start. Bytes in class 0 lead every state to the
-// dead state.
-type dfa struct {
-	class  [256]uint8
-	nclass int
-	next   [][]int // state → class → state
-	accept []bool
-}
-
-// compilePattern compiles p into a DFA when p is anchored at both ends and
-// built only from ASCII literals and classes, concatenation, alternation,
-// groups and repetition; ok is false otherwise (the caller keeps regexp).
-func compilePattern(p string) (*dfa, bool) {
-	d, _ := compileDFA(p)
-	return d, d != nil
-}
-
-// compileDFA is compilePattern; without a DFA, tooBig tells whether the
-// pattern has a supported shape but exceeds the size limits.
-func compileDFA(p string) (d *dfa, tooBig bool) {
-	re, err := syntax.Parse(p, syntax.Perl)
-	if err != nil || re.Op != syntax.OpConcat || len(re.Sub) < 2 ||
-		re.Sub[0].Op != syntax.OpBeginText || re.Sub[len(re.Sub)-1].Op != syntax.OpEndText {
-		return nil, false
-	}
-	n := &nfa{ok: true}
-	final := n.add(nfaNode{match: true, alt: -1})
-	start := final
-	for i := len(re.Sub) - 2; i >= 1; i-- {
-		start = n.build(re.Sub[i], start)
-	}
-	if !n.ok {
-		return nil, n.big
-	}
-	d, ok := n.determinize(start)
-	return d, !ok
-}
-
-// closure adds the epsilon closure of node i to set.
-func (n *nfa) closure(i int, seen []bool, set *[]int) {
-	for {
-		if seen[i] {
-			return
-		}
-		seen[i] = true
-		nd := &n.nodes[i]
-		if nd.step || nd.match {
-			*set = append(*set, i)
-			return
-		}
-		if nd.alt >= 0 {
-			n.closure(nd.alt, seen, set)
-		}
-		i = nd.out
-	}
-}
-
-func (n *nfa) determinize(start int) (*dfa, bool) {
-	d := &dfa{}
-	// Byte classes: bytes with the same membership in every step set.
-	sigs := map[string]uint8{}
-	for c := 0; c < 256; c++ {
-		var sig []byte
-		for i := range n.nodes {
-			if n.nodes[i].step && n.nodes[i].set.has(c) {
-				sig = strconv.AppendInt(append(sig, ','), int64(i), 10)
-			}
-		}
-		if len(sig) == 0 {
-			continue
-		}
-		id, ok := sigs[string(sig)]
-		if !ok {
-			if len(sigs) == 255 {
-				return nil, false
-			}
-			id = uint8(len(sigs) + 1)
-			sigs[string(sig)] = id
-		}
-		d.class[c] = id
-	}
-	d.nclass = len(sigs) + 1
-	// Representative byte of every class.
-	rep := make([]int, d.nclass)
-	for c := 255; c >= 0; c-- {
-		rep[d.class[c]] = c
-	}
-
-	key := func(set []int) string {
-		var b []byte
-		for _, i := range set {
-			b = strconv.AppendInt(append(b, ','), int64(i), 10)
-		}
-		return string(b)
-	}
-	index := map[string]int{"": 0}
-	var sets [][]int
-	newState := func(set []int) (int, bool) {
-		slices.Sort(set)
-		set = slices.Compact(set)
-		k := key(set)
-		if id, ok := index[k]; ok {
-			return id, true
-		}
-		if len(sets) >= maxDFAStates {
-			return 0, false
-		}
-		id := len(sets)
-		index[k] = id
-		sets = append(sets, set)
-		return id, true
-	}
-	sets = append(sets, nil) // dead
-	var init []int
-	n.closure(start, make([]bool, len(n.nodes)), &init)
-	if _, ok := newState(init); !ok {
-		return nil, false
-	}
-	for s := 0; s < len(sets); s++ {
-		row := make([]int, d.nclass)
-		accept := false
-		for _, i := range sets[s] {
-			accept = accept || n.nodes[i].match
-		}
-		for cl := 1; cl < d.nclass; cl++ {
-			var to []int
-			seen := make([]bool, len(n.nodes))
-			for _, i := range sets[s] {
-				nd := &n.nodes[i]
-				if nd.step && nd.set.has(rep[cl]) {
-					n.closure(nd.out, seen, &to)
-				}
-			}
-			id, ok := newState(to)
-			if !ok {
-				return nil, false
-			}
-			row[cl] = id
-		}
-		d.next = append(d.next, row)
-		d.accept = append(d.accept, accept)
-	}
-	if len(d.next) < 2 {
-		// The start closure was empty (cannot happen: the final node is
-		// always reachable by construction), so keep regexp.
-		return nil, false
-	}
-	return d, true
-}
-
-// match runs the DFA on s (the emitted code does the same).
-func (d *dfa) match(s string) bool {
-	st := 1
-	for i := 0; i < len(s); i++ {
-		st = d.next[st][d.class[s[i]]]
-		if st == 0 {
-			return false
-		}
-	}
-	return d.accept[st]
-}
+func compilePattern(p string) (*dfa, bool)      { return patterndfa.Compile(p) }
+func compileDFA(p string) (d *dfa, tooBig bool) { return patterndfa.CompileSized(p) }
 
 // emitMatcher writes the Go matcher func name(s string) bool for pattern p
 // compiled to d, with its tables prefixed by tab.
 func emitMatcher(b *bytes.Buffer, name, tab, p string, d *dfa) {
 	st := "uint8"
-	if len(d.next) > 256 {
+	if len(d.Next) > 256 {
 		st = "uint16"
 	}
 	fmt.Fprintf(b, "// %s reports whether s matches the pattern\n//\n//\t%s\n//\n", name, goQuote(p))
@@ -335,7 +34,7 @@ func emitMatcher(b *bytes.Buffer, name, tab, p string, d *dfa) {
 	fmt.Fprintf(b, "// %sClass maps a byte to its class (0: matched nowhere in the pattern).\nvar %sClass = [256]uint8{", tab, tab)
 	n := 0
 	for c := 0; c < 256; c++ {
-		if d.class[c] == 0 {
+		if d.Class[c] == 0 {
 			continue
 		}
 		if n%8 == 0 {
@@ -344,12 +43,12 @@ func emitMatcher(b *bytes.Buffer, name, tab, p string, d *dfa) {
 			b.WriteString(" ")
 		}
 		n++
-		fmt.Fprintf(b, "%s: %d,", byteLit(byte(c)), d.class[c])
+		fmt.Fprintf(b, "%s: %d,", byteLit(byte(c)), d.Class[c])
 	}
 	b.WriteString("\n}\n\n")
 
-	fmt.Fprintf(b, "// %sNext is the transition table: state × class → state.\nvar %sNext = [%d][%d]%s{\n", tab, tab, len(d.next), d.nclass, st)
-	for _, row := range d.next {
+	fmt.Fprintf(b, "// %sNext is the transition table: state × class → state.\nvar %sNext = [%d][%d]%s{\n", tab, tab, len(d.Next), d.NClass, st)
+	for _, row := range d.Next {
 		parts := make([]string, len(row))
 		for i, v := range row {
 			parts[i] = strconv.Itoa(v)
@@ -357,9 +56,9 @@ func emitMatcher(b *bytes.Buffer, name, tab, p string, d *dfa) {
 		fmt.Fprintf(b, "\t{%s},\n", strings.Join(parts, ", "))
 	}
 	b.WriteString("}\n\n")
-	fmt.Fprintf(b, "// %sAccept marks the accepting states.\nvar %sAccept = [%d]bool{", tab, tab, len(d.accept))
+	fmt.Fprintf(b, "// %sAccept marks the accepting states.\nvar %sAccept = [%d]bool{", tab, tab, len(d.Accept))
 	n = 0
-	for i, a := range d.accept {
+	for i, a := range d.Accept {
 		if !a {
 			continue
 		}

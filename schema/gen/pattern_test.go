@@ -237,7 +237,7 @@ func TestPatternDFAAgreesWithRegexp(t *testing.T) {
 		patterns++
 		for _, in := range g.inputs(p, 60) {
 			inputs++
-			if got, want := d.match(in), re.MatchString(in); got != want {
+			if got, want := d.Match(in), re.MatchString(in); got != want {
 				t.Fatalf("pattern %q, input %q: DFA %v, regexp %v", p.src, in, got, want)
 			}
 		}
@@ -280,7 +280,7 @@ func FuzzPatternDFA(f *testing.F) {
 			return
 		}
 		re := regexp.MustCompile(p)
-		if got, want := d.match(in), re.MatchString(in); got != want {
+		if got, want := d.Match(in), re.MatchString(in); got != want {
 			t.Fatalf("pattern %q, input %q: DFA %v, regexp %v", p, in, got, want)
 		}
 	})

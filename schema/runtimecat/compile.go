@@ -251,7 +251,7 @@ func (c *compiler) matcher(p string) (func(string) bool, error) {
 	}
 	var m func(string) bool
 	if d, ok := compilePattern(p); ok {
-		m = d.match
+		m = d.Match
 	} else {
 		re, err := regexp.Compile(p)
 		if err != nil {
