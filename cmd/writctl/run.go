@@ -386,6 +386,29 @@ func renderMembers(out io.Writer, m *writv1.MembersResponse) error {
 	return w.Flush()
 }
 
+// sendEntry reads an entry command's payload argument and sends it with
+// send under the deadline ctx gives; a refusal is printed with its outcome
+// and becomes the command's exit error.
+func sendEntry[R any](a *app, payloadArg string, ctx func() (context.Context, context.CancelFunc), send func(context.Context, *client.Client, []byte) (R, error)) (R, error) {
+	var zero R
+	p, err := a.readPayload(payloadArg)
+	if err != nil {
+		return zero, err
+	}
+	c, err := a.cli()
+	if err != nil {
+		return zero, err
+	}
+	cctx, cancel := ctx()
+	defer cancel()
+	r, err := send(cctx, c, p)
+	if err != nil {
+		a.printOutcome(err)
+		return zero, a.writeErr(err)
+	}
+	return r, nil
+}
+
 func (a *app) submitCmd() *cobra.Command {
 	var id string
 	var timeout time.Duration
@@ -394,24 +417,16 @@ func (a *app) submitCmd() *cobra.Command {
 		Short: "Submit a request and wait for its outcome (exit 0 only when COMMITTED)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
-			p, err := a.readPayload(args[1])
-			if err != nil {
-				return err
-			}
-			c, err := a.cli()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.commitBudget(timeout)
-			defer cancel()
 			opts := []client.Option{client.WithCommitTimeout(timeout)}
 			if id != "" {
 				opts = append(opts, client.WithID(id))
 			}
-			r, err := c.Submit(ctx, args[0], p, opts...)
+			r, err := sendEntry(a, args[1], func() (context.Context, context.CancelFunc) { return a.commitBudget(timeout) },
+				func(ctx context.Context, c *client.Client, p []byte) (client.Outcome, error) {
+					return c.Submit(ctx, args[0], p, opts...)
+				})
 			if err != nil {
-				a.printOutcome(err)
-				return a.writeErr(err)
+				return err
 			}
 			if a.structured() {
 				return a.printJSON(&writv1.SubmitResponse{Outcome: r.Wire, RequestId: r.RequestID, Index: r.Index, Result: r.Result, Reason: r.Reason, ServedBy: r.ServedBy})
@@ -435,20 +450,12 @@ func (a *app) reportCmd() *cobra.Command {
 		Short: "Report a fact; acknowledged once it is durable in the node's outbox",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
-			p, err := a.readPayload(args[1])
+			r, err := sendEntry(a, args[1], a.ctx,
+				func(ctx context.Context, c *client.Client, p []byte) (client.Received, error) {
+					return c.Report(ctx, args[0], p, client.WithID(id))
+				})
 			if err != nil {
 				return err
-			}
-			c, err := a.cli()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.ctx()
-			defer cancel()
-			r, err := c.Report(ctx, args[0], p, client.WithID(id))
-			if err != nil {
-				a.printOutcome(err)
-				return a.writeErr(err)
 			}
 			if a.structured() {
 				return a.printJSON(&writv1.ReportResponse{Received: true, FactId: r.ID, NodeId: r.NodeID, OutboxDepth: r.OutboxDepth})
@@ -468,20 +475,12 @@ func (a *app) deliverCmd() *cobra.Command {
 		Short: "Deliver a receipt (e.g. a job.dispatch batch); item outcomes arrive on watch",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
-			p, err := a.readPayload(args[1])
+			r, err := sendEntry(a, args[1], a.ctx,
+				func(ctx context.Context, c *client.Client, p []byte) (client.Received, error) {
+					return c.Deliver(ctx, args[0], p, client.WithID(id))
+				})
 			if err != nil {
 				return err
-			}
-			c, err := a.cli()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.ctx()
-			defer cancel()
-			r, err := c.Deliver(ctx, args[0], p, client.WithID(id))
-			if err != nil {
-				a.printOutcome(err)
-				return a.writeErr(err)
 			}
 			if a.structured() {
 				return a.printJSON(&writv1.DeliverResponse{Received: true, RequestId: r.ID, Items: uint32(len(r.ItemIDs)), ItemIds: r.ItemIDs})
