@@ -43,30 +43,11 @@ func loadJob(c *sdk.Call, id string) (*Job, bool, error) {
 
 // loadJobAt is loadJob with the document key already built.
 func loadJobAt(c *sdk.Call, key, id string) (*Job, bool, error) {
-	b, ok := c.Get(key)
-	if !ok {
-		return nil, false, nil
-	}
-	j := new(Job)
-	if err := decodeDoc(key, b, j, fastJob); err != nil {
-		return nil, false, err
-	}
-	j.State = state(c, "job", id, j.State)
-	return j, true, nil
+	return loadDoc(c, key, "job", id, fastJob, func(j *Job) *string { return &j.State })
 }
 
 func loadWorker(c *sdk.Call, id string) (*Worker, bool, error) {
-	key := workerKey(id)
-	b, ok := c.Get(key)
-	if !ok {
-		return nil, false, nil
-	}
-	w := new(Worker)
-	if err := decodeDoc(key, b, w, fastWorker); err != nil {
-		return nil, false, err
-	}
-	w.State = state(c, "worker", id, w.State)
-	return w, true, nil
+	return loadDoc(c, workerKey(id), "worker", id, fastWorker, func(w *Worker) *string { return &w.State })
 }
 
 func loadQueue(c *sdk.Call, name string) (*Queue, bool, error) {
@@ -75,16 +56,24 @@ func loadQueue(c *sdk.Call, name string) (*Queue, bool, error) {
 
 // loadQueueAt is loadQueue with the document key already built.
 func loadQueueAt(c *sdk.Call, key, name string) (*Queue, bool, error) {
+	return loadDoc(c, key, "queue", name, fastQueue, func(q *Queue) *string { return &q.State })
+}
+
+// loadDoc reads the document at key (fast, else encoding/json) and sets
+// the state it mirrors from the machine instance (machine, id) when the
+// call declared it.
+func loadDoc[T any](c *sdk.Call, key, machine, id string, fast func(*T, []byte) bool, stateOf func(*T) *string) (*T, bool, error) {
 	b, ok := c.Get(key)
 	if !ok {
 		return nil, false, nil
 	}
-	q := new(Queue)
-	if err := decodeDoc(key, b, q, fastQueue); err != nil {
+	v := new(T)
+	if err := decodeDoc(key, b, v, fast); err != nil {
 		return nil, false, err
 	}
-	q.State = state(c, "queue", name, q.State)
-	return q, true, nil
+	st := stateOf(v)
+	*st = state(c, machine, id, *st)
+	return v, true, nil
 }
 
 func submit(_ context.Context, c *sdk.Call) error {
