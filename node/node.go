@@ -582,23 +582,7 @@ func loadActivated(dir string) (*config.Cluster, error) {
 // saveActivated persists an activated document atomically (write, fsync,
 // rename, fsync dir); it is called only from the activation hook.
 func saveActivated(dir string, doc []byte) error {
-	tmp := filepath.Join(dir, activatedFile+".tmp")
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(doc); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, activatedFile)); err != nil {
+	if err := writeFileSync(filepath.Join(dir, activatedFile), doc); err != nil {
 		return err
 	}
 	d, err := os.Open(dir)
