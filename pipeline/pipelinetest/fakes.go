@@ -253,12 +253,7 @@ func (l *FakeLog) CommitNext() bool {
 		l.mu.Unlock()
 		return false
 	}
-	p := l.pending[0]
-	l.popPendingLocked()
-	l.index++
-	idx := l.index
-	l.committed.append(p.batch)
-	res := l.applyLocked(idx, p.batch, p.oneRes[:0])
+	p, idx, res := l.commitOldestLocked()
 	obs := l.Observer
 	if l.WakeWaiterFirst {
 		p.decideLocked(res, false)
@@ -278,6 +273,16 @@ func (l *FakeLog) CommitNext() bool {
 	p.decideLocked(res, false)
 	l.mu.Unlock()
 	return true
+}
+
+// commitOldestLocked takes the oldest pending batch off the queue, commits
+// it at the next index and applies it.
+func (l *FakeLog) commitOldestLocked() (*fakeProposal, uint64, []kv.Result) {
+	p := l.pending[0]
+	l.popPendingLocked()
+	l.index++
+	l.committed.append(p.batch)
+	return p, l.index, l.applyLocked(l.index, p.batch, p.oneRes[:0])
 }
 
 // Delay moves the oldest pending batch behind every other pending batch,
@@ -308,12 +313,7 @@ func (l *FakeLog) CommitSilently() bool {
 		l.mu.Unlock()
 		return false
 	}
-	p := l.pending[0]
-	l.popPendingLocked()
-	l.index++
-	idx := l.index
-	l.committed.append(p.batch)
-	res := l.applyLocked(idx, p.batch, p.oneRes[:0])
+	p, idx, res := l.commitOldestLocked()
 	ro, _ := l.Observer.(kv.RestoreObserver)
 	l.mu.Unlock()
 	if ro != nil {
