@@ -114,7 +114,7 @@ func describe(f *ir.Field) string {
 	}
 	parts = append(parts, f.Kind.String())
 	if len(f.Enum) > 0 {
-		parts = append(parts, "one of "+strings.Join(quoteAll(f.Enum), " | "))
+		parts = append(parts, "one of "+ir.EnumRule(f.Enum))
 	}
 	for _, p := range f.Patterns {
 		parts = append(parts, "=~"+strconv.Quote(p))
@@ -126,36 +126,15 @@ func describe(f *ir.Field) string {
 		parts = append(parts, fmt.Sprintf("max length %d", *f.MaxLen))
 	}
 	if f.Min != nil {
-		parts = append(parts, cmpOp(f.Min, true)+f.Min.Value)
+		parts = append(parts, f.Min.Op(true)+f.Min.Value)
 	}
 	if f.Max != nil {
-		parts = append(parts, cmpOp(f.Max, false)+f.Max.Value)
+		parts = append(parts, f.Max.Op(false)+f.Max.Value)
 	}
 	if f.ItemType != "" {
 		parts = append(parts, "items of "+f.ItemType)
 	}
 	return strings.Join(parts, ", ")
-}
-
-func quoteAll(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = strconv.Quote(s)
-	}
-	return out
-}
-
-// cmpOp is the CUE operator of a bound.
-func cmpOp(x *ir.Bound, lower bool) string {
-	switch {
-	case lower && x.Exclusive:
-		return ">"
-	case lower:
-		return ">="
-	case x.Exclusive:
-		return "<"
-	}
-	return "<="
 }
 
 // emitStruct declares a struct type and, recursively, its nested types.
@@ -374,7 +353,7 @@ func (g *generator) validate(b *bytes.Buffer, typ, owner string, f *ir.Field, va
 			for i, v := range f.Enum {
 				conds[i] = fmt.Sprintf("%s != %q", val, v)
 			}
-			rule := strings.Join(quoteAll(f.Enum), " | ")
+			rule := ir.EnumRule(f.Enum)
 			fmt.Fprintf(b, "\tif %s {\n", strings.Join(conds, " && "))
 			fail(rule, fmt.Sprintf(`"must be one of %s, got " + quoteTrunc(%s) + " (fix: use one of the listed values)"`, escapeInner(rule), val))
 			b.WriteString("\t}\n")
@@ -389,7 +368,7 @@ func (g *generator) validate(b *bytes.Buffer, typ, owner string, f *ir.Field, va
 				conds = append(conds, fmt.Sprintf("n > %d", *f.MaxLen))
 			}
 			fmt.Fprintf(b, "%s {\n", strings.Join(conds, " || "))
-			fail(lenRule("strings", "Runes", f), fmt.Sprintf(`fmt.Sprintf("must have %s characters, has %%d (fix: shorten or lengthen the value)", n)`, lenDesc(f)))
+			fail(f.LenRule("strings", "Runes"), fmt.Sprintf(`fmt.Sprintf("must have %s characters, has %%d (fix: shorten or lengthen the value)", n)`, f.LenDesc()))
 			b.WriteString("\t}\n")
 		}
 		for _, p := range f.Patterns {
@@ -414,7 +393,7 @@ func (g *generator) validate(b *bytes.Buffer, typ, owner string, f *ir.Field, va
 			if x.bd == nil {
 				continue
 			}
-			op := cmpOp(x.bd, x.lower)
+			op := x.bd.Op(x.lower)
 			neg := map[string]string{">": "<=", ">=": "<", "<": ">=", "<=": ">"}[op]
 			fmt.Fprintf(b, "\tif %s %s %s {\n", val, neg, numLit(f.Kind, x.bd.Value))
 			fail(op+x.bd.Value, fmt.Sprintf(`fmt.Sprintf("must be %s %s, got %s (fix: send a value in range)", %s)`, op, x.bd.Value, verb, val))
@@ -436,7 +415,7 @@ func (g *generator) validate(b *bytes.Buffer, typ, owner string, f *ir.Field, va
 				conds = append(conds, fmt.Sprintf("n > %d", *f.MaxLen))
 			}
 			fmt.Fprintf(b, "%s {\n", strings.Join(conds, " || "))
-			fail(lenRule("list", "Items", f), fmt.Sprintf(`fmt.Sprintf("must have %s items, has %%d (fix: send fewer or more items)", n)`, lenDesc(f)))
+			fail(f.LenRule("list", "Items"), fmt.Sprintf(`fmt.Sprintf("must have %s items, has %%d (fix: send fewer or more items)", n)`, f.LenDesc()))
 			b.WriteString("\t}\n")
 		}
 		i := fmt.Sprintf("i%d", depth)
@@ -493,27 +472,6 @@ func fieldName(name string) string {
 func escapeInner(s string) string {
 	q := strconv.Quote(s)
 	return q[1 : len(q)-1]
-}
-
-func lenRule(pkg, what string, f *ir.Field) string {
-	var parts []string
-	if f.MinLen != nil {
-		parts = append(parts, fmt.Sprintf("%s.Min%s(%d)", pkg, what, *f.MinLen))
-	}
-	if f.MaxLen != nil {
-		parts = append(parts, fmt.Sprintf("%s.Max%s(%d)", pkg, what, *f.MaxLen))
-	}
-	return strings.Join(parts, " & ")
-}
-
-func lenDesc(f *ir.Field) string {
-	switch {
-	case f.MinLen != nil && f.MaxLen != nil:
-		return fmt.Sprintf("%d to %d", *f.MinLen, *f.MaxLen)
-	case f.MinLen != nil:
-		return fmt.Sprintf("at least %d", *f.MinLen)
-	}
-	return fmt.Sprintf("at most %d", *f.MaxLen)
 }
 
 func numLit(k ir.Kind, v string) string {

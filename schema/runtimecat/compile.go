@@ -174,19 +174,11 @@ func (c *compiler) field(owner string, f *ir.Field, bin string) (*node, error) {
 	return n, nil
 }
 
-func quoteAll(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = strconv.Quote(s)
-	}
-	return out
-}
-
 func (c *compiler) stringCheck(f *ir.Field, where string) (func(*value) *ir.FieldError, error) {
 	var checks []func(string) *ir.FieldError
 	if len(f.Enum) > 0 {
 		enum := append([]string(nil), f.Enum...)
-		rule := strings.Join(quoteAll(enum), " | ")
+		rule := ir.EnumRule(enum)
 		checks = append(checks, func(s string) *ir.FieldError {
 			for _, e := range enum {
 				if s == e {
@@ -204,7 +196,7 @@ func (c *compiler) stringCheck(f *ir.Field, where string) (func(*value) *ir.Fiel
 		if f.MaxLen != nil {
 			hi = *f.MaxLen
 		}
-		rule, desc := lenRule("strings", "Runes", f), lenDesc(f)
+		rule, desc := f.LenRule("strings", "Runes"), f.LenDesc()
 		checks = append(checks, func(s string) *ir.FieldError {
 			if n := utf8.RuneCountInString(s); n < lo || n > hi {
 				return fieldErr("", rule, fmt.Sprintf("must have %s characters, has %d (fix: shorten or lengthen the value)", desc, n))
@@ -263,40 +255,6 @@ func (c *compiler) matcher(p string) (func(string) bool, error) {
 	return m, nil
 }
 
-func lenRule(pkg, what string, f *ir.Field) string {
-	var parts []string
-	if f.MinLen != nil {
-		parts = append(parts, fmt.Sprintf("%s.Min%s(%d)", pkg, what, *f.MinLen))
-	}
-	if f.MaxLen != nil {
-		parts = append(parts, fmt.Sprintf("%s.Max%s(%d)", pkg, what, *f.MaxLen))
-	}
-	return strings.Join(parts, " & ")
-}
-
-func lenDesc(f *ir.Field) string {
-	switch {
-	case f.MinLen != nil && f.MaxLen != nil:
-		return fmt.Sprintf("%d to %d", *f.MinLen, *f.MaxLen)
-	case f.MinLen != nil:
-		return fmt.Sprintf("at least %d", *f.MinLen)
-	}
-	return fmt.Sprintf("at most %d", *f.MaxLen)
-}
-
-// cmpOp is the CUE operator of a bound.
-func cmpOp(x *ir.Bound, lower bool) string {
-	switch {
-	case lower && x.Exclusive:
-		return ">"
-	case lower:
-		return ">="
-	case x.Exclusive:
-		return "<"
-	}
-	return "<="
-}
-
 // bound is one compiled end of a numeric range.
 type bound struct {
 	op   string // ">", ">=", "<" or "<="
@@ -332,7 +290,7 @@ func numberCheck(f *ir.Field, where string) (func(*value) *ir.FieldError, error)
 		if x.bd == nil {
 			continue
 		}
-		op := cmpOp(x.bd, x.lower)
+		op := x.bd.Op(x.lower)
 		b := bound{op: op, rule: op + x.bd.Value, head: "must be " + op + " " + x.bd.Value + ", got "}
 		var err error
 		switch f.Kind {
@@ -439,7 +397,7 @@ func listCheck(f *ir.Field, n *node) func(*value) *ir.FieldError {
 		if f.MaxLen != nil {
 			hi = *f.MaxLen
 		}
-		rule, desc := lenRule("list", "Items", f), lenDesc(f)
+		rule, desc := f.LenRule("list", "Items"), f.LenDesc()
 		checks = append(checks, func(v *value) *ir.FieldError {
 			if l := len(v.list); l < lo || l > hi {
 				return fieldErr("", rule, fmt.Sprintf("must have %s items, has %d (fix: send fewer or more items)", desc, l))
