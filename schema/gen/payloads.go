@@ -328,6 +328,24 @@ func (g *generator) keyExpr(e *ir.Entry, tmpl string) string {
 	return strings.Join(parts, " + ")
 }
 
+// lenCheck emits the check of a length (the Go expression n) against f's
+// length bounds, if it has any; noun and fix complete the message.
+func lenCheck(b *bytes.Buffer, f *ir.Field, n, pkg, what, noun, fix string, fail func(rule, msgExpr string)) {
+	if f.MinLen == nil && f.MaxLen == nil {
+		return
+	}
+	var conds []string
+	if f.MinLen != nil {
+		conds = append(conds, fmt.Sprintf("n < %d", *f.MinLen))
+	}
+	if f.MaxLen != nil {
+		conds = append(conds, fmt.Sprintf("n > %d", *f.MaxLen))
+	}
+	fmt.Fprintf(b, "\tif n := %s; %s {\n", n, strings.Join(conds, " || "))
+	fail(f.LenRule(pkg, what), fmt.Sprintf(`fmt.Sprintf("must have %s %s, has %%d (fix: %s)", n)`, f.LenDesc(), noun, fix))
+	b.WriteString("\t}\n")
+}
+
 // validate emits the checks of one field. val is the Go expression of the
 // value, path a Go expression of its dotted name (evaluated on failure only).
 func (g *generator) validate(b *bytes.Buffer, typ, owner string, f *ir.Field, val, path string, depth int) {
@@ -358,19 +376,7 @@ func (g *generator) validate(b *bytes.Buffer, typ, owner string, f *ir.Field, va
 			fail(rule, fmt.Sprintf(`"must be one of %s, got " + quoteTrunc(%s) + " (fix: use one of the listed values)"`, escapeInner(rule), val))
 			b.WriteString("\t}\n")
 		}
-		if f.MinLen != nil || f.MaxLen != nil {
-			fmt.Fprintf(b, "\tif n := utf8.RuneCountInString(%s); ", val)
-			var conds []string
-			if f.MinLen != nil {
-				conds = append(conds, fmt.Sprintf("n < %d", *f.MinLen))
-			}
-			if f.MaxLen != nil {
-				conds = append(conds, fmt.Sprintf("n > %d", *f.MaxLen))
-			}
-			fmt.Fprintf(b, "%s {\n", strings.Join(conds, " || "))
-			fail(f.LenRule("strings", "Runes"), fmt.Sprintf(`fmt.Sprintf("must have %s characters, has %%d (fix: shorten or lengthen the value)", n)`, f.LenDesc()))
-			b.WriteString("\t}\n")
-		}
+		lenCheck(b, f, fmt.Sprintf("utf8.RuneCountInString(%s)", val), "strings", "Runes", "characters", "shorten or lengthen the value", fail)
 		for _, p := range f.Patterns {
 			fmt.Fprintf(b, "\tif !%s(%s) {\n", g.matcher(p), val)
 			fail("=~"+strconv.Quote(p), fmt.Sprintf(`"must match the pattern %s, got " + quoteTrunc(%s) + " (fix: change the value to match)"`, escapeInner(p), val))
@@ -386,17 +392,11 @@ func (g *generator) validate(b *bytes.Buffer, typ, owner string, f *ir.Field, va
 		if f.Kind == ir.KindFloat || f.Kind == ir.KindNumber {
 			verb = "%g"
 		}
-		for _, x := range []struct {
-			bd    *ir.Bound
-			lower bool
-		}{{f.Min, true}, {f.Max, false}} {
-			if x.bd == nil {
-				continue
-			}
-			op := x.bd.Op(x.lower)
+		for bd, lower := range f.Bounds() {
+			op := bd.Op(lower)
 			neg := map[string]string{">": "<=", ">=": "<", "<": ">=", "<=": ">"}[op]
-			fmt.Fprintf(b, "\tif %s %s %s {\n", val, neg, numLit(f.Kind, x.bd.Value))
-			fail(op+x.bd.Value, fmt.Sprintf(`fmt.Sprintf("must be %s %s, got %s (fix: send a value in range)", %s)`, op, x.bd.Value, verb, val))
+			fmt.Fprintf(b, "\tif %s %s %s {\n", val, neg, numLit(f.Kind, bd.Value))
+			fail(op+bd.Value, fmt.Sprintf(`fmt.Sprintf("must be %s %s, got %s (fix: send a value in range)", %s)`, op, bd.Value, verb, val))
 			b.WriteString("\t}\n")
 		}
 	case ir.KindBool:
@@ -405,19 +405,7 @@ func (g *generator) validate(b *bytes.Buffer, typ, owner string, f *ir.Field, va
 			g.validate(b, typ, owner+goName(f.Name), sf, val+"."+fieldName(sf.Name), fmt.Sprintf("%s + %q", path, "."+sf.Name), depth+1)
 		}
 	case ir.KindList:
-		if f.MinLen != nil || f.MaxLen != nil {
-			fmt.Fprintf(b, "\tif n := len(%s); ", val)
-			var conds []string
-			if f.MinLen != nil {
-				conds = append(conds, fmt.Sprintf("n < %d", *f.MinLen))
-			}
-			if f.MaxLen != nil {
-				conds = append(conds, fmt.Sprintf("n > %d", *f.MaxLen))
-			}
-			fmt.Fprintf(b, "%s {\n", strings.Join(conds, " || "))
-			fail(f.LenRule("list", "Items"), fmt.Sprintf(`fmt.Sprintf("must have %s items, has %%d (fix: send fewer or more items)", n)`, f.LenDesc()))
-			b.WriteString("\t}\n")
-		}
+		lenCheck(b, f, fmt.Sprintf("len(%s)", val), "list", "Items", "items", "send fewer or more items", fail)
 		i := fmt.Sprintf("i%d", depth)
 		if f.ItemType != "" {
 			fmt.Fprintf(b, "\tfor %s := range %s {\n\t\tif err := %s[%s].Validate(); err != nil {\n\t\t\treturn nest(%s, index(%s, %s), err)\n\t\t}\n\t}\n", i, val, val, i, typ, path, i)

@@ -2,6 +2,7 @@ package ir
 
 import (
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 )
@@ -23,6 +24,19 @@ func (b *Bound) Op(lower bool) string {
 		return "<"
 	}
 	return "<="
+}
+
+// Bounds yields the field's numeric bounds that are set, the lower one
+// (lower true) first.
+func (f *Field) Bounds() iter.Seq2[*Bound, bool] {
+	return func(yield func(*Bound, bool) bool) {
+		if f.Min != nil && !yield(f.Min, true) {
+			return
+		}
+		if f.Max != nil {
+			yield(f.Max, false)
+		}
+	}
 }
 
 // EnumRule is an enumeration as CUE writes it: "a" | "b".

@@ -283,27 +283,21 @@ const rangeFix = " (fix: send a value in range)"
 
 func numberCheck(f *ir.Field, where string) (func(*value) *ir.FieldError, error) {
 	var bs []bound
-	for _, x := range []struct {
-		bd    *ir.Bound
-		lower bool
-	}{{f.Min, true}, {f.Max, false}} {
-		if x.bd == nil {
-			continue
-		}
-		op := x.bd.Op(x.lower)
-		b := bound{op: op, rule: op + x.bd.Value, head: "must be " + op + " " + x.bd.Value + ", got "}
+	for bd, lower := range f.Bounds() {
+		op := bd.Op(lower)
+		b := bound{op: op, rule: op + bd.Value, head: "must be " + op + " " + bd.Value + ", got "}
 		var err error
 		switch f.Kind {
 		case ir.KindInt:
-			if b.i, err = strconv.ParseInt(x.bd.Value, 10, 64); err != nil {
+			if b.i, err = strconv.ParseInt(bd.Value, 10, 64); err != nil {
 				return nil, fmt.Errorf("runtimecat: %s: bound %s is not an int64: %w (fix: use an integer bound in range)", where, b.rule, err)
 			}
 		case ir.KindUint:
-			if b.u, err = strconv.ParseUint(x.bd.Value, 10, 64); err != nil {
+			if b.u, err = strconv.ParseUint(bd.Value, 10, 64); err != nil {
 				return nil, fmt.Errorf("runtimecat: %s: bound %s is not a uint64: %w (fix: use a non-negative integer bound in range)", where, b.rule, err)
 			}
 		default:
-			if b.f, err = strconv.ParseFloat(x.bd.Value, 64); err != nil {
+			if b.f, err = strconv.ParseFloat(bd.Value, 64); err != nil {
 				return nil, fmt.Errorf("runtimecat: %s: bound %s is not a number: %w (fix: use a decimal bound)", where, b.rule, err)
 			}
 		}
