@@ -3,6 +3,7 @@ package ir
 import (
 	"fmt"
 	"iter"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -60,6 +61,19 @@ func (f *Field) LenRule(pkg, what string) string {
 		parts = append(parts, fmt.Sprintf("%s.Max%s(%d)", pkg, what, *f.MaxLen))
 	}
 	return strings.Join(parts, " & ")
+}
+
+// LenRange is the field's length bounds as a closed range: -1 and
+// math.MaxInt where a bound is not set.
+func (f *Field) LenRange() (lo, hi int) {
+	lo, hi = -1, math.MaxInt
+	if f.MinLen != nil {
+		lo = *f.MinLen
+	}
+	if f.MaxLen != nil {
+		hi = *f.MaxLen
+	}
+	return lo, hi
 }
 
 // LenDesc is the field's length bounds in words: "1 to 64", "at least 1",

@@ -189,13 +189,7 @@ func (c *compiler) stringCheck(f *ir.Field, where string) (func(*value) *ir.Fiel
 		})
 	}
 	if f.MinLen != nil || f.MaxLen != nil {
-		lo, hi := -1, math.MaxInt
-		if f.MinLen != nil {
-			lo = *f.MinLen
-		}
-		if f.MaxLen != nil {
-			hi = *f.MaxLen
-		}
+		lo, hi := f.LenRange()
 		rule, desc := f.LenRule("strings", "Runes"), f.LenDesc()
 		checks = append(checks, func(s string) *ir.FieldError {
 			if n := utf8.RuneCountInString(s); n < lo || n > hi {
@@ -384,13 +378,7 @@ func checkFields(fs []*node, vals []value) *ir.FieldError {
 func listCheck(f *ir.Field, n *node) func(*value) *ir.FieldError {
 	var checks []func(*value) *ir.FieldError
 	if f.MinLen != nil || f.MaxLen != nil {
-		lo, hi := -1, math.MaxInt
-		if f.MinLen != nil {
-			lo = *f.MinLen
-		}
-		if f.MaxLen != nil {
-			hi = *f.MaxLen
-		}
+		lo, hi := f.LenRange()
 		rule, desc := f.LenRule("list", "Items"), f.LenDesc()
 		checks = append(checks, func(v *value) *ir.FieldError {
 			if l := len(v.list); l < lo || l > hi {
