@@ -144,18 +144,7 @@ func StatusError(e *Error) error {
 
 // OutcomeFromError extracts the writ outcome detail from a gRPC error
 // returned by any writ.v1 call.
-func OutcomeFromError(err error) (*writv1.OutcomeDetail, bool) {
-	st, ok := status.FromError(err)
-	if !ok {
-		return nil, false
-	}
-	for _, d := range st.Details() {
-		if od, ok := d.(*writv1.OutcomeDetail); ok {
-			return od, true
-		}
-	}
-	return nil, false
-}
+func OutcomeFromError(err error) (*writv1.OutcomeDetail, bool) { return writv1.OutcomeFromError(err) }
 
 // toStatus maps a backend error to a gRPC status.
 func toStatus(err error) error {

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"google.golang.org/grpc/status"
-
 	"github.com/writ-dev/writ/api/writv1"
 )
 
@@ -110,18 +108,7 @@ func OutcomeOf(err error) (Outcome, bool) {
 }
 
 // detail extracts the writ outcome detail a server attaches to its errors.
-func detail(err error) (*writv1.OutcomeDetail, bool) {
-	st, ok := status.FromError(err)
-	if !ok {
-		return nil, false
-	}
-	for _, d := range st.Details() {
-		if od, ok := d.(*writv1.OutcomeDetail); ok {
-			return od, true
-		}
-	}
-	return nil, false
-}
+func detail(err error) (*writv1.OutcomeDetail, bool) { return writv1.OutcomeFromError(err) }
 
 // fromDetail is the Outcome a server's error detail states.
 func fromDetail(d *writv1.OutcomeDetail, id string) Outcome {

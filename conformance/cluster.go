@@ -248,14 +248,8 @@ func submit(ctx context.Context, n *node, id, typ, payload string, timeout time.
 	ctx, cancel := context.WithTimeout(ctx, timeout+10*time.Second)
 	defer cancel()
 	r, err := n.Client().Submit(ctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: typ, Id: id, Payload: []byte(payload)}, TimeoutMs: uint32(timeout.Milliseconds())})
-	if err != nil {
-		if st, ok := status.FromError(err); ok {
-			for _, d := range st.Details() {
-				if od, ok := d.(*writv1.OutcomeDetail); ok {
-					return nil, od, err
-				}
-			}
-		}
+	if od, ok := writv1.OutcomeFromError(err); ok {
+		return nil, od, err
 	}
 	return r, nil, err
 }
