@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/writ-dev/writ/internal/proctest"
 )
 
 // 1 node, then 2 joining through it, then 4 more each through one of those:
@@ -45,7 +47,7 @@ func TestAgent_FakeVoters_JoinThroughSeedsFormsFiveVoters(t *testing.T) {
 	add("n1", "127.0.2.1")
 	add("n2", "127.0.2.2", agents["n1"].Addr())
 	add("n3", "127.0.2.3", agents["n1"].Addr())
-	waitFor(t, 15*time.Second, "3 voters", func() bool {
+	proctest.WaitFor(t, 15*time.Second, "3 voters", func() bool {
 		v, l := f.snapshot()
 		return join(v) == "n1,n2,n3" && len(l) == 0
 	})
@@ -53,7 +55,7 @@ func TestAgent_FakeVoters_JoinThroughSeedsFormsFiveVoters(t *testing.T) {
 	add("n5", "127.0.2.5", agents["n3"].Addr())
 	add("n6", "127.0.2.6", agents["n2"].Addr())
 	add("n7", "127.0.2.7", agents["n3"].Addr())
-	waitFor(t, 20*time.Second, "5 voters and 2 learners", func() bool {
+	proctest.WaitFor(t, 20*time.Second, "5 voters and 2 learners", func() bool {
 		v, l := f.snapshot()
 		return len(v) == 5 && len(l) == 2
 	})
@@ -134,7 +136,7 @@ func threeVoters(t *testing.T, profile string, grace time.Duration, ips [3]strin
 		cfg.Profile = profile
 		agents[i] = startAgent(t, cfg, f.node(id))
 	}
-	waitFor(t, 15*time.Second, "3 voters", func() bool {
+	proctest.WaitFor(t, 15*time.Second, "3 voters", func() bool {
 		v, _ := f.snapshot()
 		return join(v) == "n1,n2,n3"
 	})
@@ -148,7 +150,7 @@ func TestAgent_FakeVoters_GracefulLeaveIsRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.setAlive("n3", false)
-	waitFor(t, 10*time.Second, "n3 removed after leaving", func() bool {
+	proctest.WaitFor(t, 10*time.Second, "n3 removed after leaving", func() bool {
 		v, l := f.snapshot()
 		return join(v) == "n1,n2" && len(l) == 0
 	})
@@ -171,7 +173,7 @@ func TestAgent_FakeVoters_KilledNodeRemovedAfterGraceButNeverBelowTwoVoters(t *t
 	killed := time.Now()
 	_ = agents[2].Shutdown() // no leave: the others must detect the failure
 	f.setAlive("n3", false)
-	waitFor(t, grace+15*time.Second, "n3 removed", func() bool {
+	proctest.WaitFor(t, grace+15*time.Second, "n3 removed", func() bool {
 		v, _ := f.snapshot()
 		return join(v) == "n1,n2"
 	})
@@ -183,7 +185,7 @@ func TestAgent_FakeVoters_KilledNodeRemovedAfterGraceButNeverBelowTwoVoters(t *t
 	// leader must not remove it (which would shrink the cluster to 1 voter).
 	_ = agents[1].Shutdown()
 	f.setAlive("n2", false)
-	waitFor(t, 10*time.Second, "n2 failed in gossip", func() bool { return gossipStatusOf(agents[0], "n2") == GossipFailed })
+	proctest.WaitFor(t, 10*time.Second, "n2 failed in gossip", func() bool { return gossipStatusOf(agents[0], "n2") == GossipFailed })
 	time.Sleep(grace + 2*time.Second)
 	if v, _ := f.snapshot(); join(v) != "n1,n2" {
 		t.Fatalf("voters %v, want n1,n2 kept", v)
@@ -256,7 +258,7 @@ func TestAgent_FakeVoters_IncompatibleFingerprintRefusedWithReason(t *testing.T)
 	c2.Fingerprint = "fp-2"
 	n2 := startAgent(t, c2, f.node("n2"))
 
-	waitFor(t, 10*time.Second, "n2 refused on n1", func() bool {
+	proctest.WaitFor(t, 10*time.Second, "n2 refused on n1", func() bool {
 		for _, r := range n1.Refused() {
 			if r.ID == "n2" {
 				return true
@@ -301,7 +303,7 @@ func TestAgent_FakeVoters_IncompatibleFingerprintRefusedWithReason(t *testing.T)
 	if err := n2.SetFingerprint("fp-1"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "n2 admitted after matching the schema", func() bool {
+	proctest.WaitFor(t, 10*time.Second, "n2 admitted after matching the schema", func() bool {
 		v, _ := f.snapshot()
 		return join(v) == "n1,n2" && len(n1.Refused()) == 0
 	})
@@ -312,7 +314,7 @@ func TestAgent_FakeVoters_DuplicateNodeIDIsRefused(t *testing.T) {
 	defer f.close()
 	n1 := startAgent(t, testConfig("n1", "127.0.2.19"), f.node("n1"))
 	n2 := startAgent(t, testConfig("n2", "127.0.2.20", n1.Addr()), f.node("n2"))
-	waitFor(t, 10*time.Second, "n2 voter", func() bool { v, _ := f.snapshot(); return join(v) == "n1,n2" })
+	proctest.WaitFor(t, 10*time.Second, "n2 voter", func() bool { v, _ := f.snapshot(); return join(v) == "n1,n2" })
 
 	dup := testConfig("n2", "127.0.2.21", n1.Addr())
 	a, err := Start(dup, nil)
@@ -323,7 +325,7 @@ func TestAgent_FakeVoters_DuplicateNodeIDIsRefused(t *testing.T) {
 	if !errors.Is(err, ErrDuplicateID) || !strings.Contains(err.Error(), "unique node_id") {
 		t.Fatalf("error %q: want ErrDuplicateID telling the operator to pick a unique node_id", err)
 	}
-	waitFor(t, 5*time.Second, "n1 to list the duplicate as refused", func() bool {
+	proctest.WaitFor(t, 5*time.Second, "n1 to list the duplicate as refused", func() bool {
 		for _, r := range n1.Refused() {
 			if r.ID == "n2" && strings.HasPrefix(r.Addr, "127.0.2.21:") && strings.Contains(r.Reason, "duplicate node id") {
 				return true
@@ -375,11 +377,11 @@ func TestAgent_LocalProfileDetectsKilledNodeQuickly(t *testing.T) {
 	n1 := startAgent(t, local("d1", "127.0.2.27"), nil)
 	startAgent(t, local("d2", "127.0.2.28", n1.Addr()), nil)
 	n3 := startAgent(t, local("d3", "127.0.2.29", n1.Addr()), nil)
-	waitFor(t, 10*time.Second, "3 alive", func() bool { return aliveCount(n1) == 3 })
+	proctest.WaitFor(t, 10*time.Second, "3 alive", func() bool { return aliveCount(n1) == 3 })
 	time.Sleep(500 * time.Millisecond)
 	killed := time.Now()
 	_ = n3.Shutdown()
-	waitFor(t, 10*time.Second, "d3 failed", func() bool { return gossipStatusOf(n1, "d3") == GossipFailed })
+	proctest.WaitFor(t, 10*time.Second, "d3 failed", func() bool { return gossipStatusOf(n1, "d3") == GossipFailed })
 	took := time.Since(killed)
 	t.Logf("killed node detected as failed after %s", took)
 	if took > 3*time.Second {

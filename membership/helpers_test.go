@@ -65,17 +65,6 @@ func startAgent(t *testing.T, cfg Config, v Voters) *Agent {
 	return a
 }
 
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func gossipStatusOf(a *Agent, id string) string {
 	for _, g := range a.gossip() {
 		if g.Name == id {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/writ-dev/writ/internal/proctest"
 )
 
 // A live 3-node cluster rotates its gossip key from A to B: install B,
@@ -31,7 +33,7 @@ func TestAgent_FakeVoters_LiveKeyRotation(t *testing.T) {
 		cfg.KeyringFile = filepath.Join(dir, id+".keyring")
 		agents = append(agents, startAgent(t, cfg, f.node(id)))
 	}
-	waitFor(t, 15*time.Second, "3 voters", func() bool { v, _ := f.snapshot(); return join(v) == "n1,n2,n3" })
+	proctest.WaitFor(t, 15*time.Second, "3 voters", func() bool { v, _ := f.snapshot(); return join(v) == "n1,n2,n3" })
 	n1 := agents[0]
 
 	rep, err := n1.ListKeys()
@@ -79,7 +81,7 @@ func TestAgent_FakeVoters_LiveKeyRotation(t *testing.T) {
 	nw := testConfig("n5", "127.0.2.25", agents[2].Addr())
 	nw.EncryptKey = keyB
 	startAgent(t, nw, f.node("n5"))
-	waitFor(t, 45*time.Second, "n5 voter", func() bool { v, _ := f.snapshot(); return join(v) == "n1,n2,n3,n5" })
+	proctest.WaitFor(t, 45*time.Second, "n5 voter", func() bool { v, _ := f.snapshot(); return join(v) == "n1,n2,n3,n5" })
 	if _, _, violations, _ := f.report(); len(violations) > 0 {
 		t.Fatalf("raft model violations: %v", violations)
 	}

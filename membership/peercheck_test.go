@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/writ-dev/writ/internal/proctest"
 	"github.com/writ-dev/writ/kv"
 )
 
@@ -52,7 +53,7 @@ func TestAgent_FakeVoters_UnverifiedPeerIsRefusedNeverALearner(t *testing.T) {
 	n1 := startAgent(t, c1, v1)
 	startAgent(t, testConfig("n2", "127.0.42.21", n1.Addr()), f.node("n2"))
 
-	waitFor(t, 10*time.Second, "n2 refused on n1", func() bool {
+	proctest.WaitFor(t, 10*time.Second, "n2 refused on n1", func() bool {
 		for _, r := range n1.Refused() {
 			if r.ID == "n2" && strings.Contains(r.Reason, "peer credentials not verified") && strings.Contains(r.Reason, "TLS handshake") {
 				return true
@@ -67,7 +68,7 @@ func TestAgent_FakeVoters_UnverifiedPeerIsRefusedNeverALearner(t *testing.T) {
 		t.Fatalf("log does not show the refusal:\n%s", sink.String())
 	}
 	v1.set("n2", false)
-	waitFor(t, 15*time.Second, "n2 admitted once verified", func() bool {
+	proctest.WaitFor(t, 15*time.Second, "n2 admitted once verified", func() bool {
 		v, _ := f.snapshot()
 		return join(v) == "n1,n2" && len(n1.Refused()) == 0
 	})
@@ -86,7 +87,7 @@ func TestAgent_FakeVoters_UnverifiedLearnerIsNeverPromoted(t *testing.T) {
 	n1 := startAgent(t, testConfig("n1", "127.0.42.22"), v1)
 	startAgent(t, testConfig("n2", "127.0.42.23", n1.Addr()), f.node("n2"))
 	// Each promotion attempt probes n2; after three, it is still a learner.
-	waitFor(t, 15*time.Second, "three promotion attempts", func() bool {
+	proctest.WaitFor(t, 15*time.Second, "three promotion attempts", func() bool {
 		v1.mu.Lock()
 		defer v1.mu.Unlock()
 		return v1.probed["n2"] >= 3
@@ -98,7 +99,7 @@ func TestAgent_FakeVoters_UnverifiedLearnerIsNeverPromoted(t *testing.T) {
 		t.Fatalf("last error %q does not say why n2 is not promoted", e)
 	}
 	v1.set("n2", false)
-	waitFor(t, 15*time.Second, "n2 promoted once verified", func() bool {
+	proctest.WaitFor(t, 15*time.Second, "n2 promoted once verified", func() bool {
 		v, _ := f.snapshot()
 		return join(v) == "n1,n2"
 	})

@@ -11,6 +11,7 @@ import (
 
 	"go.etcd.io/raft/v3"
 
+	"github.com/writ-dev/writ/internal/proctest"
 	"github.com/writ-dev/writ/kv"
 )
 
@@ -116,7 +117,7 @@ func TestObserverPanicIsAFatalApplyStopAndReplays(t *testing.T) {
 	obs.mu.Unlock()
 	n = c.start(0)
 	c.leader(10 * time.Second)
-	waitFor(t, 10*time.Second, "the entry replayed to the observer", func() bool {
+	proctest.WaitFor(t, 10*time.Second, "the entry replayed to the observer", func() bool {
 		obs.mu.Lock()
 		defer obs.mu.Unlock()
 		for _, id := range obs.seen {

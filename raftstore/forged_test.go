@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/writ-dev/writ/internal/proctest"
 	"github.com/writ-dev/writ/kv"
 )
 
@@ -226,7 +227,7 @@ func TestHugeFrameHeaderIsRefusedBeforeAllocation(t *testing.T) {
 	if grow := int64(after.HeapAlloc) - int64(before.HeapAlloc); grow > 10<<20 {
 		t.Fatalf("heap grew by %d bytes on a refused frame", grow)
 	}
-	waitFor(t, 5*time.Second, "the refusal logged", func() bool {
+	proctest.WaitFor(t, 5*time.Second, "the refusal logged", func() bool {
 		return strings.Contains(logs.String(), "frame over MaxFrameBytes refused") && strings.Contains(logs.String(), "source="+loopback(50)+":")
 	})
 	mustPropose(t, n, put("after", "k", "v"))

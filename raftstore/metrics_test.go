@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/writ-dev/writ/internal/proctest"
 	"github.com/writ-dev/writ/kv"
 )
 
@@ -111,7 +112,7 @@ func TestMetricsHooks(t *testing.T) {
 	c.stop((li + 1) % n)
 	c.stop((li + 2) % n)
 	s := c.nodes[li]
-	waitFor(t, 10*time.Second, "leader unknown", func() bool { return s.Status().LeaderID == "" })
+	proctest.WaitFor(t, 10*time.Second, "leader unknown", func() bool { return s.Status().LeaderID == "" })
 	if _, err := s.Propose(context.Background(), []kv.Command{put("x", "x", "1")}); !errors.Is(err, kv.ErrNoLeader) {
 		t.Fatalf("propose without leader: %v", err)
 	}

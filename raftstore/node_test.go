@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.uber.org/zap"
 
+	"github.com/writ-dev/writ/internal/proctest"
 	"github.com/writ-dev/writ/kv"
 )
 
@@ -334,13 +335,13 @@ func TestMembershipAddLearnerPromoteTransferRemove(t *testing.T) {
 	if err := l.AddLearner(ctx, "n5", j.Addr()); err != nil {
 		t.Fatalf("idempotent add: %v", err)
 	}
-	waitFor(t, 10*time.Second, "learner catches up", func() bool {
+	proctest.WaitFor(t, 10*time.Second, "learner catches up", func() bool {
 		rec, ok, _ := j.Get(ctx, "k/a", false)
 		return ok && string(rec.Value) == "1"
 	})
 	// The learner applies what it acknowledged; its acknowledgement may
 	// still be on its way to the leader.
-	waitFor(t, 5*time.Second, "leader sees the learner's progress", func() bool {
+	proctest.WaitFor(t, 5*time.Second, "leader sees the learner's progress", func() bool {
 		ms := l.Members()
 		return len(ms) == 2 && ms[1].Match > 0
 	})
@@ -361,7 +362,7 @@ func TestMembershipAddLearnerPromoteTransferRemove(t *testing.T) {
 	if !j.IsLeader() {
 		t.Fatal("transfer did not make n5 leader")
 	}
-	waitFor(t, 10*time.Second, "old leader follows", func() bool { return l.Status().LeaderID == "n5" })
+	proctest.WaitFor(t, 10*time.Second, "old leader follows", func() bool { return l.Status().LeaderID == "n5" })
 	if err := l.AddLearner(ctx, "n9", loopback(9)+":1"); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("conf change on follower: %v", err)
 	}
@@ -371,7 +372,7 @@ func TestMembershipAddLearnerPromoteTransferRemove(t *testing.T) {
 	if err := j.Remove(ctx, "n1"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "removed node stops", func() bool {
+	proctest.WaitFor(t, 10*time.Second, "removed node stops", func() bool {
 		select {
 		case <-l.Done():
 			return true
@@ -386,17 +387,6 @@ func TestMembershipAddLearnerPromoteTransferRemove(t *testing.T) {
 		t.Fatalf("members after remove: %+v", ms)
 	}
 	mustPropose(t, j, put("c", "k/c", "3"))
-}
-
-func waitFor(t testing.TB, d time.Duration, what string, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func TestReplayIsIdempotent(t *testing.T) {
@@ -522,8 +512,8 @@ func TestProposeWithoutLeaderIsDefinite(t *testing.T) {
 		t.Fatalf("propose without quorum: %v", err)
 	}
 	cancel0()
-	waitFor(t, 10*time.Second, "leader steps down (CheckQuorum)", func() bool { return !n.IsLeader() })
-	waitFor(t, 10*time.Second, "leader unknown", func() bool { return n.Status().LeaderID == "" })
+	proctest.WaitFor(t, 10*time.Second, "leader steps down (CheckQuorum)", func() bool { return !n.IsLeader() })
+	proctest.WaitFor(t, 10*time.Second, "leader unknown", func() bool { return n.Status().LeaderID == "" })
 	_, err = n.Propose(context.Background(), []kv.Command{put("x", "x", "1")})
 	if !errors.Is(err, kv.ErrNoLeader) {
 		t.Fatalf("propose without leader: %v", err)
@@ -688,7 +678,7 @@ func TestInvalidCommandsAreRejectedNotFatal(t *testing.T) {
 	if err := n.withRaft(func(rn *raft.RawNode) error { return rn.Propose(data) }); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "rejection recorded", func() bool {
+	proctest.WaitFor(t, 10*time.Second, "rejection recorded", func() bool {
 		r, ok := n.Outcome("bad")
 		return ok && r.Status == kv.StatusRejected && strings.Contains(r.Reason, "key is empty")
 	})
@@ -711,6 +701,6 @@ func TestEmptyWALFromAnInterruptedFirstStartBootstrapsAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Stop()
-	waitFor(t, 10*time.Second, "bootstrapped single node elects itself", n.IsLeader)
+	proctest.WaitFor(t, 10*time.Second, "bootstrapped single node elects itself", n.IsLeader)
 	mustPropose(t, n, put("a", "a", "1"))
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/writ-dev/writ/internal/proctest"
 	"github.com/writ-dev/writ/kv"
 )
 
@@ -40,7 +41,7 @@ func TestRestartedLeaderWithStaleForwardedProposals(t *testing.T) {
 	mustPropose(t, c.nodes[nl], put("b", "k/b", "v"))
 	start := time.Now()
 	n := c.start(li)
-	waitFor(t, 5*time.Second, "restarted old leader learns the new leader", func() bool {
+	proctest.WaitFor(t, 5*time.Second, "restarted old leader learns the new leader", func() bool {
 		return n.Status().LeaderID != ""
 	})
 	t.Logf("restarted node learned the leader after %v", time.Since(start))

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/writ-dev/writ/internal/proctest"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -146,11 +147,11 @@ func TestChunkedSnapshotsAreBoundedAndChecked(t *testing.T) {
 			t.Errorf("%s: stream ended with %v, want %v mentioning %q", tc.name, err, tc.code, tc.log)
 		}
 	}
-	waitFor(t, 5*time.Second, "every refusal logged with its source", func() bool {
+	proctest.WaitFor(t, 5*time.Second, "every refusal logged with its source", func() bool {
 		return strings.Count(logs.String(), "refused snapshot chunk") >= len(cases)-1 &&
 			strings.Contains(logs.String(), "source="+chunkSubnet+".50:")
 	})
-	waitFor(t, 5*time.Second, "the partial snapshots released", func() bool { return n.tr.snapHeld.Load() == 0 })
+	proctest.WaitFor(t, 5*time.Second, "the partial snapshots released", func() bool { return n.tr.snapHeld.Load() == 0 })
 	mustPropose(t, n, put("after", "k", "v"))
 }
 

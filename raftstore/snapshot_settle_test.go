@@ -11,6 +11,7 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 
+	"github.com/writ-dev/writ/internal/proctest"
 	"github.com/writ-dev/writ/kv"
 )
 
@@ -93,7 +94,7 @@ func TestSnapshotRestoreSettlesWaitersAndTellsTheObserver(t *testing.T) {
 		waitc <- waited{res, err}
 	}()
 	var committed kv.Result
-	waitFor(t, 10*time.Second, "the follower's proposal applied on the leader", func() bool {
+	proctest.WaitFor(t, 10*time.Second, "the follower's proposal applied on the leader", func() bool {
 		r, ok := l.Outcome("settle-me")
 		committed = r
 		return ok && r.Status == kv.StatusApplied

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/writ-dev/writ/internal/proctest"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	grpcpeer "google.golang.org/grpc/peer"
@@ -103,7 +104,7 @@ func TestTransportBoundsQueueReconnectsAndBinds(t *testing.T) {
 	b := newTransport(2, lis, transportLimits{queue: 64, batch: 1 << 20, frame: 64 << 20}, rb, testLogger(t), peerSecurity{})
 	defer b.close()
 	// New traffic after the peer came up is delivered, in order.
-	waitFor(t, 10*time.Second, "reconnect", func() bool {
+	proctest.WaitFor(t, 10*time.Second, "reconnect", func() bool {
 		a.send([]*raftpb.Message{msg(2, 1_000_000)})
 		return rb.count() > 0
 	})
@@ -116,7 +117,7 @@ func TestTransportBoundsQueueReconnectsAndBinds(t *testing.T) {
 			batch[i] = msg(2, uint64(2_000_000+round*50+i))
 		}
 		a.send(batch)
-		waitFor(t, 5*time.Second, "delivery", func() bool { return rb.count() >= base+(round+1)*50 })
+		proctest.WaitFor(t, 5*time.Second, "delivery", func() bool { return rb.count() >= base+(round+1)*50 })
 	}
 	rb.mu.Lock()
 	var last uint64
@@ -139,7 +140,7 @@ func TestTransportBoundsQueueReconnectsAndBinds(t *testing.T) {
 		return &raftpb.Message{Type: new(raftpb.MsgSnap), To: new(uint64(2)), From: new(uint64(1)), Snapshot: &raftpb.Snapshot{Data: []byte("state")}}
 	}
 	a.send([]*raftpb.Message{snapMsg(), snapMsg()})
-	waitFor(t, 5*time.Second, "snapshot statuses", func() bool {
+	proctest.WaitFor(t, 5*time.Second, "snapshot statuses", func() bool {
 		ra.mu.Lock()
 		defer ra.mu.Unlock()
 		return len(ra.snapStatus) == 2
@@ -190,5 +191,5 @@ func TestTransportProposalsDoNotStallTheStream(t *testing.T) {
 	}
 	msgs = append(msgs, msg(2, 7))
 	a.send(msgs)
-	waitFor(t, 5*time.Second, "heartbeat behind 2000 blocked proposals", func() bool { return rb.count() > 0 })
+	proctest.WaitFor(t, 5*time.Second, "heartbeat behind 2000 blocked proposals", func() bool { return rb.count() > 0 })
 }

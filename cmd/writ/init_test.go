@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/writ-dev/writ/internal/procenv"
+	"github.com/writ-dev/writ/internal/proctest"
 	"github.com/writ-dev/writ/node/config"
 )
 
@@ -94,13 +95,13 @@ func TestInitProjectEndToEnd(t *testing.T) {
 		startWritd(t, filepath.Join(bin, "writd"), filepath.Join(tmp, "n"+string(rune('1'+i))+".log"), args)
 		apis = append(apis, api)
 		if i == 0 {
-			waitFor(t, 30*time.Second, "n1 ready", func() bool { return ready(bin, api) })
+			proctest.WaitEvery(t, 30*time.Second, 200*time.Millisecond, "n1 ready", func() bool { return ready(bin, api) })
 		}
 	}
 	for _, a := range apis {
-		waitFor(t, 60*time.Second, a+" ready", func() bool { return ready(bin, a) })
+		proctest.WaitEvery(t, 60*time.Second, 200*time.Millisecond, a+" ready", func() bool { return ready(bin, a) })
 	}
-	waitFor(t, 60*time.Second, "3 voters", func() bool {
+	proctest.WaitEvery(t, 60*time.Second, 200*time.Millisecond, "3 voters", func() bool {
 		o, err := exec.Command(filepath.Join(bin, "writctl"), "--addr", apis[0], "members", "-o", "json").Output()
 		return err == nil && strings.Count(string(o), `"voter"`) == 3
 	})
@@ -119,7 +120,7 @@ func TestInitProjectEndToEnd(t *testing.T) {
 		ReportedBy string `json:"reported_by"`
 		Note       string `json:"note"`
 	}
-	waitFor(t, 30*time.Second, "the task.report applied on n3", func() bool {
+	proctest.WaitEvery(t, 30*time.Second, 200*time.Millisecond, "the task.report applied on n3", func() bool {
 		o, err := exec.Command(filepath.Join(bin, "writctl"), "--addr", apis[2], "get", "task/t1", "-o", "json").Output()
 		if err != nil {
 			return false
@@ -244,17 +245,6 @@ func ready(bin, api string) bool {
 	defer cancel()
 	o, err := exec.CommandContext(ctx, filepath.Join(bin, "writctl"), "--addr", api, "status", "-o", "json").Output()
 	return err == nil && (strings.Contains(string(o), `"ready": true`) || strings.Contains(string(o), `"ready":true`))
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 func tail(s string, n int) string {

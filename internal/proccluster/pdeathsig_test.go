@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/writ-dev/writ/internal/proctest"
 )
 
 // parentEnv makes the test binary act as a harness that starts one node and
@@ -47,7 +49,7 @@ func TestNodeDiesWithItsHarness(t *testing.T) {
 	}
 	defer func() { _ = parent.Process.Kill(); _ = parent.Wait() }()
 	var pid int
-	waitFor(t, 20*time.Second, "the harness to start its node", func() bool {
+	proctest.WaitFor(t, 20*time.Second, "the harness to start its node", func() bool {
 		b, err := os.ReadFile(filepath.Join(dir, "node.pid"))
 		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		return err == nil && pid > 0
@@ -60,27 +62,5 @@ func TestNodeDiesWithItsHarness(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = parent.Wait()
-	waitFor(t, 5*time.Second, "the node to die with its harness", func() bool {
-		// A zombie still answers kill(0); check the process state too.
-		if syscall.Kill(pid, 0) != nil {
-			return true
-		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return true
-		}
-		f := strings.Fields(string(b))
-		return len(f) > 2 && f[2] == "Z"
-	})
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	proctest.WaitFor(t, 5*time.Second, "the node to die with its harness", func() bool { return proctest.Gone(pid) })
 }

@@ -1,5 +1,6 @@
 // Package proctest owns what tests need to know about real processes they
-// start: whether a process SIGSTOPped has really stopped. Tests only.
+// start: whether a process SIGSTOPped has really stopped, whether one has
+// exited, and how to wait for a condition about them. Tests only.
 package proctest
 
 import (
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -76,4 +78,37 @@ func (s *Buffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// Gone reports whether pid has exited: no such process, or a zombie (a
+// zombie still answers kill(pid, 0) until its parent reaps it).
+func Gone(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return true
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	return strings.HasPrefix(strings.TrimSpace(s[strings.LastIndexByte(s, ')')+1:]), "Z")
+}
+
+// WaitFor polls cond every 20 ms until it holds, and fails t after d naming
+// what it waited for.
+func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	WaitEvery(t, d, 20*time.Millisecond, what, cond)
+}
+
+// WaitEvery is WaitFor polling every interval (for a cond that is costly).
+func WaitEvery(t testing.TB, d, every time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(every)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/writ-dev/writ/internal/depcheck"
+	"github.com/writ-dev/writ/internal/proctest"
 	"github.com/writ-dev/writ/kv"
 	"github.com/writ-dev/writ/pipeline"
 	"github.com/writ-dev/writ/plugins/host"
@@ -222,17 +223,6 @@ func TestTwoPluginsOneCallEach(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestKilledMidCallIsUnavailableThenRestarted(t *testing.T) {
 	t.Parallel()
 	h := start(t, "ok")
@@ -251,7 +241,7 @@ func TestKilledMidCallIsUnavailableThenRestarted(t *testing.T) {
 		})
 		done <- answer{res, err}
 	}()
-	waitFor(t, 30*time.Second, "the slow handler to start", func() bool { _, err := os.Stat(marker); return err == nil })
+	proctest.WaitFor(t, 30*time.Second, "the slow handler to start", func() bool { _, err := os.Stat(marker); return err == nil })
 	killed := time.Now()
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -271,7 +261,7 @@ func TestKilledMidCallIsUnavailableThenRestarted(t *testing.T) {
 			t.Fatalf("item %d: want EvalUnavailable, got %+v", k, r)
 		}
 	}
-	waitFor(t, 30*time.Second, "the plugin to be restarted", func() bool {
+	proctest.WaitFor(t, 30*time.Second, "the plugin to be restarted", func() bool {
 		st := h.Status()[0]
 		return st.Healthy && st.Restarts == 1
 	})
@@ -292,7 +282,7 @@ func TestIdleCrashDetectedAndRestarted(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the plugin to be restarted", func() bool {
+	proctest.WaitFor(t, 30*time.Second, "the plugin to be restarted", func() bool {
 		st := h.Status()[0]
 		return st.Healthy && st.Restarts == 1 && st.PID != pid
 	})
@@ -322,7 +312,7 @@ func TestCallTimeoutMarksPluginDown(t *testing.T) {
 	if el := time.Since(start); el > 5*time.Second {
 		t.Fatalf("hung call took %s", el)
 	}
-	waitFor(t, 30*time.Second, "restart", func() bool { st := h.Status()[0]; return st.Healthy && st.Restarts == 1 })
+	proctest.WaitFor(t, 30*time.Second, "restart", func() bool { st := h.Status()[0]; return st.Healthy && st.Restarts == 1 })
 }
 
 func TestClosedHostRefusesAndKillsPlugins(t *testing.T) {
@@ -336,7 +326,7 @@ func TestClosedHostRefusesAndKillsPlugins(t *testing.T) {
 	if _, err := h.Evaluate(context.Background(), []pipeline.EvalItem{putItem("r", "a", "1")}); err != host.ErrClosed {
 		t.Fatalf("Evaluate after Close: %v", err)
 	}
-	waitFor(t, 5*time.Second, "the plugin process to exit", func() bool { return syscall.Kill(pid, 0) != nil })
+	proctest.WaitFor(t, 5*time.Second, "the plugin process to exit", func() bool { return syscall.Kill(pid, 0) != nil })
 }
 
 // TestLargeBatch sends one call far above gRPC's default 4 MiB message

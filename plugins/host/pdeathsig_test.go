@@ -3,7 +3,6 @@
 package host_test
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/writ-dev/writ/internal/proctest"
 )
 
 // TestPluginDiesWithNode kills a node process with SIGKILL (no chance to
@@ -30,7 +31,7 @@ func TestPluginDiesWithNode(t *testing.T) {
 	}
 	defer func() { _ = node.Process.Kill(); _ = node.Wait() }()
 	var pid int
-	waitFor(t, 20*time.Second, "the node to start its plugin", func() bool {
+	proctest.WaitFor(t, 20*time.Second, "the node to start its plugin", func() bool {
 		b, err := os.ReadFile(filepath.Join(dir, "plugin.pid"))
 		if err != nil {
 			return false
@@ -45,16 +46,5 @@ func TestPluginDiesWithNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = node.Wait()
-	waitFor(t, 5*time.Second, "the plugin to die with its node", func() bool {
-		// A zombie still answers kill(0); check the process state too.
-		if syscall.Kill(pid, 0) != nil {
-			return true
-		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return true
-		}
-		f := strings.Fields(string(b))
-		return len(f) > 2 && f[2] == "Z"
-	})
+	proctest.WaitFor(t, 5*time.Second, "the plugin to die with its node", func() bool { return proctest.Gone(pid) })
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/writ-dev/writ/internal/proctest"
 	"github.com/writ-dev/writ/kv"
 	"github.com/writ-dev/writ/pipeline"
 	"github.com/writ-dev/writ/plugins/host"
@@ -50,7 +51,7 @@ func TestRestartReverifiesChecksum(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 40*time.Second, "a refused restart", func() bool {
+	proctest.WaitFor(t, 40*time.Second, "a refused restart", func() bool {
 		st := h.Status()[0]
 		return !st.Healthy && strings.Contains(st.LastError, "restart failed") && strings.Contains(st.LastError, "checksum mismatch")
 	})
@@ -67,7 +68,7 @@ func TestRestartReverifiesChecksum(t *testing.T) {
 	if err := os.Rename(fixed, bin); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 40*time.Second, "a successful restart", func() bool {
+	proctest.WaitFor(t, 40*time.Second, "a successful restart", func() bool {
 		st := h.Status()[0]
 		return st.Healthy && st.Restarts == 1
 	})

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/writ-dev/writ/internal/proctest"
 	"github.com/writ-dev/writ/kv"
 	"github.com/writ-dev/writ/pipeline"
 )
@@ -34,7 +35,7 @@ func TestAbandonedCallKeepsPluginServing(t *testing.T) {
 		}
 		done <- res
 	}()
-	waitFor(t, 30*time.Second, "the slow handler to start", func() bool { _, err := os.Stat(marker); return err == nil })
+	proctest.WaitFor(t, 30*time.Second, "the slow handler to start", func() bool { _, err := os.Stat(marker); return err == nil })
 	cancel()
 	var res []pipeline.EvalResult
 	select {
