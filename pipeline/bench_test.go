@@ -59,37 +59,30 @@ func reportCPU(b *testing.B, start time.Duration) {
 // BenchmarkSubmit_FakeLog: job.submit on fresh keys, one at a time.
 func BenchmarkSubmit_FakeLog(b *testing.B) {
 	p, log := benchPipeline(b)
-	ctx := context.Background()
 	entries := make([]pipeline.Entry, b.N)
 	for i := range entries {
 		bin, _ := (&jobsgen.JobSubmit{JobID: "j" + strconv.Itoa(i), Queue: "q" + strconv.Itoa(i), Priority: 1, Command: "x"}).AppendBinary(nil)
 		entries[i] = pipeline.Entry{Type: "job.submit", ID: strconv.Itoa(i), Format: pipeline.FormatBinary, Payload: bin}
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	defer reportCPU(b, cpuTime())
-	for i := 0; i < b.N; i++ {
-		h := p.SubmitAsync(ctx, entries[i])
-		p.Flush(ctx)
-		log.CommitNext()
-		select {
-		case <-h.Done():
-		default:
-			b.Fatal("no reply after commit")
-		}
-	}
+	submitEach(b, p, log, entries)
 }
 
 // BenchmarkSubmitJSON_FakeLog: as BenchmarkSubmit_FakeLog with JSON ingress
 // (generated JSON decoder; the payload is handed to the handler as is).
 func BenchmarkSubmitJSON_FakeLog(b *testing.B) {
 	p, log := benchPipeline(b)
-	ctx := context.Background()
 	entries := make([]pipeline.Entry, b.N)
 	for i := range entries {
 		js := `{"job_id":"j` + strconv.Itoa(i) + `","queue":"q` + strconv.Itoa(i) + `","priority":1,"command":"x"}`
 		entries[i] = pipeline.Entry{Type: "job.submit", ID: strconv.Itoa(i), Payload: []byte(js)}
 	}
+	submitEach(b, p, log, entries)
+}
+
+// submitEach is the timed loop of the one-request-at-a-time benchmarks:
+// submit, flush, commit, and the reply is there.
+func submitEach(b *testing.B, p *pipeline.Pipeline, log *pipelinetest.FakeLog, entries []pipeline.Entry) {
+	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
 	defer reportCPU(b, cpuTime())
