@@ -50,20 +50,7 @@ func FuzzParseJSON(f *testing.F) {
 		f.Add(uint8(i), []byte(s))
 	}
 	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
-		p := pairs[int(which)%len(pairs)]
-		types := p.rt.Types()
-		td := types[int(which)/len(pairs)%len(types)]
-		gd, _ := p.gen.Type(td.Name)
-		rp, rerr := td.ParseJSON(data)
-		gp, gerr := gd.ParseJSON(data)
-		if !reflect.DeepEqual(rerr, gerr) {
-			t.Fatalf("%s: runtime %v, generated %v on %q", td.Name, rerr, gerr, data)
-		}
-		if rerr != nil {
-			checkErr(t, td.Name, rerr)
-			return
-		}
-		samePayload(t, td.Name, rp, gp)
+		sameParse(t, pairs, which, data, func(td *ir.TypeDesc) func([]byte) (ir.Payload, error) { return td.ParseJSON })
 	})
 }
 
@@ -82,20 +69,7 @@ func FuzzParseBinary(f *testing.F) {
 		f.Add(uint8(i), []byte(s))
 	}
 	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
-		p := pairs[int(which)%len(pairs)]
-		types := p.rt.Types()
-		td := types[int(which)/len(pairs)%len(types)]
-		gd, _ := p.gen.Type(td.Name)
-		rp, rerr := td.ParseBinary(data)
-		gp, gerr := gd.ParseBinary(data)
-		if !reflect.DeepEqual(rerr, gerr) {
-			t.Fatalf("%s: runtime %v, generated %v on %x", td.Name, rerr, gerr, data)
-		}
-		if rerr != nil {
-			checkErr(t, td.Name, rerr)
-			return
-		}
-		samePayload(t, td.Name, rp, gp)
+		sameParse(t, pairs, which, data, func(td *ir.TypeDesc) func([]byte) (ir.Payload, error) { return td.ParseBinary })
 	})
 }
 
@@ -106,4 +80,25 @@ func indexOf(ps []fuzzPair, p fuzzPair) int {
 		}
 	}
 	return 0
+}
+
+// sameParse decodes data as the type which picks, with the decoder parse
+// picks, in the runtime and the generated catalog, and fails t unless both
+// answer the same (the same error, or equal payloads).
+func sameParse(t *testing.T, pairs []fuzzPair, which uint8, data []byte, parse func(*ir.TypeDesc) func([]byte) (ir.Payload, error)) {
+	t.Helper()
+	p := pairs[int(which)%len(pairs)]
+	types := p.rt.Types()
+	td := types[int(which)/len(pairs)%len(types)]
+	gd, _ := p.gen.Type(td.Name)
+	rp, rerr := parse(td)(data)
+	gp, gerr := parse(gd)(data)
+	if !reflect.DeepEqual(rerr, gerr) {
+		t.Fatalf("%s: runtime %v, generated %v on %q", td.Name, rerr, gerr, data)
+	}
+	if rerr != nil {
+		checkErr(t, td.Name, rerr)
+		return
+	}
+	samePayload(t, td.Name, rp, gp)
 }
