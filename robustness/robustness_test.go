@@ -135,8 +135,6 @@ func TestRobustness(t *testing.T) {
 		t.Skip("runs real writd processes: skipped with -short")
 	}
 	t.Parallel()
-	kinds := faultKinds(t)
-	bins := binaries(t, "")
 	runs := envInt(t, "WRITTEST_ROBUSTNESS_RUNS", 10)
 	faults := envInt(t, "WRITTEST_ROBUSTNESS_FAULTS", 2)
 	base := uint64(time.Now().UnixNano() % 1_000_000_000)
@@ -147,14 +145,28 @@ func TestRobustness(t *testing.T) {
 		}
 		base = v
 	}
+	runTier(t, tier{base: base, runs: runs, faults: faults, clientsPerNode: 2, instances: 3})
+}
+
+// tier is one tier of the suite: runs seeds from base, faults faults each.
+type tier struct {
+	base                                    uint64
+	runs, faults, clientsPerNode, instances int
+}
+
+// runTier runs a tier's seeds, fails t for each seed that fails (with the
+// command that reproduces it), and prints the summary line.
+func runTier(t *testing.T, tr tier) {
+	kinds := faultKinds(t)
+	bins := binaries(t, "")
 	root := runRoot(t)
 	var sum Summary
-	for i := 0; i < runs; i++ {
-		seed := base + uint64(i)
+	for i := 0; i < tr.runs; i++ {
+		seed := tr.base + uint64(i)
 		r := Run(context.Background(), Config{
 			Seed: seed, SchemaDir: envOr("WRITTEST_ROBUSTNESS_SCHEMA", jobsSchema), Bins: bins, Hosts: ciHosts, Root: root,
-			Faults: faults, Kinds: kinds, ClientsPerNode: 2, Instances: 3,
-			Reproduce: fmt.Sprintf("WRITTEST_ROBUSTNESS_SEED=%d WRITTEST_ROBUSTNESS_RUNS=1 WRITTEST_ROBUSTNESS_FAULTS=%d go test -count=1 -run 'TestRobustness$' ./robustness/", seed, faults),
+			Faults: tr.faults, Kinds: kinds, ClientsPerNode: tr.clientsPerNode, Instances: tr.instances,
+			Reproduce: fmt.Sprintf("WRITTEST_ROBUSTNESS_SEED=%d WRITTEST_ROBUSTNESS_RUNS=1 WRITTEST_ROBUSTNESS_FAULTS=%d go test -count=1 -run 'TestRobustness$' ./robustness/", seed, tr.faults),
 		})
 		sum.Add(r)
 		t.Logf("seed %d: %s, %d faults, recovery %s, %d ops, uncertain %d, keys linearizable %d/%d", seed, r.Duration, len(r.Faults), r.Recovery, opsOf(r), r.Uncertain.Total, r.Lin.Linearized, r.Lin.Checked)
