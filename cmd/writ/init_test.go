@@ -4,16 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/writ-dev/writ/internal/procenv"
+	"github.com/writ-dev/writ/internal/proccluster"
 	"github.com/writ-dev/writ/internal/proctest"
 	"github.com/writ-dev/writ/node/config"
 )
@@ -202,37 +200,22 @@ func sh(t *testing.T, dir string, env []string, name string, args ...string) str
 
 func freePort(t *testing.T, host string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	addr, err := proccluster.FreeAddr(host)
 	if err != nil {
-		t.Fatalf("no free port on %s: %v", host, err)
+		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
 func startWritd(t *testing.T, writd, logPath string, args []string) {
 	t.Helper()
-	lf, err := os.Create(logPath)
-	if err != nil {
+	n := proccluster.NewNode(filepath.Base(logPath), strings.TrimSuffix(logPath, ".log"), "", "", "")
+	n.Log = logPath
+	if err := n.Start(proccluster.Spec{Bin: writd, Args: args}); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(writd, args...)
-	cmd.Stdout, cmd.Stderr = lf, lf
-	cmd.Env = procenv.Clean()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		lf.Close()
+		_, _ = n.Stop(15 * time.Second)
 		if t.Failed() {
 			b, _ := os.ReadFile(logPath)
 			t.Logf("%s:\n%s", logPath, tail(string(b), 20))
