@@ -37,7 +37,7 @@ func canaryRun(t *testing.T, tags, check, bug string, cfg Config) CheckResult {
 		cfg.Bins.Plugins = []string{p}
 	}
 	cfg.Root = runRoot(t)
-	if os.Getenv("WRIT_ROBUSTNESS_DIR") == "" {
+	if os.Getenv("WRITTEST_ROBUSTNESS_DIR") == "" {
 		defer os.RemoveAll(cfg.Root)
 	}
 	if cfg.SchemaDir == "" {

@@ -41,22 +41,12 @@ func children(pid int) []int {
 	return out
 }
 
-// pid is n's writd process ID, 0 when it is not running.
-func (n *Node) pid() int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cmd == nil || n.cmd.Process == nil {
-		return 0
-	}
-	return n.cmd.Process.Pid
-}
-
 // KillPlugins SIGKILLs every plugin process of n (writd's children) and
 // waits until writd has started new ones (the plugin host restarts a
 // crashed plugin; docs/plugins.md) or d passed. It returns the killed
 // processes and how long the restart took.
 func (c *Cluster) KillPlugins(ctx context.Context, n *Node, d time.Duration) ([]int, time.Duration, error) {
-	pid := n.pid()
+	pid := n.Pid()
 	if pid == 0 {
 		return nil, 0, fmt.Errorf("robustness: %s is not running", n.Name)
 	}
