@@ -119,6 +119,48 @@ func (c *cluster) uncertainAtLeader(lead *proc, id, job string) {
 	}
 }
 
+// stableLeader waits until every node names the same leader in the same
+// term in three polls 200ms apart, and returns that leader.
+func (c *cluster) stableLeader(d time.Duration) *proc {
+	c.t.Helper()
+	deadline := time.Now().Add(d)
+	seen, same := "", 0
+	for time.Now().Before(deadline) {
+		view := ""
+		for _, p := range c.nodes {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			st, err := p.client.Status(ctx, &writv1.StatusRequest{})
+			cancel()
+			if err != nil || st.GetLeaderId() == "" {
+				view = ""
+				break
+			}
+			v := fmt.Sprintf("%s@%d", st.GetLeaderId(), st.GetTerm())
+			if view != "" && v != view {
+				view = ""
+				break
+			}
+			view = v
+		}
+		if view != "" && view == seen {
+			same++
+		} else {
+			seen, same = view, 0
+		}
+		if same >= 2 {
+			lead := strings.SplitN(seen, "@", 2)[0]
+			for _, p := range c.nodes {
+				if p.name == lead {
+					return p
+				}
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	c.t.Fatalf("no leader every node agreed on for 400ms within %s (last view %q)", d, seen)
+	return nil
+}
+
 func (c *cluster) thaw() {
 	for _, p := range c.nodes {
 		if p.running() {
@@ -176,7 +218,12 @@ func TestOutcome_UncertainBecomesDefiniteOnEveryNode(t *testing.T) {
 	// the client's wait ends without an answer, and no node has a record.
 	// A node asked to settle the ID fences it (NOT_COMMITTED); when the
 	// leader resumes and handles the request late, it cannot commit.
-	lead = c.leader(10 * time.Second)
+	// The leader is frozen only once every node has named it for the same
+	// term over a while: right after the thaw an election may still be
+	// moving leadership, and freezing a node that already lost it leaves
+	// the request to a working leader (it commits, which is no test of the
+	// fence).
+	lead = c.stableLeader(20 * time.Second)
 	var asked *proc
 	for _, p := range c.nodes {
 		if p != lead {
