@@ -24,8 +24,9 @@ const (
 )
 
 // canaryRun runs cfg with a writd built with tags and returns the first
-// failing check named check, failing the test when the run did not
-// complete or the check passed. cfg.SchemaDir "" is the jobs schema.
+// failing check named check, failing the test when a run did not
+// complete or the check passed in every run. cfg.SchemaDir "" is the jobs
+// schema.
 func canaryRun(t *testing.T, tags, check, bug string, cfg Config) CheckResult {
 	t.Helper()
 	cfg.Bins = binaries(t, tags)
@@ -43,20 +44,33 @@ func canaryRun(t *testing.T, tags, check, bug string, cfg Config) CheckResult {
 	if cfg.SchemaDir == "" {
 		cfg.SchemaDir = jobsSchema
 	}
-	r := Run(context.Background(), cfg)
-	t.Logf("canary run: %s %v; failures: %s", r.Duration, r.Phases, strings.Join(r.Failures(), "; "))
-	if r.Error != "" {
-		t.Fatalf("the canary run did not complete: %s", r.Error)
-	}
-	for _, c := range r.Checks {
-		if c.Name == check && !c.Pass {
-			t.Logf("caught: %s: %d failures, first: %v", c.Name, c.Failures, c.Detail[0])
-			return c
+	// A run is a draw of traffic and timing: a bug a seed's traffic never
+	// reaches is not caught by that seed. Up to canarySeeds seeds run,
+	// one after another, until one catches it; the canary fails the test
+	// only when none does.
+	var last []CheckResult
+	for i := range canarySeeds {
+		c := cfg
+		c.Seed = cfg.Seed + uint64(i)*1000
+		r := Run(context.Background(), c)
+		t.Logf("canary run, seed %d: %s %v; failures: %s", c.Seed, r.Duration, r.Phases, strings.Join(r.Failures(), "; "))
+		if r.Error != "" {
+			t.Fatalf("the canary run did not complete: %s", r.Error)
 		}
+		for _, ch := range r.Checks {
+			if ch.Name == check && !ch.Pass {
+				t.Logf("caught by seed %d: %s: %d failures, first: %v", c.Seed, ch.Name, ch.Failures, ch.Detail[0])
+				return ch
+			}
+		}
+		last = r.Checks
 	}
-	t.Fatalf("a writd that %s passed check %s: %v", bug, check, r.Checks)
+	t.Fatalf("a writd that %s passed check %s in %d runs: %v", bug, check, canarySeeds, last)
 	return CheckResult{}
 }
+
+// canarySeeds bounds the runs a canary gets to be caught.
+const canarySeeds = 3
 
 // TestRobustnessCatchesApplyOverrun: a writd built with the
 // canary_applyoverrun tag overruns its apply arena on a value over about

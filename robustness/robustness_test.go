@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -135,8 +136,9 @@ func TestRobustness(t *testing.T) {
 		t.Skip("runs real writd processes: skipped with -short")
 	}
 	t.Parallel()
-	runs := envInt(t, "WRITTEST_ROBUSTNESS_RUNS", 10)
+	runs := envInt(t, "WRITTEST_ROBUSTNESS_RUNS", 30)
 	faults := envInt(t, "WRITTEST_ROBUSTNESS_FAULTS", 2)
+	lanes := envInt(t, "WRITTEST_ROBUSTNESS_LANES", 3)
 	base := uint64(time.Now().UnixNano() % 1_000_000_000)
 	if s := os.Getenv("WRITTEST_ROBUSTNESS_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
@@ -145,35 +147,61 @@ func TestRobustness(t *testing.T) {
 		}
 		base = v
 	}
-	runTier(t, tier{base: base, runs: runs, faults: faults, clientsPerNode: 2, instances: 3})
+	runTier(t, tier{base: base, runs: runs, faults: faults, lanes: lanes, clientsPerNode: 2, instances: 3})
 }
 
-// tier is one tier of the suite: runs seeds from base, faults faults each.
+// tier is one tier of the suite: runs seeds from base, faults faults each,
+// lanes clusters at a time (each on its own addresses).
 type tier struct {
-	base                                    uint64
-	runs, faults, clientsPerNode, instances int
+	base                                           uint64
+	runs, faults, lanes, clientsPerNode, instances int
 }
 
-// runTier runs a tier's seeds, fails t for each seed that fails (with the
-// command that reproduces it), and prints the summary line.
+// laneHosts are the addresses of lane i: 127.0.47.(10i+1..3).
+func laneHosts(i int) []string {
+	if i == 0 {
+		return ciHosts
+	}
+	var out []string
+	for n := 1; n <= 3; n++ {
+		out = append(out, fmt.Sprintf("127.0.47.%d", 10*i+n))
+	}
+	return out
+}
+
+// runTier runs a tier's seeds, lane by lane in parallel (seed base+i in
+// lane i mod lanes), fails t for each seed that fails (with the command
+// that reproduces it), and prints the summary line.
 func runTier(t *testing.T, tr tier) {
 	kinds := faultKinds(t)
 	bins := binaries(t, "")
 	root := runRoot(t)
+	lanes := max(1, min(tr.lanes, 20))
+	var mu sync.Mutex
 	var sum Summary
-	for i := 0; i < tr.runs; i++ {
-		seed := tr.base + uint64(i)
-		r := Run(context.Background(), Config{
-			Seed: seed, SchemaDir: envOr("WRITTEST_ROBUSTNESS_SCHEMA", jobsSchema), Bins: bins, Hosts: ciHosts, Root: root,
-			Faults: tr.faults, Kinds: kinds, ClientsPerNode: tr.clientsPerNode, Instances: tr.instances,
-			Reproduce: fmt.Sprintf("WRITTEST_ROBUSTNESS_SEED=%d WRITTEST_ROBUSTNESS_RUNS=1 WRITTEST_ROBUSTNESS_FAULTS=%d go test -count=1 -run 'TestRobustness$' ./robustness/", seed, tr.faults),
-		})
-		sum.Add(r)
-		t.Logf("seed %d: %s, %d faults, recovery %s, %d ops, uncertain %d, keys linearizable %d/%d", seed, r.Duration, len(r.Faults), r.Recovery, opsOf(r), r.Uncertain.Total, r.Lin.Linearized, r.Lin.Checked)
-		if !r.Passed() {
-			t.Errorf("seed %d failed: %s\n  reproduce: %s\n  kept: %s", seed, strings.Join(r.Failures(), "; "), r.Reproduce, r.Dir)
-		}
+	var wg sync.WaitGroup
+	for lane := range lanes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lane; i < tr.runs; i += lanes {
+				seed := tr.base + uint64(i)
+				r := Run(context.Background(), Config{
+					Seed: seed, SchemaDir: envOr("WRITTEST_ROBUSTNESS_SCHEMA", jobsSchema), Bins: bins, Hosts: laneHosts(lane), Root: root,
+					Faults: tr.faults, Kinds: kinds, ClientsPerNode: tr.clientsPerNode, Instances: tr.instances,
+					Reproduce: fmt.Sprintf("WRITTEST_ROBUSTNESS_SEED=%d WRITTEST_ROBUSTNESS_RUNS=1 WRITTEST_ROBUSTNESS_FAULTS=%d go test -count=1 -run 'TestRobustness$' ./robustness/", seed, tr.faults),
+				})
+				mu.Lock()
+				sum.Add(r)
+				mu.Unlock()
+				t.Logf("seed %d (lane %d): %s, %d faults, recovery %s, %d ops, uncertain %d, keys linearizable %d/%d", seed, lane, r.Duration, len(r.Faults), r.Recovery, opsOf(r), r.Uncertain.Total, r.Lin.Linearized, r.Lin.Checked)
+				if !r.Passed() {
+					t.Errorf("seed %d failed: %s\n  reproduce: %s\n  kept: %s", seed, strings.Join(r.Failures(), "; "), r.Reproduce, r.Dir)
+				}
+			}
+		}()
 	}
+	wg.Wait()
 	if sum.Failed == 0 && os.Getenv("WRITTEST_ROBUSTNESS_DIR") == "" {
 		os.RemoveAll(root)
 	}
