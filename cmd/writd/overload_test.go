@@ -223,7 +223,10 @@ func TestCluster_OverloadAdmission(t *testing.T) {
 	c.converge(40 * time.Second)
 	for _, p := range c.nodes {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		lr, err := p.client.List(ctx, &writv1.ListRequest{Prefix: "job/"})
+		// the benchmark's longer phases leave ~100k jobs (12 MB of
+		// records), past gRPC's default 4 MiB receive limit: List is one
+		// message, not paged
+		lr, err := p.client.List(ctx, &writv1.ListRequest{Prefix: "job/"}, grpc.MaxCallRecvMsgSize(256<<20))
 		cancel()
 		if err != nil {
 			t.Fatal(err)
