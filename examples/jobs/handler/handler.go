@@ -43,11 +43,11 @@ func loadJob(c *sdk.Call, id string) (*Job, bool, error) {
 
 // loadJobAt is loadJob with the document key already built.
 func loadJobAt(c *sdk.Call, key, id string) (*Job, bool, error) {
-	return loadDoc(c, key, "job", id, fastJob, func(j *Job) *string { return &j.State })
+	return loadDoc(c, key, "job", id, func(j *Job) *string { return &j.State })
 }
 
 func loadWorker(c *sdk.Call, id string) (*Worker, bool, error) {
-	return loadDoc(c, workerKey(id), "worker", id, fastWorker, func(w *Worker) *string { return &w.State })
+	return loadDoc(c, workerKey(id), "worker", id, func(w *Worker) *string { return &w.State })
 }
 
 func loadQueue(c *sdk.Call, name string) (*Queue, bool, error) {
@@ -56,19 +56,19 @@ func loadQueue(c *sdk.Call, name string) (*Queue, bool, error) {
 
 // loadQueueAt is loadQueue with the document key already built.
 func loadQueueAt(c *sdk.Call, key, name string) (*Queue, bool, error) {
-	return loadDoc(c, key, "queue", name, fastQueue, func(q *Queue) *string { return &q.State })
+	return loadDoc(c, key, "queue", name, func(q *Queue) *string { return &q.State })
 }
 
-// loadDoc reads the document at key (fast, else encoding/json) and sets
+// loadDoc reads the document at key (encoding/json) and sets
 // the state it mirrors from the machine instance (machine, id) when the
 // call declared it.
-func loadDoc[T any](c *sdk.Call, key, machine, id string, fast func(*T, []byte) bool, stateOf func(*T) *string) (*T, bool, error) {
+func loadDoc[T any](c *sdk.Call, key, machine, id string, stateOf func(*T) *string) (*T, bool, error) {
 	b, ok := c.Get(key)
 	if !ok {
 		return nil, false, nil
 	}
 	v := new(T)
-	if err := decodeDoc(key, b, v, fast); err != nil {
+	if err := decodeDoc(key, b, v); err != nil {
 		return nil, false, err
 	}
 	st := stateOf(v)
