@@ -8,7 +8,7 @@ import (
 
 // The handler's documents (Job, Worker, Queue and the Result of every call)
 // are written and read with encoding/json. A hand-written codec measured no
-// end-to-end gain worth its size (docs/plugins.md, "Writing a handler"), and
+// end-to-end gain worth its size (docs/plugins.md, the figures), and
 // this is the code a schema author copies.
 
 // putDoc writes v (one of the handler's document types) at key.
