@@ -26,7 +26,7 @@ const (
 	catchUpStart = 1000
 	catchUpDone  = 100
 	// catchUpSample is how often the tracker samples.
-	catchUpSample = 500 * time.Millisecond
+	catchUpSample = 250 * time.Millisecond
 	// catchUpLogEvery is how often a running catch-up is logged.
 	catchUpLogEvery = 5 * time.Second
 	// minCatchUpRate (entries/s) is the smoothed speed below which a

@@ -11,7 +11,9 @@ import (
 // within catchUpDone of the target.
 func TestCatchUpSample(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	at := func(i int) time.Time { return t0.Add(time.Duration(i) * catchUpSample) }
+	// samples every 0.5s here, whatever the ticker's period: the figures
+	// below are per sample
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * 500 * time.Millisecond) }
 	var c catchUp
 	if st, fin := c.sample(at(0), 100, 150); st || fin || c.active {
 		t.Fatalf("a 50-entry gap started a catch-up")

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,7 +46,7 @@ func TestCluster_CatchUpProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	// ~10000 entries of 1 KiB payloads, so that the catch-up outlasts the
-	// follower's first samples (every 0.5s) even on an idle machine
+	// follower's first samples (every 250ms) even on an idle machine
 	bench(t, c.bin, lead.api(), "--clients", "4", "--ops", "14000", "--size", "1024", "--run", "catchup")
 	st1, err := c.status(lead)
 	if err != nil {
@@ -67,21 +68,29 @@ func TestCluster_CatchUpProgress(t *testing.T) {
 		t.Errorf("writctl members on the leader shows no catch-up for stopped %s:\n%s", f.name, out)
 	}
 
+	// writctl status runs in a loop of its own from the restart on: a
+	// catch-up can be over within a few samples on a fast machine, and a
+	// run started only after Status showed it might miss it.
+	ctl := watchCtlStatus(t, c, f)
 	c.start(f)
 	start := time.Now()
 	var (
 		active, done             *writv1.CatchUp
+		firstActive, lastActive  time.Time
 		gaugeActive, gaugeBehind float64
-		ctlLine                  string
 	)
 	deadline := time.Now().Add(90 * time.Second)
 	for done == nil && time.Now().Before(deadline) {
+		asked := time.Now()
 		if st, err := c.status(f); err == nil && st.CatchUp != nil {
 			switch {
-			case st.CatchUp.Active && active == nil:
-				active = st.CatchUp
-				t.Logf("%s Status %s after restart: %+v", f.name, time.Since(start).Round(time.Millisecond), active)
-			case !st.CatchUp.Active && active != nil:
+			case st.CatchUp.Active:
+				if active == nil {
+					active, firstActive = st.CatchUp, asked
+					t.Logf("%s Status %s after restart: %+v", f.name, time.Since(start).Round(time.Millisecond), active)
+				}
+				lastActive = time.Now()
+			case active != nil:
 				done = st.CatchUp
 			}
 		}
@@ -90,15 +99,9 @@ func TestCluster_CatchUpProgress(t *testing.T) {
 				gaugeActive, gaugeBehind = 1, total(fm["writ_catchup_behind_entries"], nil)
 			}
 		}
-		if active != nil && done == nil && ctlLine == "" {
-			for _, l := range strings.Split(writctlOn(t, c, f, "status"), "\n") {
-				if strings.HasPrefix(l, "catch-up") && strings.Contains(l, "catching up:") {
-					ctlLine = strings.Join(strings.Fields(l), " ")
-				}
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
+	runs := ctl.stop()
 	took := time.Since(start).Round(time.Millisecond)
 	if active == nil {
 		t.Fatalf("%s never reported a catch-up in Status within %s of its restart", f.name, took)
@@ -106,7 +109,8 @@ func TestCluster_CatchUpProgress(t *testing.T) {
 	if done == nil {
 		t.Fatalf("%s never reported its catch-up done within %s of its restart", f.name, took)
 	}
-	t.Logf("%s done %s after restart: %+v; gauge behind %v; writctl %q", f.name, took, done, gaugeBehind, ctlLine)
+	t.Logf("%s done %s after restart: %+v; gauge behind %v; Status showed it running for %s",
+		f.name, took, done, gaugeBehind, lastActive.Sub(firstActive).Round(time.Millisecond))
 	if active.Target-active.Applied < 1000 {
 		t.Errorf("%s Status while catching up: only %d behind", f.name, active.Target-active.Applied)
 	}
@@ -116,9 +120,7 @@ func TestCluster_CatchUpProgress(t *testing.T) {
 	if gaugeActive != 1 || gaugeBehind < 1000 {
 		t.Errorf("%s writ_catchup_active never 1 with writ_catchup_behind_entries >= 1000 (saw active %v, behind %v)", f.name, gaugeActive, gaugeBehind)
 	}
-	if ctlLine == "" {
-		t.Errorf("writctl status on %s never showed a catch-up line while it ran", f.name)
-	}
+	checkCtlCatchUp(t, f.name, runs, firstActive, lastActive)
 	fams = scrape(t, f)
 	if a, p := total(fams["writ_catchup_active"], nil), total(fams["writ_catchup_percent"], nil); a != 0 || p != 100 {
 		t.Errorf("%s after the catch-up: writ_catchup_active %v, writ_catchup_percent %v; want 0 and 100", f.name, a, p)
@@ -183,4 +185,95 @@ func scrapeQuiet(p *proc) map[string]*dto.MetricFamily {
 		return nil
 	}
 	return fams
+}
+
+// ctlRun is one `writctl status` run: when it ran, its exit and output.
+type ctlRun struct {
+	start, end time.Time
+	code       int
+	out        string
+}
+
+// ctlLoop runs `writctl status` against one node, one run after another,
+// until stop.
+type ctlLoop struct {
+	once sync.Once
+	quit chan struct{}
+	done chan []ctlRun
+	runs []ctlRun
+}
+
+func watchCtlStatus(t *testing.T, c *cluster, p *proc) *ctlLoop {
+	t.Helper()
+	l := &ctlLoop{quit: make(chan struct{}), done: make(chan []ctlRun, 1)}
+	go func() {
+		var runs []ctlRun
+		for {
+			select {
+			case <-l.quit:
+				l.done <- runs
+				return
+			default:
+			}
+			r := ctlRun{start: time.Now()}
+			r.out, r.code = writctl(t, c.bin, "--addr", p.api(), "--timeout", "5s", "status")
+			r.end = time.Now()
+			runs = append(runs, r)
+		}
+	}()
+	t.Cleanup(func() { l.stop() })
+	return l
+}
+
+func (l *ctlLoop) stop() []ctlRun {
+	l.once.Do(func() {
+		close(l.quit)
+		l.runs = <-l.done
+	})
+	return l.runs
+}
+
+// checkCtlCatchUp checks that writctl status showed the catch-up while it
+// ran: every run that started and ended while Status reported it running
+// (between firstActive and lastActive) must show the catching-up line,
+// and at least one run must have shown it.
+func checkCtlCatchUp(t *testing.T, name string, runs []ctlRun, firstActive, lastActive time.Time) {
+	t.Helper()
+	shown := func(out string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "catch-up") && strings.Contains(l, "catching up:") {
+				return strings.Join(strings.Fields(l), " ")
+			}
+		}
+		return ""
+	}
+	var (
+		line          string
+		inside, blind int
+		firstBlind    ctlRun
+	)
+	for _, r := range runs {
+		s := shown(r.out)
+		if s != "" && line == "" {
+			line = s
+		}
+		if r.code != 0 || r.start.Before(firstActive) || r.end.After(lastActive) {
+			continue
+		}
+		inside++
+		if s == "" {
+			if blind == 0 {
+				firstBlind = r
+			}
+			blind++
+		}
+	}
+	if blind > 0 {
+		t.Errorf("writctl status on %s: %d of %d runs made while its Status reported the catch-up running showed no catch-up line; the first (%s–%s):\n%s",
+			name, blind, inside, firstBlind.start.Format("15:04:05.000"), firstBlind.end.Format("15:04:05.000"), firstBlind.out)
+	}
+	t.Logf("writctl status on %s: %d runs, %d within the catch-up; line %q", name, len(runs), inside, line)
+	if line == "" {
+		t.Errorf("writctl status on %s never showed a catch-up line while it ran (%d runs, %d of them while Status reported it)", name, len(runs), inside)
+	}
 }
