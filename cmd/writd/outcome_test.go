@@ -181,7 +181,14 @@ func (c *cluster) thaw() {
 // fences it, every node answers NOT_COMMITTED, also after the leader
 // resumed and handled the request late, and the job is in no state.
 func TestOutcome_UncertainBecomesDefiniteOnEveryNode(t *testing.T) {
-	c := newClusterArgs(t, []string{"--pipeline-commit-timeout", "2s"}, "127.0.40.10", "127.0.40.11", "127.0.40.12")
+	// Elections take 5–10s (50 ticks of 100ms), far longer than u2's 1s
+	// commit timeout: the attempt a follower makes after its forward to
+	// the frozen leader failed has timed out (and is fenced, not proposed
+	// again) before any new leader is elected. With the default 1s
+	// election a loaded machine elected the new leader first, the
+	// attempt was proposed again under it and committed: a right answer
+	// (COMMITTED on every node), but not the fence this test is about.
+	c := newClusterArgs(t, []string{"--pipeline-commit-timeout", "2s", "--raft-election-ticks", "50"}, "127.0.40.10", "127.0.40.11", "127.0.40.12")
 	t.Cleanup(c.thaw) // never leave a frozen process behind
 	if _, err := submit(c.nodes[0], "queue.control", `{"queue":"q","action":"create"}`, 5*time.Second); err != nil {
 		t.Fatal(err)
@@ -189,7 +196,7 @@ func TestOutcome_UncertainBecomesDefiniteOnEveryNode(t *testing.T) {
 
 	lead := c.leader(10 * time.Second)
 	c.uncertainAtLeader(lead, "u1", "ju1")
-	time.Sleep(500 * time.Millisecond) // hold the freeze past one election timeout
+	time.Sleep(500 * time.Millisecond) // the leader's proposal waits in its log, uncommitted
 	c.thaw()
 	r := c.agreeOnOutcome("u1", 30*time.Second)
 	t.Logf("u1: %s at index %d on every node", r.Outcome, r.Index)
@@ -239,7 +246,8 @@ func TestOutcome_UncertainBecomesDefiniteOnEveryNode(t *testing.T) {
 		}
 	}
 	var settled *writv1.OutcomeResponse
-	deadline := time.Now().Add(20 * time.Second)
+	// a new leader must be elected (5–10s) before the fence commits
+	deadline := time.Now().Add(45 * time.Second)
 	for {
 		o, err := outcomeAt(asked, "u2", true)
 		if err == nil && o.Known && definiteOutcome(o.Outcome) {
@@ -247,7 +255,7 @@ func TestOutcome_UncertainBecomesDefiniteOnEveryNode(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("settle u2 on %s: no definite outcome within 20s (last: %v, err %v)", asked.name, o, err)
+			t.Fatalf("settle u2 on %s: no definite outcome within 45s (last: %v, err %v)", asked.name, o, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
