@@ -73,3 +73,37 @@ func TestServer_FakeBackendForwardLostAfterSendIsUncertain(t *testing.T) {
 		t.Fatalf("leader unreachable: got %v (%v), want UNAVAILABLE", o.Outcome, err)
 	}
 }
+
+// TestServer_FakeBackendForwardsOnlyOnce: a call is forwarded at most once.
+// Two followers that each name the other as leader (a stale route during
+// an election) must not bounce a request between them: the one that
+// receives the forwarded call runs it itself. The leader runs its calls
+// whether they were forwarded or not (TestServer_FakeBackendForwardsToLeader).
+// Loopback addresses: 127.0.93.1–127.0.93.2.
+func TestServer_FakeBackendForwardsOnlyOnce(t *testing.T) {
+	a := &fakeNode{id: "a"}
+	b := &fakeNode{id: "b"}
+	ca := serveFake(t, "127.0.93.1:0", a)
+	cb := serveFake(t, "127.0.93.2:0", b)
+	a.mu.Lock()
+	a.leaderAPI = b.apiAddr
+	a.mu.Unlock()
+	b.mu.Lock()
+	b.leaderAPI = a.apiAddr
+	b.mu.Unlock()
+	for _, tc := range []struct {
+		c      writv1.WritClient
+		via    string
+		served string
+	}{{ca, "a", "b"}, {cb, "b", "a"}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		r, err := tc.c.Submit(ctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: "job.submit", Id: "via-" + tc.via, Payload: []byte(`{}`)}})
+		cancel()
+		if err != nil || r.ServedBy != tc.served {
+			t.Fatalf("submit via %s: served by %q, want %q (forwarded once): %v", tc.via, r.GetServedBy(), tc.served, err)
+		}
+	}
+	if len(a.submitted) != 1 || len(b.submitted) != 1 {
+		t.Fatalf("a ran %d, b ran %d submits; want one each", len(a.submitted), len(b.submitted))
+	}
+}

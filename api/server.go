@@ -201,11 +201,13 @@ func (s *Server) leaderConn(ctx context.Context) (*grpc.ClientConn, string) {
 	if s.cfg.NoForward {
 		return nil, ""
 	}
-	if md, ok := metadata.FromIncomingContext(ctx); ok && len(md.Get(forwardedKey)) > 0 {
-		return nil, ""
-	}
 	st := s.cfg.Info.Route(ctx)
 	if st.IsLeader || st.LeaderAPI == "" || st.LeaderAPI == st.APIAddr {
+		return nil, ""
+	}
+	// Checked after the route (the leader, which takes most calls, never
+	// forwards) and without copying the call's metadata.
+	if len(metadata.ValueFromIncomingContext(ctx, forwardedKey)) > 0 {
 		return nil, ""
 	}
 	s.mu.Lock()

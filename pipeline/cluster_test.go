@@ -39,6 +39,8 @@ type rcluster struct {
 	evaluator pipeline.Evaluator
 	// commitTimeout, when set, replaces the nodes' 10s commit timeout.
 	commitTimeout time.Duration
+	// maxBatchBytes, when set, replaces the pipelines' MaxBatchBytes.
+	maxBatchBytes int
 }
 
 func newRaftCluster(t testing.TB) *rcluster { return newRaftClusterOn(t, "127.0.4.%d") }
@@ -112,7 +114,7 @@ func (c *rcluster) start(i int) {
 	}
 	p, err := pipeline.New(pipeline.Config{NodeID: n.cfg.NodeID, Catalog: jobsgen.Catalog(), Evaluator: ev, DataDir: n.outbox,
 		CommitTimeout: commitTimeout, ConfigTimeout: 10 * time.Second, RetryMin: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond,
-		TickInterval: 5 * time.Millisecond, Logger: quiet(),
+		TickInterval: 5 * time.Millisecond, Logger: quiet(), MaxBatchBytes: c.maxBatchBytes,
 		OnConfigActivated: func(a pipeline.ConfigActivation) { n.mu.Lock(); n.reloads = append(n.reloads, a.ID); n.mu.Unlock() }})
 	if err != nil {
 		c.t.Fatal(err)

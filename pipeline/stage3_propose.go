@@ -126,6 +126,7 @@ func (p *Pipeline) proposedLocked(e *entry, pb *proposedBatch, now *time.Time) b
 		t.proposals++
 	}
 	e.provisional = e.cmd.Effect
+	p.releaseReadLatchesLocked(e)
 	p.live[e.cmdID] = e
 	if e.cmd.ID != e.cmdID {
 		e.extra().altID = e.cmd.ID

@@ -368,6 +368,9 @@ type applyTx struct {
 	arena      []byte
 	// What this batch changed, for the overlay (val nil: deleted).
 	kvChanges, outChanges []change
+	// before holds the records checkPreconditions read for the command
+	// being applied (readBefore).
+	before []readRec
 	// The commands being applied and which one, for a fatal apply error.
 	cmds []kv.Command
 	cur  int
@@ -447,13 +450,14 @@ func (a *applyTx) applyCommands(index uint64, cmds []kv.Command, checker kv.Chec
 		res := kv.Result{Index: index}
 		var prev kv.Result
 		var hasPrev bool
-		var idKey []byte
+		var idKey, prevRec []byte
 		// An ID beyond maxIDBytes cannot be a bbolt key with its retention
 		// prefix: the command is rejected and its outcome not recorded.
 		recordable := c.ID != "" && len(c.ID) <= maxIDBytes
 		if recordable {
 			idKey = append(a.buf(len(c.ID)), c.ID...)
-			prev, hasPrev = decodeOutcome(a.outb.Get(idKey))
+			prevRec = a.outb.Get(idKey)
+			prev, hasPrev = decodeOutcome(prevRec)
 		}
 		// keep: the recorded outcome stands (a duplicate, or a command
 		// refused because its ID is fenced).
@@ -497,12 +501,12 @@ func (a *applyTx) applyCommands(index uint64, cmds []kv.Command, checker kv.Chec
 					break
 				}
 			}
-			if reason := checkPreconditions(a.kvb, c.Effect.Writes); reason != "" {
+			if reason := a.checkPreconditions(c.Effect.Writes); reason != "" {
 				res.Status = kv.StatusConflict
 				res.Reason = reason
 				break
 			}
-			for _, w := range c.Effect.Writes {
+			for j, w := range c.Effect.Writes {
 				key := append(a.buf(len(w.Key)), w.Key...)
 				var err error
 				var v []byte
@@ -511,7 +515,11 @@ func (a *applyTx) applyCommands(index uint64, cmds []kv.Command, checker kv.Chec
 					v = append(v, w.Value...)
 				}
 				// the value replaced is hashed before Put or Delete reuses its memory
-				if old := a.kvb.Get(key); old != nil || v != nil {
+				old, ok := a.readBefore(c.Effect.Writes, j)
+				if !ok {
+					old = a.kvb.Get(key)
+				}
+				if old != nil || v != nil {
 					a.sumPut(tagKV, key, old, v)
 				}
 				if w.Delete {
@@ -531,7 +539,7 @@ func (a *applyTx) applyCommands(index uint64, cmds []kv.Command, checker kv.Chec
 		// application; a non-applied outcome is replaced by a later attempt
 		// with the same ID (it changed nothing, so a retry is safe).
 		if recordable && !keep {
-			if err := a.recordOutcome(c.ID, idKey, res, prev, hasPrev); err != nil {
+			if err := a.recordOutcome(c.ID, idKey, prevRec, res, prev, hasPrev); err != nil {
 				return nil, err
 			}
 		}
@@ -585,13 +593,25 @@ func runChecker(ch kv.Checker, c *kv.Command, r kv.Reader) (veto, err error) {
 	return ch.Check(c, r), nil
 }
 
-func checkPreconditions(kvb *bolt.Bucket, writes []kv.Write) string {
+// checkPreconditions checks the writes' revision preconditions against
+// the state before the command, keeping each conditional write's current
+// record for readBefore.
+func (a *applyTx) checkPreconditions(writes []kv.Write) string {
+	a.before = a.before[:0]
+	keep := len(writes) <= maxReadBefore
 	for _, w := range writes {
 		if w.Unconditional {
+			if keep {
+				a.before = append(a.before, readRec{})
+			}
 			continue
 		}
+		v := a.kvb.Get([]byte(w.Key))
+		if keep {
+			a.before = append(a.before, readRec{v: v, ok: true})
+		}
 		var cur uint64
-		if v := kvb.Get([]byte(w.Key)); v != nil {
+		if v != nil {
 			cur = binary.BigEndian.Uint64(v[:8])
 		}
 		if cur != w.IfRev {
@@ -601,13 +621,43 @@ func checkPreconditions(kvb *bolt.Bucket, writes []kv.Write) string {
 	return ""
 }
 
+// maxReadBefore bounds the writes per command whose records
+// checkPreconditions keeps (readBefore compares each with the ones before
+// it).
+const maxReadBefore = 16
+
+// readRec is a key's record as checkPreconditions read it (v nil: absent);
+// ok is false when it was not read.
+type readRec struct {
+	v  []byte
+	ok bool
+}
+
+// readBefore returns write j's key's current record when
+// checkPreconditions read it and no earlier write of the same command
+// changed that key since; ok is false when the caller must read it. The
+// record is still valid: bbolt keeps the bytes a Get returned (a mapped
+// page, or a value put earlier in the transaction) until the transaction
+// ends, and only writes to the same key change what it holds.
+func (a *applyTx) readBefore(writes []kv.Write, j int) (v []byte, ok bool) {
+	if j >= len(a.before) || !a.before[j].ok {
+		return nil, false
+	}
+	for i := range j {
+		if writes[i].Key == writes[j].Key {
+			return nil, false
+		}
+	}
+	return a.before[j].v, true
+}
+
 func (a *applyTx) orderKey(index uint64, id []byte) []byte {
 	return append(binary.BigEndian.AppendUint64(a.buf(8+len(id)), index), id...)
 }
 
 // recordOutcome records res for the command ID (id is the same ID as the
 // bbolt key, idStr as the overlay's).
-func (a *applyTx) recordOutcome(idStr string, id []byte, res kv.Result, prev kv.Result, hasPrev bool) error {
+func (a *applyTx) recordOutcome(idStr string, id, prevRec []byte, res kv.Result, prev kv.Result, hasPrev bool) error {
 	if hasPrev {
 		if err := a.ord.Delete(a.orderKey(prev.Index, id)); err != nil {
 			return err
@@ -615,7 +665,7 @@ func (a *applyTx) recordOutcome(idStr string, id []byte, res kv.Result, prev kv.
 		a.count--
 	}
 	enc := appendOutcome(a.buf(outcomeV2Bytes+len(res.Reason)), res)
-	a.sumPut(tagOutcome, id, a.outb.Get(id), enc)
+	a.sumPut(tagOutcome, id, prevRec, enc) // prevRec: the record applyCommands read, unchanged since
 	if err := a.outb.Put(id, enc); err != nil {
 		return err
 	}
