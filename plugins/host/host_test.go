@@ -333,7 +333,16 @@ func TestClosedHostRefusesAndKillsPlugins(t *testing.T) {
 // limit (1000 items with 8 KiB of state each).
 func TestLargeBatch(t *testing.T) {
 	t.Parallel()
-	h := start(t, "ok")
+	// The test is about size (8 MiB of state in one call), not speed: an
+	// -race build on a loaded machine took longer than the 5s the other
+	// tests allow a call.
+	cfg := config(t, "ok")
+	cfg.CallTimeout = time.Minute
+	h, err := host.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
 	big := []byte(strings.Repeat("x", 8<<10))
 	items := make([]pipeline.EvalItem, 1000)
 	for k := range items {
