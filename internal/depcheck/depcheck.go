@@ -77,3 +77,30 @@ next:
 		t.Errorf("%s may import only %v of %s (found %s in its dependency closure)", pkg, allowed, within, d)
 	}
 }
+
+// StdlibAnd fails t if pkg's closure holds a package outside the standard
+// library that is not one of allowed (exact paths): the rule of a package
+// that is linked everywhere and so may depend on little.
+func StdlibAnd(t testing.TB, pkg string, allowed ...string) {
+	t.Helper()
+	deps, err := Deps(pkg, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deps) == 0 {
+		t.Fatalf("depcheck: go list returned no packages for %s", pkg)
+	}
+next:
+	for _, d := range deps {
+		first, _, _ := strings.Cut(d, "/")
+		if d == pkg || !strings.Contains(first, ".") {
+			continue // the package itself, or the standard library
+		}
+		for _, a := range allowed {
+			if d == a {
+				continue next
+			}
+		}
+		t.Errorf("%s may import only the standard library and %v (found %s in its dependency closure)", pkg, allowed, d)
+	}
+}

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/writ-dev/writ/schema/ir"
-	"github.com/writ-dev/writ/schema/jsonscan"
+	"github.com/writ-dev/writ/schema/wire"
 )
 
 // entry is the compiled form of one entry type.
@@ -238,8 +238,8 @@ func (c *catalog) Machine(name string) (*ir.Machine, bool) {
 }
 
 func (en *entry) parseJSON(data []byte) (ir.Payload, error) {
-	if !jsonscan.Valid(data) {
-		return nil, en.typed(fieldErr("", "json", "is not valid JSON (fix: send a JSON object)"))
+	if fe := wire.Document(data); fe != nil {
+		return nil, en.typed(fe)
 	}
 	p := en.newPayload()
 	if fe := decodeObject(en.fields, en.known, data, p.vals); fe != nil {
@@ -253,9 +253,9 @@ func (en *entry) parseJSON(data []byte) (ir.Payload, error) {
 
 func (en *entry) parseBinary(data []byte) (ir.Payload, error) {
 	p := en.newPayload()
-	d := decoder{b: data}
-	d.fields(en.fields, p.vals)
-	if fe := d.finish(); fe != nil {
+	d := wire.NewDecoder("", data)
+	readFields(&d, en.fields, p.vals)
+	if fe := d.Finish(); fe != nil {
 		return nil, en.typed(fe)
 	}
 	if fe := checkFields(en.fields, p.vals); fe != nil {
@@ -304,6 +304,5 @@ func (en *entry) newPayload() *payload {
 // typed stamps the entry type on an error built without it and roots its
 // path at the payload.
 func (en *entry) typed(fe *ir.FieldError) error {
-	fe.Type = en.name
-	return rooted(fe)
+	return wire.Root(en.name, fe)
 }
