@@ -270,35 +270,26 @@ func (en *entry) newPayload() *payload {
 	n := len(en.fields)
 	switch {
 	case n <= 4:
-		x := &struct {
-			payload
-			arr [4]value
-		}{}
-		x.payload = payload{e: en, vals: x.arr[:n:n]}
-		return &x.payload
+		return payloadWith(en, n, func(a *[4]value) []value { return a[:n:n] })
 	case n <= 6:
-		x := &struct {
-			payload
-			arr [6]value
-		}{}
-		x.payload = payload{e: en, vals: x.arr[:n:n]}
-		return &x.payload
+		return payloadWith(en, n, func(a *[6]value) []value { return a[:n:n] })
 	case n <= 8:
-		x := &struct {
-			payload
-			arr [8]value
-		}{}
-		x.payload = payload{e: en, vals: x.arr[:n:n]}
-		return &x.payload
+		return payloadWith(en, n, func(a *[8]value) []value { return a[:n:n] })
 	case n <= 16:
-		x := &struct {
-			payload
-			arr [16]value
-		}{}
-		x.payload = payload{e: en, vals: x.arr[:n:n]}
-		return &x.payload
+		return payloadWith(en, n, func(a *[16]value) []value { return a[:n:n] })
 	}
 	return &payload{e: en, vals: make([]value, n)}
+}
+
+// payloadWith allocates a payload together with an array A of values, of
+// which vals takes the first n.
+func payloadWith[A any](en *entry, n int, vals func(*A) []value) *payload {
+	x := &struct {
+		payload
+		arr A
+	}{}
+	x.payload = payload{e: en, vals: vals(&x.arr)}
+	return &x.payload
 }
 
 // typed stamps the entry type on an error built without it and roots its
