@@ -1,6 +1,7 @@
 // Package kv owns writ's replicated data model: keys with revisions, the
 // CAS-guarded effects that evaluation produces, the command envelope that the
-// log replicates, and the per-command results that apply records.
+// log replicates, the per-command results that apply records, and the
+// conflict case document (ConflictCase) the pipeline keeps and clients read.
 //
 // It is the vocabulary shared by pipeline (which builds commands), raftstore
 // (which replicates and applies them) and plugins/host (which turns handler

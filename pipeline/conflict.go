@@ -11,46 +11,22 @@ import (
 	"github.com/writ-dev/writ/schema/ir"
 )
 
-// ConflictCase is a durable record of a fact that contradicted state (W8):
-// the fact was not applied, the state was preserved. One case is kept per
-// machine instance, at _conflict/<machine>/<instance>. Re-observing the same
-// contradiction changes nothing; a different one bumps Revision.
-type ConflictCase struct {
-	Machine  string `json:"machine"`
-	Instance string `json:"instance"`
-	EntryID  string `json:"entry_id"`
-	Type     string `json:"type"`
-	Current  string `json:"current"`
-	Incoming string `json:"incoming"`
-	Reason   string `json:"reason"`
-	Revision uint64 `json:"revision"`
-	Open     bool   `json:"open"`
-	// Opened is when the proposer first saw the case (RFC 3339).
-	Opened string `json:"opened"`
-	// Payload is the incoming fact's payload (JSON): the variant that was
-	// not applied, retained for the operator (and for --apply-incoming).
-	Payload json.RawMessage `json:"payload,omitempty"`
-	// Observations are the entries that ran into this case since it
-	// opened, oldest first, at most MaxObservations (the oldest dropped).
-	Observations []Observation `json:"observations,omitempty"`
-	// Resolution is the audit record of the last resolve (nil while the
-	// case was never resolved).
-	Resolution *Resolution `json:"resolution,omitempty"`
-}
+// The conflict case document, its observations and resolution record are
+// defined in kv, so that clients (writctl) read the document pipeline
+// writes without importing pipeline.
+type (
+	ConflictCase    = kv.ConflictCase
+	Observation     = kv.Observation
+	Resolution      = kv.Resolution
+	AppliedIncoming = kv.AppliedIncoming
+)
 
 // MaxObservations bounds ConflictCase.Observations.
-const MaxObservations = 16
+const MaxObservations = kv.MaxConflictObservations
 
-// Observation is one entry that contradicted state and was quarantined
-// into a case.
-type Observation struct {
-	EntryID  string `json:"entry_id"`
-	Type     string `json:"type"`
-	Incoming string `json:"incoming"`
-	At       string `json:"at"`
-}
-
-func (c *ConflictCase) observed(entryID string) bool {
+// observed reports whether the case already records an observation by the
+// entry entryID.
+func observed(c *ConflictCase, entryID string) bool {
 	for _, o := range c.Observations {
 		if o.EntryID == entryID {
 			return true
@@ -87,7 +63,7 @@ func nextConflict(prev *ConflictCase, c ConflictCase) (*ConflictCase, error) {
 		return &c, nil
 	}
 	if prev.Open && prev.Current == c.Current && prev.Incoming == c.Incoming && prev.Reason == c.Reason {
-		if prev.observed(c.EntryID) || c.EntryID == "" {
+		if observed(prev, c.EntryID) || c.EntryID == "" {
 			return nil, nil
 		}
 		n := *prev

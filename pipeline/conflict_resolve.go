@@ -9,30 +9,6 @@ import (
 	"github.com/writ-dev/writ/schema/ir"
 )
 
-// Resolution is the audit record a resolve writes into its case: who
-// resolved it, when (the proposer's clock, RFC 3339), why, and which case
-// revision it closed.
-type Resolution struct {
-	By            string `json:"by"`
-	At            string `json:"at"`
-	Reason        string `json:"reason"`
-	ApplyIncoming bool   `json:"apply_incoming,omitempty"`
-	CaseRevision  uint64 `json:"case_revision"`
-	// Applied is what apply-incoming did to state (nil without it).
-	Applied *AppliedIncoming `json:"applied,omitempty"`
-}
-
-// AppliedIncoming records the transition a resolve with apply-incoming
-// forced: the retained incoming fact's, from the state the instance was in
-// when the case was resolved, overriding the guard (verdict override).
-type AppliedIncoming struct {
-	EntryID string `json:"entry_id"`
-	Type    string `json:"type"`
-	From    string `json:"from"`
-	To      string `json:"to"`
-	Verdict string `json:"verdict"`
-}
-
 // ResolveRequest asks to close one conflict case.
 type ResolveRequest struct {
 	// Key is the case's key, _conflict/<machine>/<instance> (the prefix may

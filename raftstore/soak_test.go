@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/writ-dev/writ/internal/proctest"
 	"github.com/writ-dev/writ/kv"
 )
 
@@ -26,38 +27,25 @@ func TestSoakRollingRestartsUnderLoad(t *testing.T) {
 	var mu sync.Mutex
 	var nodesMu sync.RWMutex
 	var acked []string
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				nodesMu.RLock()
-				n := c.nodes[(w+i)%3]
-				nodesMu.RUnlock()
-				key := fmt.Sprintf("soak/%d/%d", w, i)
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				p, err := n.Propose(ctx, []kv.Command{put(key, key, "v")})
-				if err == nil {
-					res, werr := p.Wait(ctx)
-					if werr == nil && res[0].Status == kv.StatusApplied {
-						mu.Lock()
-						acked = append(acked, key)
-						mu.Unlock()
-					}
-				} else {
-					time.Sleep(10 * time.Millisecond)
-				}
-				cancel()
+	load := proctest.StartLoad(8, func(w, i int) {
+		nodesMu.RLock()
+		n := c.nodes[(w+i)%3]
+		nodesMu.RUnlock()
+		key := fmt.Sprintf("soak/%d/%d", w, i)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		p, err := n.Propose(ctx, []kv.Command{put(key, key, "v")})
+		if err == nil {
+			res, werr := p.Wait(ctx)
+			if werr == nil && res[0].Status == kv.StatusApplied {
+				mu.Lock()
+				acked = append(acked, key)
+				mu.Unlock()
 			}
-		}()
-	}
+		} else {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+	})
 	for round := range 20 {
 		time.Sleep(1500 * time.Millisecond)
 		i := rand.IntN(3)
@@ -72,8 +60,7 @@ func TestSoakRollingRestartsUnderLoad(t *testing.T) {
 		t.Logf("round %d: restarted n%d, %d acknowledged", round, i+1, len(acked))
 		mu.Unlock()
 	}
-	close(stop)
-	wg.Wait()
+	load.Stop()
 	c.leader(10 * time.Second)
 	c.converge(30 * time.Second)
 	for _, n := range c.nodes {

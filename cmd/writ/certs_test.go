@@ -16,7 +16,7 @@ func TestCertsInitNodeClient(t *testing.T) {
 	if code := run([]string{"certs", "init", "--dir", dir, "--name", "prod"}, &out, &errb); code != 0 {
 		t.Fatalf("init: %d %s", code, errb.String())
 	}
-	if code := run([]string{"certs", "node", "n1", "--ca", dir, "--host", "127.0.0.1,n1.local"}, &out, &errb); code != 0 {
+	if code := run([]string{"certs", "node", "n1", "--ca", dir, "--host", " 127.0.0.1, ,n1.local"}, &out, &errb); code != 0 {
 		t.Fatalf("node: %d %s", code, errb.String())
 	}
 	if code := run([]string{"certs", "client", "--ca", dir, "alice", "--role", "read", "--role", "write"}, &out, &errb); code != 0 {
@@ -41,6 +41,13 @@ func TestCertsInitNodeClient(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// --out defaults to the CA directory; the ID may follow the flags.
+	if code := run([]string{"certs", "node", "--ca", dir, "--out", filepath.Join(dir, "n2"), "n2"}, &out, &errb); code != 0 {
+		t.Fatalf("node with --out: %d %s", code, errb.String())
+	}
+	if certs, err := pki.ReadCerts(filepath.Join(dir, "n2", "n2.crt")); err != nil || len(certs[0].IPAddresses) != 1 || len(certs[0].DNSNames) != 1 {
+		t.Fatalf("node n2 (default hosts 127.0.0.1 and localhost): %v", err)
 	}
 	errb.Reset()
 	if code := run([]string{"certs", "node", "--ca", dir}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "want exactly one ID") {

@@ -14,7 +14,7 @@ func TestCobraHelpCompletionAndUsageErrors(t *testing.T) {
 	if rc := run([]string{"--help"}, &so, &se); rc != 0 {
 		t.Fatalf("--help: rc %d", rc)
 	}
-	for _, c := range []string{"init", "gen", "vet", "schema", "conformance", "table", "version", "completion"} {
+	for _, c := range []string{"init", "gen", "vet", "schema", "conformance", "table", "certs", "version", "completion"} {
 		if !strings.Contains(so.String(), "\n  "+c+" ") {
 			t.Errorf("--help lacks %q:\n%s", c, so.String())
 		}
@@ -44,6 +44,11 @@ func TestCobraHelpCompletionAndUsageErrors(t *testing.T) {
 		{[]string{"schema"}, "writ: want a subcommand: see `writ schema --help`"},
 		{[]string{"init"}, "see `writ init --help`"},
 		{[]string{"nope"}, "unknown command \"nope\" for \"writ\": see `writ --help`"},
+		{[]string{"certs"}, "writ: want a subcommand: see `writ certs --help`"},
+		{[]string{"certs", "bogus"}, "unknown command \"bogus\" for \"writ certs\": see `writ certs --help`"},
+		{[]string{"certs", "init", "--bogus"}, "writ: unknown flag: --bogus: see `writ certs init --help`"},
+		{[]string{"certs", "init", "extra"}, "unexpected argument \"extra\" (fix: writ certs init [--dir DIR] [--name CLUSTER]): see `writ certs init --help`"},
+		{[]string{"certs", "client", "a", "b"}, "want exactly one NAME (fix: writ certs client NAME [--ca DIR] [--out DIR]): see `writ certs client --help`"},
 	} {
 		so.Reset()
 		se.Reset()

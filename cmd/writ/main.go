@@ -66,13 +66,14 @@ schema in examples/jobs/schema and its generated package examples/jobs/jobsgen.`
 		},
 	}
 	root.SetVersionTemplate("{{.Version}}")
-	root.AddCommand(c.initCmd(), c.genCmd(), c.vetCmd(), c.schemaCmd(), c.conformanceCmd(), c.tableCmd(), c.flagCmd("certs init|node|client [flags]", "make a development CA and node or client certificates (see docs/security.md)", cmdCerts), c.versionCmd())
+	root.AddCommand(c.initCmd(), c.genCmd(), c.vetCmd(), c.schemaCmd(), c.conformanceCmd(), c.tableCmd(), c.certsCmd(), c.versionCmd())
 	withUsageFix(root)
 	return root
 }
 
-// flagCmd registers a command that parses its own arguments (with package
-// flag): cobra passes everything after the name through, --help included.
+// flagCmd registers a command that parses its own arguments with package
+// flag (the conformance suite, whose flags its plugin mains share): cobra
+// passes everything after the name through, --help included.
 func (c *cli) flagCmd(use, short string, f func(args []string, stdout, stderr io.Writer) int) *cobra.Command {
 	return &cobra.Command{
 		Use: use, Short: short, DisableFlagParsing: true,

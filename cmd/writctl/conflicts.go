@@ -9,36 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/kv"
 )
-
-// conflictCase is the part of a case writctl prints.
-type conflictCase struct {
-	Machine      string `json:"machine"`
-	Instance     string `json:"instance"`
-	EntryID      string `json:"entry_id"`
-	Type         string `json:"type"`
-	Current      string `json:"current"`
-	Incoming     string `json:"incoming"`
-	Reason       string `json:"reason"`
-	Revision     uint64 `json:"revision"`
-	Open         bool   `json:"open"`
-	Opened       string `json:"opened"`
-	Observations []struct {
-		EntryID string `json:"entry_id"`
-	} `json:"observations"`
-	Resolution *struct {
-		By      string `json:"by"`
-		At      string `json:"at"`
-		Reason  string `json:"reason"`
-		Applied *struct {
-			EntryID string `json:"entry_id"`
-			Type    string `json:"type"`
-			From    string `json:"from"`
-			To      string `json:"to"`
-			Verdict string `json:"verdict"`
-		} `json:"applied"`
-	} `json:"resolution"`
-}
 
 func conflictKey(k string) string {
 	if strings.HasPrefix(k, "_conflict/") {
@@ -56,7 +28,7 @@ func (a *app) conflictsCmd() *cobra.Command {
 		}
 		var shown []*writv1.Conflict
 		for _, x := range r.Conflicts {
-			var c conflictCase
+			var c kv.ConflictCase
 			if json.Unmarshal(x.Case, &c) == nil && (c.Open || all) {
 				shown = append(shown, x)
 			}
@@ -78,7 +50,7 @@ func (a *app) conflictsCmd() *cobra.Command {
 			fmt.Fprintln(w, "KEY\tSTATE\tCURRENT\tINCOMING\tENTRY\tOBSERVED\tREASON")
 		}
 		for _, x := range shown {
-			var c conflictCase
+			var c kv.ConflictCase
 			_ = json.Unmarshal(x.Case, &c)
 			st := "open"
 			if !c.Open {
@@ -138,7 +110,7 @@ func (a *app) conflictsCmd() *cobra.Command {
 				return a.printAny(map[string]any{"outcome": r.Outcome.String(), "index": r.Index, "reason": r.Reason, "case": rawOrString(r.Case)})
 			}
 			line := fmt.Sprintf("%s %s resolved at index %d", r.Outcome, conflictKey(args[0]), r.Index)
-			var rc conflictCase
+			var rc kv.ConflictCase
 			if json.Unmarshal(r.Case, &rc) == nil && rc.Resolution != nil && rc.Resolution.Applied != nil {
 				ap := rc.Resolution.Applied
 				line += fmt.Sprintf("; applied incoming %s %s: %s/%s %s -> %s (guard %s)", ap.Type, ap.EntryID, rc.Machine, rc.Instance, ap.From, ap.To, ap.Verdict)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/writ-dev/writ/api"
 	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/internal/proctest"
 )
 
 // TestCluster_KillLeaderUnderLoad: 3 real writd processes with their plugin
@@ -28,37 +29,24 @@ func TestCluster_KillLeaderUnderLoad(t *testing.T) {
 	var mu sync.Mutex
 	committed := map[string]bool{}
 	outcomes := map[string]int{}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := 0; w < 4; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				job := fmt.Sprintf("w%d-%d", w, i)
-				p := c.nodes[(w+i)%len(c.nodes)]
-				r, err := submit(p, "job.submit", fmt.Sprintf(`{"job_id":%q,"queue":"q","priority":1,"command":"x"}`, job), 2*time.Second)
-				mu.Lock()
-				if err == nil && r.Outcome == writv1.Outcome_COMMITTED {
-					committed[job] = true
-					outcomes["COMMITTED"]++
-				} else if d, ok := api.OutcomeFromError(err); ok {
-					outcomes[d.Outcome.String()]++
-				} else {
-					outcomes["transport"]++
-				}
-				mu.Unlock()
-				if err != nil {
-					time.Sleep(20 * time.Millisecond)
-				}
-			}
-		}()
-	}
+	load := proctest.StartLoad(4, func(w, i int) {
+		job := fmt.Sprintf("w%d-%d", w, i)
+		p := c.nodes[(w+i)%len(c.nodes)]
+		r, err := submit(p, "job.submit", fmt.Sprintf(`{"job_id":%q,"queue":"q","priority":1,"command":"x"}`, job), 2*time.Second)
+		mu.Lock()
+		if err == nil && r.Outcome == writv1.Outcome_COMMITTED {
+			committed[job] = true
+			outcomes["COMMITTED"]++
+		} else if d, ok := api.OutcomeFromError(err); ok {
+			outcomes[d.Outcome.String()]++
+		} else {
+			outcomes["transport"]++
+		}
+		mu.Unlock()
+		if err != nil {
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
 	time.Sleep(1500 * time.Millisecond)
 	old := c.leader(10 * time.Second)
 	t.Logf("SIGKILL leader %s", old.name)
@@ -72,8 +60,7 @@ func TestCluster_KillLeaderUnderLoad(t *testing.T) {
 	c.start(old)
 	c.waitReady(old, 40*time.Second)
 	time.Sleep(1000 * time.Millisecond)
-	close(stop)
-	wg.Wait()
+	load.Stop()
 	mu.Lock()
 	t.Logf("outcomes: %v", outcomes)
 	n := len(committed)

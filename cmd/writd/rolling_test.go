@@ -13,6 +13,7 @@ import (
 
 	"github.com/writ-dev/writ/api"
 	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/internal/proctest"
 )
 
 // outcomeOf is the writ outcome and reason of a Submit reply: COMMITTED
@@ -104,8 +105,7 @@ type rollingLoad struct {
 	done    atomic.Int64
 	retries atomic.Int64
 	failed  []string
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	gen     *proctest.Load
 }
 
 func (l *rollingLoad) setUp(p *proc, up bool) {
@@ -128,22 +128,11 @@ func (l *rollingLoad) pick() *proc {
 }
 
 func (l *rollingLoad) run(workers int) {
-	for w := 0; w < workers; w++ {
-		l.wg.Add(1)
-		go func() {
-			defer l.wg.Done()
-			for seq := 0; ; seq++ {
-				select {
-				case <-l.stop:
-					return
-				default:
-				}
-				id := fmt.Sprintf("roll-%d-%d", w, seq)
-				payload := fmt.Sprintf(`{"lease_id":"l-%d-%d","holder":"load","ttl_ms":1000}`, w, seq)
-				l.one(id, payload)
-			}
-		}()
-	}
+	l.gen = proctest.StartLoad(workers, func(w, seq int) {
+		id := fmt.Sprintf("roll-%d-%d", w, seq)
+		payload := fmt.Sprintf(`{"lease_id":"l-%d-%d","holder":"load","ttl_ms":1000}`, w, seq)
+		l.one(id, payload)
+	})
 }
 
 // one drives one request to a definite outcome (bounded: 60 s).
@@ -242,7 +231,7 @@ func TestRollingUpgrade(t *testing.T) {
 	t0 := time.Now()
 	step := func(f string, a ...any) { t.Logf("%6.1fs %s", time.Since(t0).Seconds(), fmt.Sprintf(f, a...)) }
 
-	load := &rollingLoad{t: t, up: map[*proc]bool{}, order: c.nodes, stop: make(chan struct{})}
+	load := &rollingLoad{t: t, up: map[*proc]bool{}, order: c.nodes}
 	for _, p := range c.nodes {
 		load.setUp(p, true)
 	}
@@ -252,14 +241,7 @@ func TestRollingUpgrade(t *testing.T) {
 	bench := startBench(t, c, "--clients", "4", "--ops", "100000000", "--retry", "60s",
 		"--type", "lease.acquire", "--payload", `{"lease_id":"b-{{run}}-{{seq}}","holder":"bench","ttl_ms":1000}`)
 	defer bench.kill()
-	defer func() {
-		select {
-		case <-load.stop:
-		default:
-			close(load.stop)
-		}
-		load.wg.Wait()
-	}()
+	defer load.gen.Stop()
 
 	var v2fp string
 	for i, p := range c.nodes {
@@ -298,8 +280,7 @@ func TestRollingUpgrade(t *testing.T) {
 		}
 	}
 	waitCount(t, &load.done, load.done.Load()+20, 30*time.Second)
-	close(load.stop)
-	load.wg.Wait()
+	load.gen.Stop()
 	t.Logf("rolling upgrade under load: %d requests committed, %d retried attempts, %d failed", load.done.Load(), load.retries.Load(), len(load.failed))
 	if len(load.failed) > 0 {
 		t.Fatalf("%d request(s) failed during the rolling upgrade, e.g. %s", len(load.failed), load.failed[0])

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/internal/proctest"
 )
 
 // TestSoak_RepeatedCrashes SIGKILLs a random node (often the leader) every
@@ -28,40 +29,27 @@ func TestSoak_RepeatedCrashes(t *testing.T) {
 	var mu sync.Mutex
 	committed := map[string]bool{}
 	received := map[string]bool{}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := 0; w < 6; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				p := c.nodes[(w+i)%len(c.nodes)]
-				if w%2 == 0 {
-					job := fmt.Sprintf("s%d-%d", w, i)
-					r, err := submit(p, "job.submit", fmt.Sprintf(`{"job_id":%q,"queue":"q","priority":1,"command":"x"}`, job), 2*time.Second)
-					if err == nil && r.Outcome == writv1.Outcome_COMMITTED {
-						mu.Lock()
-						committed[job] = true
-						mu.Unlock()
-					}
-				} else {
-					id := fmt.Sprintf("u%d-%d", w, i)
-					r, err := report(p, "worker.usage", fmt.Sprintf(`{"report_id":%q,"worker_id":"w","seq":%d,"cpu_millis":1,"mem_bytes":1}`, id, w*1_000_000+i))
-					if err == nil && r.Received {
-						mu.Lock()
-						received["fact:worker.usage:"+id] = true
-						mu.Unlock()
-					}
-				}
-				time.Sleep(5 * time.Millisecond)
+	load := proctest.StartLoad(6, func(w, i int) {
+		p := c.nodes[(w+i)%len(c.nodes)]
+		if w%2 == 0 {
+			job := fmt.Sprintf("s%d-%d", w, i)
+			r, err := submit(p, "job.submit", fmt.Sprintf(`{"job_id":%q,"queue":"q","priority":1,"command":"x"}`, job), 2*time.Second)
+			if err == nil && r.Outcome == writv1.Outcome_COMMITTED {
+				mu.Lock()
+				committed[job] = true
+				mu.Unlock()
 			}
-		}()
-	}
+		} else {
+			id := fmt.Sprintf("u%d-%d", w, i)
+			r, err := report(p, "worker.usage", fmt.Sprintf(`{"report_id":%q,"worker_id":"w","seq":%d,"cpu_millis":1,"mem_bytes":1}`, id, w*1_000_000+i))
+			if err == nil && r.Received {
+				mu.Lock()
+				received["fact:worker.usage:"+id] = true
+				mu.Unlock()
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	})
 	for round := 0; round < 8; round++ {
 		time.Sleep(2 * time.Second)
 		victim := c.nodes[rand.IntN(len(c.nodes))]
@@ -74,8 +62,7 @@ func TestSoak_RepeatedCrashes(t *testing.T) {
 		c.start(victim)
 		c.waitReady(victim, 60*time.Second)
 	}
-	close(stop)
-	wg.Wait()
+	load.Stop()
 	// facts drain from every outbox
 	deadline := time.Now().Add(60 * time.Second)
 	for _, p := range c.nodes {

@@ -1,7 +1,6 @@
 package backoff
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -76,15 +75,5 @@ func TestFixedSourceIsDeterministic(t *testing.T) {
 // import only the standard library, kv, schema/ir and this package (so it
 // must itself be stdlib-only).
 func TestOnlyStdlib(t *testing.T) {
-	const pkg = "github.com/writ-dev/writ/internal/backoff"
-	deps, err := depcheck.Deps(pkg, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range deps {
-		first, _, _ := strings.Cut(d, "/")
-		if d != pkg && strings.Contains(first, ".") {
-			t.Errorf("%s imports %s; only the standard library is allowed", pkg, d)
-		}
-	}
+	depcheck.StdlibAnd(t, "github.com/writ-dev/writ/internal/backoff")
 }

@@ -33,13 +33,7 @@ func Deps(pkg string, withTests bool) ([]string, error) {
 // rules are about what the package drags into a binary.
 func Forbid(t testing.TB, pkg string, forbidden ...string) {
 	t.Helper()
-	deps, err := Deps(pkg, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(deps) == 0 {
-		t.Fatalf("depcheck: go list returned no packages for %s", pkg)
-	}
+	deps := closure(t, pkg)
 	for _, d := range deps {
 		if d == pkg {
 			continue
@@ -57,13 +51,7 @@ func Forbid(t testing.TB, pkg string, forbidden ...string) {
 // package that may link a few of the module's packages and no others.
 func Only(t testing.TB, pkg, within string, allowed ...string) {
 	t.Helper()
-	deps, err := Deps(pkg, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(deps) == 0 {
-		t.Fatalf("depcheck: go list returned no packages for %s", pkg)
-	}
+	deps := closure(t, pkg)
 next:
 	for _, d := range deps {
 		if d == pkg || (d != within && !strings.HasPrefix(d, within+"/")) {
@@ -76,4 +64,39 @@ next:
 		}
 		t.Errorf("%s may import only %v of %s (found %s in its dependency closure)", pkg, allowed, within, d)
 	}
+}
+
+// StdlibAnd fails t if pkg's closure holds a package outside the standard
+// library that is not one of allowed (exact paths): the rule of a package
+// that is linked everywhere and so may depend on little.
+func StdlibAnd(t testing.TB, pkg string, allowed ...string) {
+	t.Helper()
+	deps := closure(t, pkg)
+next:
+	for _, d := range deps {
+		first, _, _ := strings.Cut(d, "/")
+		if d == pkg || !strings.Contains(first, ".") {
+			continue // the package itself, or the standard library
+		}
+		for _, a := range allowed {
+			if d == a {
+				continue next
+			}
+		}
+		t.Errorf("%s may import only the standard library and %v (found %s in its dependency closure)", pkg, allowed, d)
+	}
+}
+
+// closure is Deps(pkg, false), failing t if go list fails or lists
+// nothing.
+func closure(t testing.TB, pkg string) []string {
+	t.Helper()
+	deps, err := Deps(pkg, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deps) == 0 {
+		t.Fatalf("depcheck: go list returned no packages for %s", pkg)
+	}
+	return deps
 }

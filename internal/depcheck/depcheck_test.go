@@ -39,3 +39,14 @@ func TestOnlyCatchesAViolation(t *testing.T) {
 		t.Fatal("Only did not report api/writv1 in proccluster's closure")
 	}
 }
+
+// TestStdlibAndCatchesAViolation proves the standard-library rule can
+// fail: the runtime catalog links schema/ir, so allowing nothing but the
+// standard library must report it.
+func TestStdlibAndCatchesAViolation(t *testing.T) {
+	ft := &fakeTB{TB: t}
+	StdlibAnd(ft, "github.com/writ-dev/writ/schema/runtimecat")
+	if !ft.failed {
+		t.Fatal("StdlibAnd did not report schema/ir in runtimecat's closure")
+	}
+}

@@ -1,6 +1,7 @@
 // Package proctest owns what tests need to know about real processes they
 // start: whether a process SIGSTOPped has really stopped, whether one has
-// exited, and how to wait for a condition about them. Tests only.
+// exited, and how to wait for a condition about them; and the load loop
+// the cluster tests drive them with (StartLoad). Tests only.
 package proctest
 
 import (
@@ -111,4 +112,41 @@ func WaitEvery(t testing.TB, d, every time.Duration, what string, cond func() bo
 		}
 		time.Sleep(every)
 	}
+}
+
+// Load is the load generator of the cluster tests: workers goroutines,
+// each calling op(w, i) for i = 0, 1, … until Stop.
+type Load struct {
+	stop chan struct{}
+	once sync.Once
+	wg   sync.WaitGroup
+}
+
+// StartLoad starts workers goroutines calling op: worker w calls op(w, 0),
+// op(w, 1), … until Stop is called. op must return promptly (bound its
+// calls with a timeout).
+func StartLoad(workers int, op func(w, i int)) *Load {
+	l := &Load{stop: make(chan struct{})}
+	for w := range workers {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				op(w, i)
+			}
+		}()
+	}
+	return l
+}
+
+// Stop ends the load and waits until every worker has returned; calling
+// it again only waits.
+func (l *Load) Stop() {
+	l.once.Do(func() { close(l.stop) })
+	l.wg.Wait()
 }

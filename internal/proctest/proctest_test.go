@@ -2,8 +2,10 @@ package proctest
 
 import (
 	"os/exec"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestStoppedTellsRunningFromStopped: a running sleep is not stopped; after
@@ -31,4 +33,35 @@ func TestStoppedTellsRunningFromStopped(t *testing.T) {
 		}
 	}
 	t.Fatal("still stopped after SIGCONT")
+}
+
+// TestLoadRunsEveryWorkerUntilStop: each worker counts up from 0 in order,
+// Stop returns only after every worker has, and a second Stop is harmless.
+func TestLoadRunsEveryWorkerUntilStop(t *testing.T) {
+	var mu sync.Mutex
+	next := map[int]int{}
+	l := StartLoad(3, func(w, i int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if next[w] != i {
+			t.Errorf("worker %d: op %d after %d", w, i, next[w]-1)
+		}
+		next[w] = i + 1
+	})
+	WaitFor(t, 10*time.Second, "every worker ran", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(next) == 3 && next[0] > 0 && next[1] > 0 && next[2] > 0
+	})
+	l.Stop()
+	mu.Lock()
+	after := next[0] + next[1] + next[2]
+	mu.Unlock()
+	time.Sleep(20 * time.Millisecond)
+	l.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if n := next[0] + next[1] + next[2]; n != after {
+		t.Fatalf("workers ran on after Stop: %d ops, then %d", after, n)
+	}
 }

@@ -10,5 +10,9 @@
 // what is on disk and returns a diff. Every generated file starts with
 // Header and ends in _gen.go.
 //
+// The generated code imports schema/ir and schema/wire, the runtime its
+// codecs call (shared with the runtime catalog), and nothing else of the
+// module; it is never copied into the output.
+//
 // The package imports neither cuelang.org/go nor any runtime package.
 package gen

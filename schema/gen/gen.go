@@ -54,7 +54,6 @@ func Generate(s *ir.Schema, opt Options) (map[string][]byte, error) {
 		"catalog_gen.go":  g.catalog,
 		"machines_gen.go": g.machines,
 		"payloads_gen.go": g.payloads,
-		"codec_gen.go":    g.codec,
 	} {
 		var buf bytes.Buffer
 		fn(&buf)
@@ -177,6 +176,10 @@ func (g *generator) source() string {
 }
 
 const irPkg = "github.com/writ-dev/writ/schema/ir"
+
+// wirePkg is the runtime of the payload encodings that every generated
+// package imports (one copy, shared with the runtime catalog).
+const wirePkg = "github.com/writ-dev/writ/schema/wire"
 
 // ---------------------------------------------------------------- catalog
 
@@ -385,7 +388,7 @@ func intPtr(p *int) string {
 	if p == nil {
 		return "nil"
 	}
-	return fmt.Sprintf("intp(%d)", *p)
+	return fmt.Sprintf("new(%d)", *p)
 }
 
 func boundLit(x *ir.Bound) string {

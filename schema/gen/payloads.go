@@ -14,8 +14,8 @@ func (g *generator) payloads(b *bytes.Buffer) {
 	for _, e := range g.s.Entries {
 		g.entry(&body, e)
 	}
-	g.header(b, irPkg, "encoding/binary", "math", "fmt", "regexp", "strconv", "unicode/utf8")
-	b.WriteString("var (\n\t_ = math.IsNaN\n\t_ = fmt.Sprintf\n\t_ = utf8.RuneCountInString\n\t_ = strconv.Itoa\n\t_ = binary.AppendUvarint\n\t_ = regexp.MustCompile\n)\n\n")
+	g.header(b, irPkg, wirePkg, "math", "fmt", "regexp", "strconv", "unicode/utf8")
+	b.WriteString("var (\n\t_ = math.IsNaN\n\t_ = fmt.Sprintf\n\t_ = utf8.RuneCountInString\n\t_ = strconv.Itoa\n\t_ = regexp.MustCompile\n)\n\n")
 	var res []string
 	for _, p := range g.reOrder {
 		if _, ok := g.dfas[p]; !ok {
@@ -189,16 +189,16 @@ func (g *generator) entry(b *bytes.Buffer, e *ir.Entry) {
 		g.appendField(b, t, f, "p."+fieldName(f.Name), 0)
 	}
 	b.WriteString("\treturn b\n}\n\n")
-	fmt.Fprintf(b, "func (p *%s) decodeBinary(d *decoder) {\n", t)
+	fmt.Fprintf(b, "func (p *%s) decodeBinary(d *wire.Decoder) {\n", t)
 	for _, f := range e.Fields {
 		g.decodeField(b, t, f, "p."+fieldName(f.Name), f.Name, 0)
 	}
 	b.WriteString("}\n\n")
 	fmt.Fprintf(b, `func parseBinary%[1]s(data []byte) (ir.Payload, error) {
 	p := new(%[1]s)
-	d := decoder{b: data, typ: Name%[1]s}
+	d := wire.NewDecoder(Name%[1]s, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -208,9 +208,12 @@ func (g *generator) entry(b *bytes.Buffer, e *ir.Entry) {
 }
 
 func parseJSON%[1]s(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(Name%[1]s, err)
+	}
 	p := new(%[1]s)
-	if err := p.decodeJSON(Name%[1]s, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(Name%[1]s, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -362,7 +365,7 @@ func (g *generator) validate(b *bytes.Buffer, typ, owner string, f *ir.Field, va
 		}
 	}
 	fail := func(rule, msgExpr string) {
-		fmt.Fprintf(b, "\t\treturn fieldErr(%s, %s, %s, %s)\n", typ, path, strconv.Quote(rule), msgExpr)
+		fmt.Fprintf(b, "\t\treturn wire.Invalid(%s, %s, %s, %s)\n", typ, path, strconv.Quote(rule), msgExpr)
 	}
 	switch f.Kind {
 	case ir.KindString:
@@ -373,13 +376,13 @@ func (g *generator) validate(b *bytes.Buffer, typ, owner string, f *ir.Field, va
 			}
 			rule := ir.EnumRule(f.Enum)
 			fmt.Fprintf(b, "\tif %s {\n", strings.Join(conds, " && "))
-			fail(rule, fmt.Sprintf(`"must be one of %s, got " + quoteTrunc(%s) + " (fix: use one of the listed values)"`, escapeInner(rule), val))
+			fail(rule, fmt.Sprintf(`"must be one of %s, got " + wire.Quote(%s) + " (fix: use one of the listed values)"`, escapeInner(rule), val))
 			b.WriteString("\t}\n")
 		}
 		lenCheck(b, f, fmt.Sprintf("utf8.RuneCountInString(%s)", val), "strings", "Runes", "characters", "shorten or lengthen the value", fail)
 		for _, p := range f.Patterns {
 			fmt.Fprintf(b, "\tif !%s(%s) {\n", g.matcher(p), val)
-			fail("=~"+strconv.Quote(p), fmt.Sprintf(`"must match the pattern %s, got " + quoteTrunc(%s) + " (fix: change the value to match)"`, escapeInner(p), val))
+			fail("=~"+strconv.Quote(p), fmt.Sprintf(`"must match the pattern %s, got " + wire.Quote(%s) + " (fix: change the value to match)"`, escapeInner(p), val))
 			b.WriteString("\t}\n")
 		}
 	case ir.KindInt, ir.KindUint, ir.KindFloat, ir.KindNumber:
@@ -408,7 +411,7 @@ func (g *generator) validate(b *bytes.Buffer, typ, owner string, f *ir.Field, va
 		lenCheck(b, f, fmt.Sprintf("len(%s)", val), "list", "Items", "items", "send fewer or more items", fail)
 		i := fmt.Sprintf("i%d", depth)
 		if f.ItemType != "" {
-			fmt.Fprintf(b, "\tfor %s := range %s {\n\t\tif err := %s[%s].Validate(); err != nil {\n\t\t\treturn nest(%s, index(%s, %s), err)\n\t\t}\n\t}\n", i, val, val, i, typ, path, i)
+			fmt.Fprintf(b, "\tfor %s := range %s {\n\t\tif err := %s[%s].Validate(); err != nil {\n\t\t\treturn wire.Nest(%s, %s + wire.Index(%s), err)\n\t\t}\n\t}\n", i, val, val, i, typ, path, i)
 			return
 		}
 		ev := fmt.Sprintf("e%d", depth)
@@ -417,7 +420,7 @@ func (g *generator) validate(b *bytes.Buffer, typ, owner string, f *ir.Field, va
 		} else {
 			fmt.Fprintf(b, "\tfor %s, %s := range %s {\n", i, ev, val)
 		}
-		g.validate(b, typ, owner, f.Elem, ev, fmt.Sprintf("index(%s, %s)", path, i), depth+1)
+		g.validate(b, typ, owner, f.Elem, ev, fmt.Sprintf("%s + wire.Index(%s)", path, i), depth+1)
 		fmt.Fprintf(b, "\t\t_ = %s\n\t}\n", ev)
 	}
 }
@@ -486,22 +489,22 @@ func (g *generator) appendField(b *bytes.Buffer, owner string, f *ir.Field, val 
 	}
 	switch f.Kind {
 	case ir.KindString:
-		fmt.Fprintf(b, "\tb = appendString(b, %s)\n", val)
+		fmt.Fprintf(b, "\tb = wire.AppendString(b, %s)\n", val)
 	case ir.KindInt:
-		fmt.Fprintf(b, "\tb = binary.AppendVarint(b, %s)\n", val)
+		fmt.Fprintf(b, "\tb = wire.AppendInt(b, %s)\n", val)
 	case ir.KindUint:
-		fmt.Fprintf(b, "\tb = binary.AppendUvarint(b, %s)\n", val)
+		fmt.Fprintf(b, "\tb = wire.AppendUint(b, %s)\n", val)
 	case ir.KindFloat, ir.KindNumber:
-		fmt.Fprintf(b, "\tb = appendFloat(b, %s)\n", val)
+		fmt.Fprintf(b, "\tb = wire.AppendFloat(b, %s)\n", val)
 	case ir.KindBool:
-		fmt.Fprintf(b, "\tb = appendBool(b, %s)\n", val)
+		fmt.Fprintf(b, "\tb = wire.AppendBool(b, %s)\n", val)
 	case ir.KindStruct:
 		for _, sf := range f.Fields {
 			g.appendField(b, owner+goName(f.Name), sf, val+"."+fieldName(sf.Name), depth+1)
 		}
 	case ir.KindList:
 		i := fmt.Sprintf("i%d", depth)
-		fmt.Fprintf(b, "\tb = binary.AppendUvarint(b, uint64(len(%s)))\n\tfor %s := range %s {\n", val, i, val)
+		fmt.Fprintf(b, "\tb = wire.AppendUint(b, uint64(len(%s)))\n\tfor %s := range %s {\n", val, i, val)
 		if f.ItemType != "" {
 			fmt.Fprintf(b, "\tb = %s[%s].appendTo(b)\n", val, i)
 		} else {
@@ -515,7 +518,7 @@ func (g *generator) appendField(b *bytes.Buffer, owner string, f *ir.Field, val 
 func (g *generator) decodeField(b *bytes.Buffer, owner string, f *ir.Field, dst, name string, depth int) {
 	nq := strconv.Quote(name)
 	if f.Optional {
-		fmt.Fprintf(b, "\tif d.flag(%s) {\n", nq)
+		fmt.Fprintf(b, "\tif d.Bool(%s) {\n", nq)
 		c := *f
 		c.Optional = false
 		switch f.Kind {
@@ -538,7 +541,7 @@ func (g *generator) decodeField(b *bytes.Buffer, owner string, f *ir.Field, dst,
 		}
 	case ir.KindList:
 		i := fmt.Sprintf("i%d", depth)
-		fmt.Fprintf(b, "\t%s = make(%s, d.count(%s))\n\tfor %s := range %s {\n", dst, g.goType(owner, f), nq, i, dst)
+		fmt.Fprintf(b, "\t%s = make(%s, d.Count(%s))\n\tfor %s := range %s {\n", dst, g.goType(owner, f), nq, i, dst)
 		if f.ItemType != "" {
 			fmt.Fprintf(b, "\t%s[%s].decodeBinary(d)\n", dst, i)
 		} else {
@@ -553,45 +556,56 @@ func (g *generator) decodeField(b *bytes.Buffer, owner string, f *ir.Field, dst,
 func (g *generator) readExpr(k ir.Kind, nq string) string {
 	switch k {
 	case ir.KindString:
-		return "d.str(" + nq + ")"
+		return "d.Str(" + nq + ")"
 	case ir.KindInt:
-		return "d.varint(" + nq + ")"
+		return "d.Int(" + nq + ")"
 	case ir.KindUint:
-		return "d.uvarint(" + nq + ")"
+		return "d.Uint(" + nq + ")"
 	case ir.KindFloat, ir.KindNumber:
-		return "d.float(" + nq + ")"
+		return "d.Float(" + nq + ")"
 	case ir.KindBool:
-		return "d.flag(" + nq + ")"
+		return "d.Bool(" + nq + ")"
 	}
 	return "nil"
 }
 
-// emitDecodeJSON emits the JSON decoder of a struct type.
+// emitDecodeJSON emits the JSON decoder of a struct type: it reads a JSON
+// object (checked by wire.Document or wire.Object) and returns errors with
+// paths relative to it (see package wire).
 func (g *generator) emitDecodeJSON(b *bytes.Buffer, name string, fields []*ir.Field) {
 	names := make([]string, len(fields))
 	for i, f := range fields {
-		names[i] = strconv.Quote(f.Name)
+		names[i] = f.Name
 	}
-	fmt.Fprintf(b, "var known%s = []string{%s}\n\n", name, strings.Join(names, ", "))
-	fmt.Fprintf(b, "func (p *%s) decodeJSON(typ, prefix string, data []byte) error {\n", name)
-	fmt.Fprintf(b, "\tvar seen [%d]bool\n", max(len(fields), 1))
-	b.WriteString("\terr := eachField(typ, prefix, data, func(key, val []byte) error {\n\t\tswitch string(key) {\n")
+	fmt.Fprintf(b, "const known%s = %q\n\n", name, strings.Join(names, ", "))
+	fmt.Fprintf(b, "func (p *%s) decodeJSON(data []byte) *ir.FieldError {\n", name)
+	if len(fields) > 0 {
+		fmt.Fprintf(b, "\tvar seen [%d]bool\n", len(fields))
+	}
+	b.WriteString("\tm := wire.MembersOf(data)\n\tfor m.Next() {\n")
+	if len(fields) > 0 {
+		b.WriteString("\t\tkey, val := m.Key(), m.Value()\n")
+	} else {
+		b.WriteString("\t\tkey := m.Key()\n")
+	}
+	b.WriteString("\t\tswitch string(key) {\n")
 	for i, f := range fields {
-		fmt.Fprintf(b, "\t\tcase %q:\n\t\t\tif seen[%d] {\n\t\t\t\treturn duplicateField(typ, prefix, string(key))\n\t\t\t}\n\t\t\tseen[%d] = true\n", f.Name, i, i)
-		g.jsonField(b, name, f, "p."+fieldName(f.Name), strconv.Quote(f.Name), 0)
+		fmt.Fprintf(b, "\t\tcase %q:\n\t\t\tif seen[%d] {\n\t\t\t\treturn wire.DuplicateField(string(key))\n\t\t\t}\n\t\t\tseen[%d] = true\n", f.Name, i, i)
+		g.jsonField(b, name, f, "p."+fieldName(f.Name), fmt.Sprintf("wire.Member(%q)", f.Name), 0)
 	}
-	fmt.Fprintf(b, "\t\tdefault:\n\t\t\treturn unknownField(typ, prefix, string(key), known%s)\n\t\t}\n\t\treturn nil\n\t})\n\tif err != nil {\n\t\treturn err\n\t}\n", name)
+	fmt.Fprintf(b, "\t\tdefault:\n\t\t\treturn wire.UnknownField(string(key), known%s)\n\t\t}\n\t}\n\tif err := m.Err(); err != nil {\n\t\treturn err\n\t}\n", name)
 	for i, f := range fields {
 		if !f.Optional {
-			fmt.Fprintf(b, "\tif !seen[%d] {\n\t\treturn missingField(typ, prefix, %q)\n\t}\n", i, f.Name)
+			fmt.Fprintf(b, "\tif !seen[%d] {\n\t\treturn wire.MissingField(%q)\n\t}\n", i, f.Name)
 		}
 	}
 	b.WriteString("\treturn nil\n}\n\n")
 }
 
-// jsonField emits the decoding of JSON value `val` into dst. nameExpr is a
-// Go expression naming the field relative to prefix.
-func (g *generator) jsonField(b *bytes.Buffer, owner string, f *ir.Field, dst, nameExpr string, depth int) {
+// jsonField emits the decoding of a JSON value into dst. step is a Go
+// expression of the value's path step within the object being decoded
+// (evaluated on failure only).
+func (g *generator) jsonField(b *bytes.Buffer, owner string, f *ir.Field, dst, step string, depth int) {
 	v := fmt.Sprintf("v%d", depth)
 	set := func() {
 		if f.Optional {
@@ -604,39 +618,44 @@ func (g *generator) jsonField(b *bytes.Buffer, owner string, f *ir.Field, dst, n
 	if depth > 0 {
 		valVar = fmt.Sprintf("ev%d", depth-1)
 	}
+	fail := fmt.Sprintf("\tif err != nil {\n\t\treturn wire.Under(%s, err)\n\t}\n", step)
 	switch f.Kind {
 	case ir.KindString, ir.KindInt, ir.KindUint, ir.KindBool:
-		fn := map[ir.Kind]string{ir.KindString: "jsonString", ir.KindInt: "jsonInt", ir.KindUint: "jsonUint", ir.KindBool: "jsonBool"}[f.Kind]
-		fmt.Fprintf(b, "\t%s, err := %s(typ, prefix, %s, %s)\n\tif err != nil {\n\t\treturn err\n\t}\n", v, fn, nameExpr, valVar)
+		fn := map[ir.Kind]string{ir.KindString: "String", ir.KindInt: "Int", ir.KindUint: "Uint", ir.KindBool: "Bool"}[f.Kind]
+		fmt.Fprintf(b, "\t%s, err := wire.%s(%s)\n%s", v, fn, valVar, fail)
 		set()
 	case ir.KindFloat, ir.KindNumber:
-		fmt.Fprintf(b, "\t%s, err := jsonFloat(typ, prefix, %s, %s, %v)\n\tif err != nil {\n\t\treturn err\n\t}\n", v, nameExpr, valVar, f.Kind == ir.KindFloat)
+		fmt.Fprintf(b, "\t%s, err := wire.Float(%s, %v)\n%s", v, valVar, f.Kind == ir.KindFloat, fail)
 		set()
 	case ir.KindStruct:
 		st := owner + goName(f.Name)
-		fmt.Fprintf(b, "\tif err := jsonObject(typ, prefix, %s, %s); err != nil {\n\t\treturn err\n\t}\n", nameExpr, valVar)
-		fmt.Fprintf(b, "\tvar %s %s\n\tif err := %s.decodeJSON(typ, join(prefix, %s), %s); err != nil {\n\t\treturn err\n\t}\n", v, st, v, nameExpr, valVar)
+		g.jsonObject(b, v, st, valVar, step)
 		set()
 	case ir.KindList:
 		elems := fmt.Sprintf("elems%d", depth)
 		i := fmt.Sprintf("i%d", depth)
 		ev := fmt.Sprintf("ev%d", depth)
-		fmt.Fprintf(b, "\t%s, err := jsonList(typ, prefix, %s, %s)\n\tif err != nil {\n\t\treturn err\n\t}\n", elems, nameExpr, valVar)
+		fmt.Fprintf(b, "\t%s, err := wire.List(%s)\n%s", elems, valVar, fail)
 		fmt.Fprintf(b, "\t%s := make(%s, len(%s))\n\tfor %s, %s := range %s {\n", v, g.goType(owner, f), elems, i, ev, elems)
-		elemName := fmt.Sprintf("index(%s, %s)", nameExpr, i)
-		switch {
-		case f.ItemType != "":
-			fmt.Fprintf(b, "\tif err := jsonObject(typ, prefix, %s, %s); err != nil {\n\t\treturn err\n\t}\n", elemName, ev)
-			fmt.Fprintf(b, "\tif err := %s[%s].decodeJSON(typ, join(prefix, %s), %s); err != nil {\n\t\treturn err\n\t}\n", v, i, elemName, ev)
-		case f.Elem.Kind == ir.KindStruct:
-			fmt.Fprintf(b, "\tif err := jsonObject(typ, prefix, %s, %s); err != nil {\n\t\treturn err\n\t}\n", elemName, ev)
-			fmt.Fprintf(b, "\tif err := %s[%s].decodeJSON(typ, join(prefix, %s), %s); err != nil {\n\t\treturn err\n\t}\n", v, i, elemName, ev)
-		default:
+		elemStep := fmt.Sprintf("%s+wire.Index(%s)", step, i)
+		if f.ItemType != "" || f.Elem.Kind == ir.KindStruct {
+			g.jsonObject(b, v+"["+i+"]", "", ev, elemStep)
+		} else {
 			c := *f.Elem
 			c.Optional = false
-			g.jsonField(b, owner, &c, v+"["+i+"]", elemName, depth+1)
+			g.jsonField(b, owner, &c, v+"["+i+"]", elemStep, depth+1)
 		}
 		b.WriteString("\t}\n")
 		fmt.Fprintf(b, "\t%s = %s\n", dst, v)
 	}
+}
+
+// jsonObject emits the decoding of the JSON object in valVar into dst,
+// declared as a variable of type typ unless typ is "".
+func (g *generator) jsonObject(b *bytes.Buffer, dst, typ, valVar, step string) {
+	fmt.Fprintf(b, "\tif err := wire.Object(%s); err != nil {\n\t\treturn wire.Under(%s, err)\n\t}\n", valVar, step)
+	if typ != "" {
+		fmt.Fprintf(b, "\tvar %s %s\n", dst, typ)
+	}
+	fmt.Fprintf(b, "\tif err := %s.decodeJSON(%s); err != nil {\n\t\treturn wire.Under(%s, err)\n\t}\n", dst, valVar, step)
 }

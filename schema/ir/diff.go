@@ -229,27 +229,65 @@ func enumDirection(a, b []string) string {
 }
 
 func lenDiff(a, b *int, lower bool) string {
-	show := func(p *int) string {
-		if p == nil {
-			return "none"
-		}
-		return fmt.Sprint(*p)
-	}
 	if (a == nil) == (b == nil) && (a == nil || *a == *b) {
 		return ""
 	}
-	tight := false
-	switch {
-	case a == nil:
-		tight = true
-	case b == nil:
-		tight = false
-	case lower:
-		tight = *b > *a
-	default:
-		tight = *b < *a
+	return limitChange(showLen(a), showLen(b), a == nil, b == nil, func() (bool, bool) {
+		if lower {
+			return *b > *a, true
+		}
+		return *b < *a, true
+	})
+}
+
+func showLen(p *int) string {
+	if p == nil {
+		return "none"
 	}
-	return fmt.Sprintf("%s → %s (%s)", show(a), show(b), direction(tight))
+	return fmt.Sprint(*p)
+}
+
+func boundDiff(a, b *Bound, lower bool) string {
+	if (a == nil) == (b == nil) && (a == nil || *a == *b) {
+		return ""
+	}
+	return limitChange(showBound(a), showBound(b), a == nil, b == nil, func() (bool, bool) {
+		ra, oka := new(big.Rat).SetString(a.Value)
+		rb, okb := new(big.Rat).SetString(b.Value)
+		if !oka || !okb {
+			return false, false
+		}
+		c := rb.Cmp(ra)
+		if !lower {
+			c = -c
+		}
+		return c > 0 || (c == 0 && b.Exclusive && !a.Exclusive), true
+	})
+}
+
+func showBound(x *Bound) string {
+	if x == nil {
+		return "none"
+	}
+	if x.Exclusive {
+		return "exclusive " + x.Value
+	}
+	return x.Value
+}
+
+// limitChange describes one end of a range that changed, from and to as
+// shown: a limit added tightens, a limit removed loosens, and between two
+// limits tighter decides (comparable false: the change has no direction).
+func limitChange(from, to string, added, removed bool, tighter func() (tight, comparable bool)) string {
+	tight := added
+	if !added && !removed {
+		t, ok := tighter()
+		if !ok {
+			return fmt.Sprintf("%s → %s (changed)", from, to)
+		}
+		tight = t
+	}
+	return fmt.Sprintf("%s → %s (%s)", from, to, direction(tight))
 }
 
 func direction(tight bool) string {
@@ -257,40 +295,6 @@ func direction(tight bool) string {
 		return "tightened"
 	}
 	return "loosened"
-}
-
-func boundDiff(a, b *Bound, lower bool) string {
-	show := func(x *Bound) string {
-		if x == nil {
-			return "none"
-		}
-		if x.Exclusive {
-			return "exclusive " + x.Value
-		}
-		return x.Value
-	}
-	if (a == nil) == (b == nil) && (a == nil || *a == *b) {
-		return ""
-	}
-	tight := false
-	switch {
-	case a == nil:
-		tight = true
-	case b == nil:
-		tight = false
-	default:
-		ra, oka := new(big.Rat).SetString(a.Value)
-		rb, okb := new(big.Rat).SetString(b.Value)
-		if !oka || !okb {
-			return fmt.Sprintf("%s → %s (changed)", show(a), show(b))
-		}
-		c := rb.Cmp(ra)
-		if !lower {
-			c = -c
-		}
-		tight = c > 0 || (c == 0 && b.Exclusive && !a.Exclusive)
-	}
-	return fmt.Sprintf("%s → %s (%s)", show(a), show(b), direction(tight))
 }
 
 func guardDiff(a, b *Machine) string {

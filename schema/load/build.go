@@ -367,6 +367,10 @@ func tighten(lo, hi **bound, op token.Token, r *big.Rat, lit string) {
 	}
 }
 
+// plainTypes names the predeclared CUE type of each kind that has exactly
+// one (an integer kind has sized types too: intTypes).
+var plainTypes = map[ir.Kind]string{ir.KindString: "string", ir.KindBool: "bool", ir.KindFloat: "float", ir.KindNumber: "number"}
+
 // conjunct applies one conjunct to f; false means an unsupported construct
 // was reported.
 func (b *builder) conjunct(path string, f *ir.Field, c ast.Expr, lo, hi **bound, isItems bool) bool {
@@ -376,35 +380,19 @@ func (b *builder) conjunct(path string, f *ir.Field, c ast.Expr, lo, hi **bound,
 	}
 	switch x := c.(type) {
 	case *ast.Ident:
-		switch f.Kind {
-		case ir.KindString:
-			if x.Name == "string" {
-				return true
+		if name, ok := plainTypes[f.Kind]; ok && x.Name == name {
+			return true
+		}
+		if r, ok := intTypes[x.Name]; ok && f.Kind == ir.KindInt {
+			if r[0] != "" {
+				v, _ := parseNum(r[0])
+				tighten(lo, hi, token.GEQ, v, r[0])
 			}
-		case ir.KindBool:
-			if x.Name == "bool" {
-				return true
+			if r[1] != "" {
+				v, _ := parseNum(r[1])
+				tighten(lo, hi, token.LEQ, v, r[1])
 			}
-		case ir.KindFloat:
-			if x.Name == "float" {
-				return true
-			}
-		case ir.KindNumber:
-			if x.Name == "number" {
-				return true
-			}
-		case ir.KindInt:
-			if r, ok := intTypes[x.Name]; ok {
-				if r[0] != "" {
-					v, _ := parseNum(r[0])
-					tighten(lo, hi, token.GEQ, v, r[0])
-				}
-				if r[1] != "" {
-					v, _ := parseNum(r[1])
-					tighten(lo, hi, token.LEQ, v, r[1])
-				}
-				return true
-			}
+			return true
 		}
 		return bad("identifier", "use a predeclared type such as string, int64, uint64, float or bool")
 	case *ast.UnaryExpr:

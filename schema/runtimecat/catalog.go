@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/writ-dev/writ/schema/ir"
-	"github.com/writ-dev/writ/schema/jsonscan"
+	"github.com/writ-dev/writ/schema/wire"
 )
 
 // entry is the compiled form of one entry type.
@@ -238,8 +238,8 @@ func (c *catalog) Machine(name string) (*ir.Machine, bool) {
 }
 
 func (en *entry) parseJSON(data []byte) (ir.Payload, error) {
-	if !jsonscan.Valid(data) {
-		return nil, en.typed(fieldErr("", "json", "is not valid JSON (fix: send a JSON object)"))
+	if fe := wire.Document(data); fe != nil {
+		return nil, en.typed(fe)
 	}
 	p := en.newPayload()
 	if fe := decodeObject(en.fields, en.known, data, p.vals); fe != nil {
@@ -253,9 +253,9 @@ func (en *entry) parseJSON(data []byte) (ir.Payload, error) {
 
 func (en *entry) parseBinary(data []byte) (ir.Payload, error) {
 	p := en.newPayload()
-	d := decoder{b: data}
-	d.fields(en.fields, p.vals)
-	if fe := d.finish(); fe != nil {
+	d := wire.NewDecoder("", data)
+	readFields(&d, en.fields, p.vals)
+	if fe := d.Finish(); fe != nil {
 		return nil, en.typed(fe)
 	}
 	if fe := checkFields(en.fields, p.vals); fe != nil {
@@ -270,40 +270,30 @@ func (en *entry) newPayload() *payload {
 	n := len(en.fields)
 	switch {
 	case n <= 4:
-		x := &struct {
-			payload
-			arr [4]value
-		}{}
-		x.payload = payload{e: en, vals: x.arr[:n:n]}
-		return &x.payload
+		return payloadWith(en, n, func(a *[4]value) []value { return a[:n:n] })
 	case n <= 6:
-		x := &struct {
-			payload
-			arr [6]value
-		}{}
-		x.payload = payload{e: en, vals: x.arr[:n:n]}
-		return &x.payload
+		return payloadWith(en, n, func(a *[6]value) []value { return a[:n:n] })
 	case n <= 8:
-		x := &struct {
-			payload
-			arr [8]value
-		}{}
-		x.payload = payload{e: en, vals: x.arr[:n:n]}
-		return &x.payload
+		return payloadWith(en, n, func(a *[8]value) []value { return a[:n:n] })
 	case n <= 16:
-		x := &struct {
-			payload
-			arr [16]value
-		}{}
-		x.payload = payload{e: en, vals: x.arr[:n:n]}
-		return &x.payload
+		return payloadWith(en, n, func(a *[16]value) []value { return a[:n:n] })
 	}
 	return &payload{e: en, vals: make([]value, n)}
+}
+
+// payloadWith allocates a payload together with an array A of values, of
+// which vals takes the first n.
+func payloadWith[A any](en *entry, n int, vals func(*A) []value) *payload {
+	x := &struct {
+		payload
+		arr A
+	}{}
+	x.payload = payload{e: en, vals: vals(&x.arr)}
+	return &x.payload
 }
 
 // typed stamps the entry type on an error built without it and roots its
 // path at the payload.
 func (en *entry) typed(fe *ir.FieldError) error {
-	fe.Type = en.name
-	return rooted(fe)
+	return wire.Root(en.name, fe)
 }

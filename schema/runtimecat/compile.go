@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/writ-dev/writ/schema/ir"
+	"github.com/writ-dev/writ/schema/wire"
 )
 
 // value is one decoded field value. Which members are used depends on the
@@ -49,34 +50,9 @@ func fieldErr(field, rule, msg string) *ir.FieldError {
 	return &ir.FieldError{Field: field, Rule: rule, Msg: msg}
 }
 
-// Error paths are built from the failing value up: "" is the value itself,
-// ".name" a member, "[i]" an element, so "[2].job_id" is the job_id of
-// the third item. under prefixes one step; rooted (at the payload) drops
-// the leading dot. A member name is taken verbatim, so an unknown key ""
-// or "[0]" nested in spec reads "spec." or "spec.[0]", as generated code
-// reports it.
-func under(step string, fe *ir.FieldError) *ir.FieldError {
-	fe.Field = step + fe.Field
-	return fe
-}
-
-func member(name string) string { return "." + name }
-
-func rooted(fe *ir.FieldError) *ir.FieldError {
-	if len(fe.Field) > 0 && fe.Field[0] == '.' {
-		fe.Field = fe.Field[1:]
-	}
-	return fe
-}
-
-func indexName(i int) string { return "[" + strconv.Itoa(i) + "]" }
-
-func quoteTrunc(s string) string {
-	if len(s) > 64 {
-		return fmt.Sprintf("%q…", s[:64])
-	}
-	return fmt.Sprintf("%q", s)
-}
+// Error paths are built from the failing value up, as package wire
+// describes: "" is the value itself, wire.Member a member, wire.Index an
+// element, joined by wire.Under; typed roots them at the payload.
 
 // compiler turns ir.Fields into nodes; entries are compiled once and
 // shared, so a receipt's items use the item type's own nodes.
@@ -185,7 +161,7 @@ func (c *compiler) stringCheck(f *ir.Field, where string) (func(*value) *ir.Fiel
 					return nil
 				}
 			}
-			return fieldErr("", rule, "must be one of "+rule+", got "+quoteTrunc(s)+" (fix: use one of the listed values)")
+			return fieldErr("", rule, "must be one of "+rule+", got "+wire.Quote(s)+" (fix: use one of the listed values)")
 		})
 	}
 	if f.MinLen != nil || f.MaxLen != nil {
@@ -209,7 +185,7 @@ func (c *compiler) stringCheck(f *ir.Field, where string) (func(*value) *ir.Fiel
 			if match(s) {
 				return nil
 			}
-			return fieldErr("", rule, "must match the pattern "+pat+", got "+quoteTrunc(s)+" (fix: change the value to match)")
+			return fieldErr("", rule, "must match the pattern "+pat+", got "+wire.Quote(s)+" (fix: change the value to match)")
 		})
 	}
 	switch len(checks) {
@@ -369,7 +345,7 @@ func checkFields(fs []*node, vals []value) *ir.FieldError {
 			continue
 		}
 		if fe := f.check(&vals[i]); fe != nil {
-			return under(member(f.name), fe)
+			return wire.Under(wire.Member(f.name), fe)
 		}
 	}
 	return nil
@@ -393,7 +369,7 @@ func listCheck(f *ir.Field, n *node) func(*value) *ir.FieldError {
 		checks = append(checks, func(v *value) *ir.FieldError {
 			for i := range v.list {
 				if fe := checkFields(it.fields, v.list[i].list); fe != nil {
-					return under(indexName(i), fe)
+					return wire.Under(wire.Index(i), fe)
 				}
 			}
 			return nil
@@ -403,7 +379,7 @@ func listCheck(f *ir.Field, n *node) func(*value) *ir.FieldError {
 		checks = append(checks, func(v *value) *ir.FieldError {
 			for i := range v.list {
 				if fe := el.check(&v.list[i]); fe != nil {
-					return under(indexName(i), fe)
+					return wire.Under(wire.Index(i), fe)
 				}
 			}
 			return nil

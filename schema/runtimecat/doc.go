@@ -11,5 +11,7 @@
 // the same *ir.FieldError values, so nodes running a generated catalog and
 // nodes running a runtime catalog share one log and one fingerprint.
 //
-// The package imports only the standard library and schema/ir.
+// The package imports only the standard library, schema/ir, schema/wire
+// (the encodings it shares with generated code), schema/jsonscan and
+// schema/patterndfa.
 package runtimecat

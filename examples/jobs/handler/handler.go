@@ -59,6 +59,49 @@ func loadQueueAt(c *sdk.Call, key, name string) (*Queue, bool, error) {
 	return loadDoc(c, key, "queue", name, func(q *Queue) *string { return &q.State })
 }
 
+// loadJobAndWorker loads the job and the worker an entry names, each nil
+// if it does not exist. ready is false when the handler is to return err
+// at once: a read error, or a document not yet supplied (err is nil; the
+// SDK asks for it and evaluates again).
+func loadJobAndWorker(c *sdk.Call, jobID, workerID string) (j *Job, w *Worker, ready bool, err error) {
+	j, _, err = loadJob(c, jobID)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	w, _, err = loadWorker(c, workerID)
+	if err != nil || !c.Known(jobKey(jobID)) || !c.Known(workerKey(workerID)) {
+		return nil, nil, false, err
+	}
+	return j, w, true, nil
+}
+
+// reportedWorker loads the worker a fact report names. ok is false when
+// the handler is to return err at once: a read error, the worker's document
+// not yet supplied (err is nil; the SDK asks for it and evaluates again),
+// or a worker that never joined (a rule error naming the report).
+func reportedWorker(c *sdk.Call, report, reportID, id string) (w *Worker, ok bool, err error) {
+	w, found, err := loadWorker(c, id)
+	if err != nil || !c.Known(workerKey(id)) {
+		return nil, false, err
+	}
+	if !found {
+		return nil, false, sdk.Rule("%s %s names worker %q, which has not joined", report, reportID, id)
+	}
+	return w, true, nil
+}
+
+// reportedJob is reportedWorker for the job a fact report names.
+func reportedJob(c *sdk.Call, report, reportID, id string) (j *Job, ok bool, err error) {
+	j, found, err := loadJob(c, id)
+	if err != nil || !c.Known(jobKey(id)) {
+		return nil, false, err
+	}
+	if !found {
+		return nil, false, sdk.Rule("%s %s names job %q, which does not exist", report, reportID, id)
+	}
+	return j, true, nil
+}
+
 // loadDoc reads the document at key (encoding/json) and sets
 // the state it mirrors from the machine instance (machine, id) when the
 // call declared it.
@@ -287,21 +330,17 @@ func assign(_ context.Context, c *sdk.Call) error {
 	if err != nil {
 		return err
 	}
-	j, jok, err := loadJob(c, p.JobID)
-	if err != nil {
+	j, w, ready, err := loadJobAndWorker(c, p.JobID, p.WorkerID)
+	if !ready {
 		return err
 	}
-	w, wok, err := loadWorker(c, p.WorkerID)
-	if err != nil || !c.Known(jobKey(p.JobID)) || !c.Known(workerKey(p.WorkerID)) {
-		return err
-	}
-	if !jok {
+	if j == nil {
 		return sdk.Rule("job %q does not exist", p.JobID)
 	}
 	if j.State != Pending {
 		return sdk.Rule("job %q is %s; only a PENDING job can be assigned", p.JobID, j.State)
 	}
-	if !wok {
+	if w == nil {
 		return sdk.Rule("worker %q does not exist", p.WorkerID)
 	}
 	if w.State != Ready {
@@ -329,15 +368,11 @@ func stateReport(_ context.Context, c *sdk.Call) error {
 	if err != nil {
 		return err
 	}
-	j, jok, err := loadJob(c, p.JobID)
-	if err != nil {
+	j, w, ready, err := loadJobAndWorker(c, p.JobID, p.WorkerID)
+	if !ready {
 		return err
 	}
-	w, wok, err := loadWorker(c, p.WorkerID)
-	if err != nil || !c.Known(jobKey(p.JobID)) || !c.Known(workerKey(p.WorkerID)) {
-		return err
-	}
-	if !jok {
+	if j == nil {
 		return sdk.Rule("state report %s names job %q, which does not exist", p.ReportID, p.JobID)
 	}
 	if p.Seq <= j.Seq && j.Seq > 0 {
@@ -371,7 +406,7 @@ func stateReport(_ context.Context, c *sdk.Call) error {
 	}
 	j.PendingReason = ""
 	putJob(c, jobKey(p.JobID), j)
-	if !wok {
+	if w == nil {
 		return nil
 	}
 	changed := false
@@ -403,12 +438,9 @@ func usage(_ context.Context, c *sdk.Call) error {
 	if err != nil {
 		return err
 	}
-	w, ok, err := loadWorker(c, p.WorkerID)
-	if err != nil || !c.Known(workerKey(p.WorkerID)) {
-		return err
-	}
+	w, ok, err := reportedWorker(c, "usage report", p.ReportID, p.WorkerID)
 	if !ok {
-		return sdk.Rule("usage report %s names worker %q, which has not joined", p.ReportID, p.WorkerID)
+		return err
 	}
 	if w.Usage != nil && p.Seq <= w.Usage.Seq {
 		return nil // older report: keep the newer one
@@ -423,12 +455,9 @@ func pendingReason(_ context.Context, c *sdk.Call) error {
 	if err != nil {
 		return err
 	}
-	j, ok, err := loadJob(c, p.JobID)
-	if err != nil || !c.Known(jobKey(p.JobID)) {
-		return err
-	}
+	j, ok, err := reportedJob(c, "pending reason", p.ReportID, p.JobID)
 	if !ok {
-		return sdk.Rule("pending reason %s names job %q, which does not exist", p.ReportID, p.JobID)
+		return err
 	}
 	if j.State != Pending && j.State != Held {
 		return nil // the job no longer waits; the reason is moot
@@ -446,12 +475,9 @@ func death(_ context.Context, c *sdk.Call) error {
 	if err != nil {
 		return err
 	}
-	w, ok, err := loadWorker(c, p.WorkerID)
-	if err != nil || !c.Known(workerKey(p.WorkerID)) {
-		return err
-	}
+	w, ok, err := reportedWorker(c, "death report", p.ReportID, p.WorkerID)
 	if !ok {
-		return sdk.Rule("death report %s names worker %q, which has not joined", p.ReportID, p.WorkerID)
+		return err
 	}
 	if w.State == Dead || w.State == Removed {
 		return nil // already dead (duplicate detection) or gone

@@ -125,7 +125,7 @@ var model = &ir.Schema{
 				{Name: "job_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 19, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "queue", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 20, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "priority", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 21, Col: 4}, Kind: ir.KindInt, Min: &ir.Bound{Value: "0", Exclusive: false}, Max: &ir.Bound{Value: "1000", Exclusive: false}},
-				{Name: "command", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 22, Col: 4}, Kind: ir.KindString, MinLen: intp(1), MaxLen: intp(4096)},
+				{Name: "command", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 22, Col: 4}, Kind: ir.KindString, MinLen: new(1), MaxLen: new(4096)},
 				{Name: "cpu_millis", Optional: true, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 23, Col: 4}, Kind: ir.KindInt, Min: &ir.Bound{Value: "1", Exclusive: false}, Max: &ir.Bound{Value: "1000000", Exclusive: false}},
 				{Name: "mem_bytes", Optional: true, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 24, Col: 4}, Kind: ir.KindInt, Min: &ir.Bound{Value: "1", Exclusive: false}, Max: &ir.Bound{Value: "1099511627776", Exclusive: false}},
 			},
@@ -139,7 +139,7 @@ var model = &ir.Schema{
 			Fields: []*ir.Field{
 				{Name: "job_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 38, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "action", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 39, Col: 4}, Kind: ir.KindString, Enum: []string{"cancel", "hold", "release"}},
-				{Name: "reason", Optional: true, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 40, Col: 4}, Kind: ir.KindString, MinLen: nil, MaxLen: intp(1024)},
+				{Name: "reason", Optional: true, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 40, Col: 4}, Kind: ir.KindString, MinLen: nil, MaxLen: new(1024)},
 			},
 		},
 		{
@@ -161,7 +161,7 @@ var model = &ir.Schema{
 			Fields: []*ir.Field{
 				{Name: "worker_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 66, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "capacity", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 67, Col: 4}, Kind: ir.KindInt, Min: &ir.Bound{Value: "1", Exclusive: false}, Max: &ir.Bound{Value: "4096", Exclusive: false}},
-				{Name: "labels", Optional: true, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 68, Col: 4}, Kind: ir.KindList, MinLen: nil, MaxLen: intp(32), Elem: &ir.Field{Name: "labels[]", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 68, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._=/-]{0,62}$"}}},
+				{Name: "labels", Optional: true, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 68, Col: 4}, Kind: ir.KindList, MinLen: nil, MaxLen: new(32), Elem: &ir.Field{Name: "labels[]", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 68, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._=/-]{0,62}$"}}},
 			},
 		},
 		{
@@ -198,7 +198,7 @@ var model = &ir.Schema{
 				{Name: "seq", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 114, Col: 4}, Kind: ir.KindUint},
 				{Name: "worker_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 115, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "exit_code", Optional: true, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 116, Col: 4}, Kind: ir.KindInt, Min: &ir.Bound{Value: "-255", Exclusive: false}, Max: &ir.Bound{Value: "255", Exclusive: false}},
-				{Name: "message", Optional: true, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 117, Col: 4}, Kind: ir.KindString, MinLen: nil, MaxLen: intp(1024)},
+				{Name: "message", Optional: true, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 117, Col: 4}, Kind: ir.KindString, MinLen: nil, MaxLen: new(1024)},
 			},
 		},
 		{
@@ -222,7 +222,7 @@ var model = &ir.Schema{
 			Fields: []*ir.Field{
 				{Name: "report_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 145, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "job_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 146, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
-				{Name: "reason", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 147, Col: 4}, Kind: ir.KindString, MinLen: intp(1), MaxLen: intp(256)},
+				{Name: "reason", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 147, Col: 4}, Kind: ir.KindString, MinLen: new(1), MaxLen: new(256)},
 				{Name: "seq", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 148, Col: 4}, Kind: ir.KindUint},
 			},
 		},
@@ -246,7 +246,7 @@ var model = &ir.Schema{
 			Fields: []*ir.Field{
 				{Name: "dispatch_id", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 174, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "scheduler", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 175, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
-				{Name: "items", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 176, Col: 4}, Kind: ir.KindList, MinLen: intp(1), MaxLen: intp(512), ItemType: "job.assign"},
+				{Name: "items", Optional: false, Pos: ir.Pos{File: "examples/jobs/schema/entries.cue", Line: 176, Col: 4}, Kind: ir.KindList, MinLen: new(1), MaxLen: new(512), ItemType: "job.assign"},
 			},
 		},
 		{

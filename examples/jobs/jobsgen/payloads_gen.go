@@ -4,9 +4,9 @@
 package jobsgen
 
 import (
-	"encoding/binary"
 	"fmt"
 	"github.com/writ-dev/writ/schema/ir"
+	"github.com/writ-dev/writ/schema/wire"
 	"math"
 	"regexp"
 	"strconv"
@@ -18,7 +18,6 @@ var (
 	_ = fmt.Sprintf
 	_ = utf8.RuneCountInString
 	_ = strconv.Itoa
-	_ = binary.AppendUvarint
 	_ = regexp.MustCompile
 )
 
@@ -366,91 +365,92 @@ type JobSubmit struct {
 	MemBytes *int64 `json:"mem_bytes,omitempty"`
 }
 
-var knownJobSubmit = []string{"job_id", "queue", "priority", "command", "cpu_millis", "mem_bytes"}
+const knownJobSubmit = "job_id, queue, priority, command, cpu_millis, mem_bytes"
 
-func (p *JobSubmit) decodeJSON(typ, prefix string, data []byte) error {
+func (p *JobSubmit) decodeJSON(data []byte) *ir.FieldError {
 	var seen [6]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "job_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "job_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("job_id"), err)
 			}
 			p.JobID = v0
 		case "queue":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "queue", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("queue"), err)
 			}
 			p.Queue = v0
 		case "priority":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonInt(typ, prefix, "priority", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("priority"), err)
 			}
 			p.Priority = v0
 		case "command":
 			if seen[3] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[3] = true
-			v0, err := jsonString(typ, prefix, "command", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("command"), err)
 			}
 			p.Command = v0
 		case "cpu_millis":
 			if seen[4] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[4] = true
-			v0, err := jsonInt(typ, prefix, "cpu_millis", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("cpu_millis"), err)
 			}
 			p.CPUMillis = &v0
 		case "mem_bytes":
 			if seen[5] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[5] = true
-			v0, err := jsonInt(typ, prefix, "mem_bytes", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("mem_bytes"), err)
 			}
 			p.MemBytes = &v0
 		default:
-			return unknownField(typ, prefix, string(key), knownJobSubmit)
+			return wire.UnknownField(string(key), knownJobSubmit)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "job_id")
+		return wire.MissingField("job_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "queue")
+		return wire.MissingField("queue")
 	}
 	if !seen[2] {
-		return missingField(typ, prefix, "priority")
+		return wire.MissingField("priority")
 	}
 	if !seen[3] {
-		return missingField(typ, prefix, "command")
+		return wire.MissingField("command")
 	}
 	return nil
 }
@@ -463,36 +463,36 @@ func (p *JobSubmit) EntryType() string { return NameJobSubmit }
 // Validate checks every constraint the schema declares for job.submit.
 func (p *JobSubmit) Validate() error {
 	if !matchPattern0(p.JobID) {
-		return fieldErr(NameJobSubmit, "job_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.JobID)+" (fix: change the value to match)")
+		return wire.Invalid(NameJobSubmit, "job_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.JobID)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.Queue) {
-		return fieldErr(NameJobSubmit, "queue", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.Queue)+" (fix: change the value to match)")
+		return wire.Invalid(NameJobSubmit, "queue", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.Queue)+" (fix: change the value to match)")
 	}
 	if p.Priority < 0 {
-		return fieldErr(NameJobSubmit, "priority", ">=0", fmt.Sprintf("must be >= 0, got %d (fix: send a value in range)", p.Priority))
+		return wire.Invalid(NameJobSubmit, "priority", ">=0", fmt.Sprintf("must be >= 0, got %d (fix: send a value in range)", p.Priority))
 	}
 	if p.Priority > 1000 {
-		return fieldErr(NameJobSubmit, "priority", "<=1000", fmt.Sprintf("must be <= 1000, got %d (fix: send a value in range)", p.Priority))
+		return wire.Invalid(NameJobSubmit, "priority", "<=1000", fmt.Sprintf("must be <= 1000, got %d (fix: send a value in range)", p.Priority))
 	}
 	if n := utf8.RuneCountInString(p.Command); n < 1 || n > 4096 {
-		return fieldErr(NameJobSubmit, "command", "strings.MinRunes(1) & strings.MaxRunes(4096)", fmt.Sprintf("must have 1 to 4096 characters, has %d (fix: shorten or lengthen the value)", n))
+		return wire.Invalid(NameJobSubmit, "command", "strings.MinRunes(1) & strings.MaxRunes(4096)", fmt.Sprintf("must have 1 to 4096 characters, has %d (fix: shorten or lengthen the value)", n))
 	}
 	if p.CPUMillis != nil {
 		v0 := *p.CPUMillis
 		if v0 < 1 {
-			return fieldErr(NameJobSubmit, "cpu_millis", ">=1", fmt.Sprintf("must be >= 1, got %d (fix: send a value in range)", v0))
+			return wire.Invalid(NameJobSubmit, "cpu_millis", ">=1", fmt.Sprintf("must be >= 1, got %d (fix: send a value in range)", v0))
 		}
 		if v0 > 1000000 {
-			return fieldErr(NameJobSubmit, "cpu_millis", "<=1000000", fmt.Sprintf("must be <= 1000000, got %d (fix: send a value in range)", v0))
+			return wire.Invalid(NameJobSubmit, "cpu_millis", "<=1000000", fmt.Sprintf("must be <= 1000000, got %d (fix: send a value in range)", v0))
 		}
 	}
 	if p.MemBytes != nil {
 		v0 := *p.MemBytes
 		if v0 < 1 {
-			return fieldErr(NameJobSubmit, "mem_bytes", ">=1", fmt.Sprintf("must be >= 1, got %d (fix: send a value in range)", v0))
+			return wire.Invalid(NameJobSubmit, "mem_bytes", ">=1", fmt.Sprintf("must be >= 1, got %d (fix: send a value in range)", v0))
 		}
 		if v0 > 1099511627776 {
-			return fieldErr(NameJobSubmit, "mem_bytes", "<=1099511627776", fmt.Sprintf("must be <= 1099511627776, got %d (fix: send a value in range)", v0))
+			return wire.Invalid(NameJobSubmit, "mem_bytes", "<=1099511627776", fmt.Sprintf("must be <= 1099511627776, got %d (fix: send a value in range)", v0))
 		}
 	}
 	return nil
@@ -504,45 +504,45 @@ func (p *JobSubmit) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *JobSubmit) appendTo(b []byte) []byte {
-	b = appendString(b, p.JobID)
-	b = appendString(b, p.Queue)
-	b = binary.AppendVarint(b, p.Priority)
-	b = appendString(b, p.Command)
+	b = wire.AppendString(b, p.JobID)
+	b = wire.AppendString(b, p.Queue)
+	b = wire.AppendInt(b, p.Priority)
+	b = wire.AppendString(b, p.Command)
 	if p.CPUMillis != nil {
 		b = append(b, 1)
-		b = binary.AppendVarint(b, *p.CPUMillis)
+		b = wire.AppendInt(b, *p.CPUMillis)
 	} else {
 		b = append(b, 0)
 	}
 	if p.MemBytes != nil {
 		b = append(b, 1)
-		b = binary.AppendVarint(b, *p.MemBytes)
+		b = wire.AppendInt(b, *p.MemBytes)
 	} else {
 		b = append(b, 0)
 	}
 	return b
 }
 
-func (p *JobSubmit) decodeBinary(d *decoder) {
-	p.JobID = d.str("job_id")
-	p.Queue = d.str("queue")
-	p.Priority = d.varint("priority")
-	p.Command = d.str("command")
-	if d.flag("cpu_millis") {
-		v0 := d.varint("cpu_millis")
+func (p *JobSubmit) decodeBinary(d *wire.Decoder) {
+	p.JobID = d.Str("job_id")
+	p.Queue = d.Str("queue")
+	p.Priority = d.Int("priority")
+	p.Command = d.Str("command")
+	if d.Bool("cpu_millis") {
+		v0 := d.Int("cpu_millis")
 		p.CPUMillis = &v0
 	}
-	if d.flag("mem_bytes") {
-		v0 := d.varint("mem_bytes")
+	if d.Bool("mem_bytes") {
+		v0 := d.Int("mem_bytes")
 		p.MemBytes = &v0
 	}
 }
 
 func parseBinaryJobSubmit(data []byte) (ir.Payload, error) {
 	p := new(JobSubmit)
-	d := decoder{b: data, typ: NameJobSubmit}
+	d := wire.NewDecoder(NameJobSubmit, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -552,9 +552,12 @@ func parseBinaryJobSubmit(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONJobSubmit(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameJobSubmit, err)
+	}
 	p := new(JobSubmit)
-	if err := p.decodeJSON(NameJobSubmit, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameJobSubmit, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -599,55 +602,56 @@ type JobControl struct {
 	Reason *string `json:"reason,omitempty"`
 }
 
-var knownJobControl = []string{"job_id", "action", "reason"}
+const knownJobControl = "job_id, action, reason"
 
-func (p *JobControl) decodeJSON(typ, prefix string, data []byte) error {
+func (p *JobControl) decodeJSON(data []byte) *ir.FieldError {
 	var seen [3]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "job_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "job_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("job_id"), err)
 			}
 			p.JobID = v0
 		case "action":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "action", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("action"), err)
 			}
 			p.Action = v0
 		case "reason":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonString(typ, prefix, "reason", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("reason"), err)
 			}
 			p.Reason = &v0
 		default:
-			return unknownField(typ, prefix, string(key), knownJobControl)
+			return wire.UnknownField(string(key), knownJobControl)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "job_id")
+		return wire.MissingField("job_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "action")
+		return wire.MissingField("action")
 	}
 	return nil
 }
@@ -660,15 +664,15 @@ func (p *JobControl) EntryType() string { return NameJobControl }
 // Validate checks every constraint the schema declares for job.control.
 func (p *JobControl) Validate() error {
 	if !matchPattern0(p.JobID) {
-		return fieldErr(NameJobControl, "job_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.JobID)+" (fix: change the value to match)")
+		return wire.Invalid(NameJobControl, "job_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.JobID)+" (fix: change the value to match)")
 	}
 	if p.Action != "cancel" && p.Action != "hold" && p.Action != "release" {
-		return fieldErr(NameJobControl, "action", "\"cancel\" | \"hold\" | \"release\"", "must be one of \"cancel\" | \"hold\" | \"release\", got "+quoteTrunc(p.Action)+" (fix: use one of the listed values)")
+		return wire.Invalid(NameJobControl, "action", "\"cancel\" | \"hold\" | \"release\"", "must be one of \"cancel\" | \"hold\" | \"release\", got "+wire.Quote(p.Action)+" (fix: use one of the listed values)")
 	}
 	if p.Reason != nil {
 		v0 := *p.Reason
 		if n := utf8.RuneCountInString(v0); n > 1024 {
-			return fieldErr(NameJobControl, "reason", "strings.MaxRunes(1024)", fmt.Sprintf("must have at most 1024 characters, has %d (fix: shorten or lengthen the value)", n))
+			return wire.Invalid(NameJobControl, "reason", "strings.MaxRunes(1024)", fmt.Sprintf("must have at most 1024 characters, has %d (fix: shorten or lengthen the value)", n))
 		}
 	}
 	return nil
@@ -680,31 +684,31 @@ func (p *JobControl) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *JobControl) appendTo(b []byte) []byte {
-	b = appendString(b, p.JobID)
-	b = appendString(b, p.Action)
+	b = wire.AppendString(b, p.JobID)
+	b = wire.AppendString(b, p.Action)
 	if p.Reason != nil {
 		b = append(b, 1)
-		b = appendString(b, *p.Reason)
+		b = wire.AppendString(b, *p.Reason)
 	} else {
 		b = append(b, 0)
 	}
 	return b
 }
 
-func (p *JobControl) decodeBinary(d *decoder) {
-	p.JobID = d.str("job_id")
-	p.Action = d.str("action")
-	if d.flag("reason") {
-		v0 := d.str("reason")
+func (p *JobControl) decodeBinary(d *wire.Decoder) {
+	p.JobID = d.Str("job_id")
+	p.Action = d.Str("action")
+	if d.Bool("reason") {
+		v0 := d.Str("reason")
 		p.Reason = &v0
 	}
 }
 
 func parseBinaryJobControl(data []byte) (ir.Payload, error) {
 	p := new(JobControl)
-	d := decoder{b: data, typ: NameJobControl}
+	d := wire.NewDecoder(NameJobControl, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -714,9 +718,12 @@ func parseBinaryJobControl(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONJobControl(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameJobControl, err)
+	}
 	p := new(JobControl)
-	if err := p.decodeJSON(NameJobControl, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameJobControl, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -767,45 +774,46 @@ type QueueControl struct {
 	Action string `json:"action"`
 }
 
-var knownQueueControl = []string{"queue", "action"}
+const knownQueueControl = "queue, action"
 
-func (p *QueueControl) decodeJSON(typ, prefix string, data []byte) error {
+func (p *QueueControl) decodeJSON(data []byte) *ir.FieldError {
 	var seen [2]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "queue":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "queue", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("queue"), err)
 			}
 			p.Queue = v0
 		case "action":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "action", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("action"), err)
 			}
 			p.Action = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownQueueControl)
+			return wire.UnknownField(string(key), knownQueueControl)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "queue")
+		return wire.MissingField("queue")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "action")
+		return wire.MissingField("action")
 	}
 	return nil
 }
@@ -818,10 +826,10 @@ func (p *QueueControl) EntryType() string { return NameQueueControl }
 // Validate checks every constraint the schema declares for queue.control.
 func (p *QueueControl) Validate() error {
 	if !matchPattern0(p.Queue) {
-		return fieldErr(NameQueueControl, "queue", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.Queue)+" (fix: change the value to match)")
+		return wire.Invalid(NameQueueControl, "queue", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.Queue)+" (fix: change the value to match)")
 	}
 	if p.Action != "create" && p.Action != "pause" && p.Action != "resume" && p.Action != "drain" {
-		return fieldErr(NameQueueControl, "action", "\"create\" | \"pause\" | \"resume\" | \"drain\"", "must be one of \"create\" | \"pause\" | \"resume\" | \"drain\", got "+quoteTrunc(p.Action)+" (fix: use one of the listed values)")
+		return wire.Invalid(NameQueueControl, "action", "\"create\" | \"pause\" | \"resume\" | \"drain\"", "must be one of \"create\" | \"pause\" | \"resume\" | \"drain\", got "+wire.Quote(p.Action)+" (fix: use one of the listed values)")
 	}
 	return nil
 }
@@ -832,21 +840,21 @@ func (p *QueueControl) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *QueueControl) appendTo(b []byte) []byte {
-	b = appendString(b, p.Queue)
-	b = appendString(b, p.Action)
+	b = wire.AppendString(b, p.Queue)
+	b = wire.AppendString(b, p.Action)
 	return b
 }
 
-func (p *QueueControl) decodeBinary(d *decoder) {
-	p.Queue = d.str("queue")
-	p.Action = d.str("action")
+func (p *QueueControl) decodeBinary(d *wire.Decoder) {
+	p.Queue = d.Str("queue")
+	p.Action = d.Str("action")
 }
 
 func parseBinaryQueueControl(data []byte) (ir.Payload, error) {
 	p := new(QueueControl)
-	d := decoder{b: data, typ: NameQueueControl}
+	d := wire.NewDecoder(NameQueueControl, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -856,9 +864,12 @@ func parseBinaryQueueControl(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONQueueControl(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameQueueControl, err)
+	}
 	p := new(QueueControl)
-	if err := p.decodeJSON(NameQueueControl, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameQueueControl, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -913,63 +924,64 @@ type WorkerJoin struct {
 	Labels []string `json:"labels,omitempty"`
 }
 
-var knownWorkerJoin = []string{"worker_id", "capacity", "labels"}
+const knownWorkerJoin = "worker_id, capacity, labels"
 
-func (p *WorkerJoin) decodeJSON(typ, prefix string, data []byte) error {
+func (p *WorkerJoin) decodeJSON(data []byte) *ir.FieldError {
 	var seen [3]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "worker_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "worker_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("worker_id"), err)
 			}
 			p.WorkerID = v0
 		case "capacity":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonInt(typ, prefix, "capacity", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("capacity"), err)
 			}
 			p.Capacity = v0
 		case "labels":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			elems0, err := jsonList(typ, prefix, "labels", val)
+			elems0, err := wire.List(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("labels"), err)
 			}
 			v0 := make([]string, len(elems0))
 			for i0, ev0 := range elems0 {
-				v1, err := jsonString(typ, prefix, index("labels", i0), ev0)
+				v1, err := wire.String(ev0)
 				if err != nil {
-					return err
+					return wire.Under(wire.Member("labels")+wire.Index(i0), err)
 				}
 				v0[i0] = v1
 			}
 			p.Labels = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownWorkerJoin)
+			return wire.UnknownField(string(key), knownWorkerJoin)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "worker_id")
+		return wire.MissingField("worker_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "capacity")
+		return wire.MissingField("capacity")
 	}
 	return nil
 }
@@ -982,21 +994,21 @@ func (p *WorkerJoin) EntryType() string { return NameWorkerJoin }
 // Validate checks every constraint the schema declares for worker.join.
 func (p *WorkerJoin) Validate() error {
 	if !matchPattern0(p.WorkerID) {
-		return fieldErr(NameWorkerJoin, "worker_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.WorkerID)+" (fix: change the value to match)")
+		return wire.Invalid(NameWorkerJoin, "worker_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.WorkerID)+" (fix: change the value to match)")
 	}
 	if p.Capacity < 1 {
-		return fieldErr(NameWorkerJoin, "capacity", ">=1", fmt.Sprintf("must be >= 1, got %d (fix: send a value in range)", p.Capacity))
+		return wire.Invalid(NameWorkerJoin, "capacity", ">=1", fmt.Sprintf("must be >= 1, got %d (fix: send a value in range)", p.Capacity))
 	}
 	if p.Capacity > 4096 {
-		return fieldErr(NameWorkerJoin, "capacity", "<=4096", fmt.Sprintf("must be <= 4096, got %d (fix: send a value in range)", p.Capacity))
+		return wire.Invalid(NameWorkerJoin, "capacity", "<=4096", fmt.Sprintf("must be <= 4096, got %d (fix: send a value in range)", p.Capacity))
 	}
 	if p.Labels != nil {
 		if n := len(p.Labels); n > 32 {
-			return fieldErr(NameWorkerJoin, "labels", "list.MaxItems(32)", fmt.Sprintf("must have at most 32 items, has %d (fix: send fewer or more items)", n))
+			return wire.Invalid(NameWorkerJoin, "labels", "list.MaxItems(32)", fmt.Sprintf("must have at most 32 items, has %d (fix: send fewer or more items)", n))
 		}
 		for i0, e0 := range p.Labels {
 			if !matchPattern1(e0) {
-				return fieldErr(NameWorkerJoin, index("labels", i0), "=~\"^[a-z0-9][a-z0-9._=/-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._=/-]{0,62}$, got "+quoteTrunc(e0)+" (fix: change the value to match)")
+				return wire.Invalid(NameWorkerJoin, "labels"+wire.Index(i0), "=~\"^[a-z0-9][a-z0-9._=/-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._=/-]{0,62}$, got "+wire.Quote(e0)+" (fix: change the value to match)")
 			}
 			_ = e0
 		}
@@ -1010,13 +1022,13 @@ func (p *WorkerJoin) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *WorkerJoin) appendTo(b []byte) []byte {
-	b = appendString(b, p.WorkerID)
-	b = binary.AppendVarint(b, p.Capacity)
+	b = wire.AppendString(b, p.WorkerID)
+	b = wire.AppendInt(b, p.Capacity)
 	if p.Labels != nil {
 		b = append(b, 1)
-		b = binary.AppendUvarint(b, uint64(len(p.Labels)))
+		b = wire.AppendUint(b, uint64(len(p.Labels)))
 		for i0 := range p.Labels {
-			b = appendString(b, p.Labels[i0])
+			b = wire.AppendString(b, p.Labels[i0])
 		}
 	} else {
 		b = append(b, 0)
@@ -1024,22 +1036,22 @@ func (p *WorkerJoin) appendTo(b []byte) []byte {
 	return b
 }
 
-func (p *WorkerJoin) decodeBinary(d *decoder) {
-	p.WorkerID = d.str("worker_id")
-	p.Capacity = d.varint("capacity")
-	if d.flag("labels") {
-		p.Labels = make([]string, d.count("labels"))
+func (p *WorkerJoin) decodeBinary(d *wire.Decoder) {
+	p.WorkerID = d.Str("worker_id")
+	p.Capacity = d.Int("capacity")
+	if d.Bool("labels") {
+		p.Labels = make([]string, d.Count("labels"))
 		for i0 := range p.Labels {
-			p.Labels[i0] = d.str("labels")
+			p.Labels[i0] = d.Str("labels")
 		}
 	}
 }
 
 func parseBinaryWorkerJoin(data []byte) (ir.Payload, error) {
 	p := new(WorkerJoin)
-	d := decoder{b: data, typ: NameWorkerJoin}
+	d := wire.NewDecoder(NameWorkerJoin, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -1049,9 +1061,12 @@ func parseBinaryWorkerJoin(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONWorkerJoin(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameWorkerJoin, err)
+	}
 	p := new(WorkerJoin)
-	if err := p.decodeJSON(NameWorkerJoin, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameWorkerJoin, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -1094,45 +1109,46 @@ type WorkerUpdate struct {
 	Capacity int64 `json:"capacity"`
 }
 
-var knownWorkerUpdate = []string{"worker_id", "capacity"}
+const knownWorkerUpdate = "worker_id, capacity"
 
-func (p *WorkerUpdate) decodeJSON(typ, prefix string, data []byte) error {
+func (p *WorkerUpdate) decodeJSON(data []byte) *ir.FieldError {
 	var seen [2]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "worker_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "worker_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("worker_id"), err)
 			}
 			p.WorkerID = v0
 		case "capacity":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonInt(typ, prefix, "capacity", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("capacity"), err)
 			}
 			p.Capacity = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownWorkerUpdate)
+			return wire.UnknownField(string(key), knownWorkerUpdate)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "worker_id")
+		return wire.MissingField("worker_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "capacity")
+		return wire.MissingField("capacity")
 	}
 	return nil
 }
@@ -1145,13 +1161,13 @@ func (p *WorkerUpdate) EntryType() string { return NameWorkerUpdate }
 // Validate checks every constraint the schema declares for worker.update.
 func (p *WorkerUpdate) Validate() error {
 	if !matchPattern0(p.WorkerID) {
-		return fieldErr(NameWorkerUpdate, "worker_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.WorkerID)+" (fix: change the value to match)")
+		return wire.Invalid(NameWorkerUpdate, "worker_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.WorkerID)+" (fix: change the value to match)")
 	}
 	if p.Capacity < 1 {
-		return fieldErr(NameWorkerUpdate, "capacity", ">=1", fmt.Sprintf("must be >= 1, got %d (fix: send a value in range)", p.Capacity))
+		return wire.Invalid(NameWorkerUpdate, "capacity", ">=1", fmt.Sprintf("must be >= 1, got %d (fix: send a value in range)", p.Capacity))
 	}
 	if p.Capacity > 4096 {
-		return fieldErr(NameWorkerUpdate, "capacity", "<=4096", fmt.Sprintf("must be <= 4096, got %d (fix: send a value in range)", p.Capacity))
+		return wire.Invalid(NameWorkerUpdate, "capacity", "<=4096", fmt.Sprintf("must be <= 4096, got %d (fix: send a value in range)", p.Capacity))
 	}
 	return nil
 }
@@ -1162,21 +1178,21 @@ func (p *WorkerUpdate) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *WorkerUpdate) appendTo(b []byte) []byte {
-	b = appendString(b, p.WorkerID)
-	b = binary.AppendVarint(b, p.Capacity)
+	b = wire.AppendString(b, p.WorkerID)
+	b = wire.AppendInt(b, p.Capacity)
 	return b
 }
 
-func (p *WorkerUpdate) decodeBinary(d *decoder) {
-	p.WorkerID = d.str("worker_id")
-	p.Capacity = d.varint("capacity")
+func (p *WorkerUpdate) decodeBinary(d *wire.Decoder) {
+	p.WorkerID = d.Str("worker_id")
+	p.Capacity = d.Int("capacity")
 }
 
 func parseBinaryWorkerUpdate(data []byte) (ir.Payload, error) {
 	p := new(WorkerUpdate)
-	d := decoder{b: data, typ: NameWorkerUpdate}
+	d := wire.NewDecoder(NameWorkerUpdate, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -1186,9 +1202,12 @@ func parseBinaryWorkerUpdate(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONWorkerUpdate(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameWorkerUpdate, err)
+	}
 	p := new(WorkerUpdate)
-	if err := p.decodeJSON(NameWorkerUpdate, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameWorkerUpdate, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -1231,45 +1250,46 @@ type WorkerControl struct {
 	Action string `json:"action"`
 }
 
-var knownWorkerControl = []string{"worker_id", "action"}
+const knownWorkerControl = "worker_id, action"
 
-func (p *WorkerControl) decodeJSON(typ, prefix string, data []byte) error {
+func (p *WorkerControl) decodeJSON(data []byte) *ir.FieldError {
 	var seen [2]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "worker_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "worker_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("worker_id"), err)
 			}
 			p.WorkerID = v0
 		case "action":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "action", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("action"), err)
 			}
 			p.Action = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownWorkerControl)
+			return wire.UnknownField(string(key), knownWorkerControl)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "worker_id")
+		return wire.MissingField("worker_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "action")
+		return wire.MissingField("action")
 	}
 	return nil
 }
@@ -1282,10 +1302,10 @@ func (p *WorkerControl) EntryType() string { return NameWorkerControl }
 // Validate checks every constraint the schema declares for worker.control.
 func (p *WorkerControl) Validate() error {
 	if !matchPattern0(p.WorkerID) {
-		return fieldErr(NameWorkerControl, "worker_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.WorkerID)+" (fix: change the value to match)")
+		return wire.Invalid(NameWorkerControl, "worker_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.WorkerID)+" (fix: change the value to match)")
 	}
 	if p.Action != "drain" && p.Action != "undrain" && p.Action != "remove" {
-		return fieldErr(NameWorkerControl, "action", "\"drain\" | \"undrain\" | \"remove\"", "must be one of \"drain\" | \"undrain\" | \"remove\", got "+quoteTrunc(p.Action)+" (fix: use one of the listed values)")
+		return wire.Invalid(NameWorkerControl, "action", "\"drain\" | \"undrain\" | \"remove\"", "must be one of \"drain\" | \"undrain\" | \"remove\", got "+wire.Quote(p.Action)+" (fix: use one of the listed values)")
 	}
 	return nil
 }
@@ -1296,21 +1316,21 @@ func (p *WorkerControl) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *WorkerControl) appendTo(b []byte) []byte {
-	b = appendString(b, p.WorkerID)
-	b = appendString(b, p.Action)
+	b = wire.AppendString(b, p.WorkerID)
+	b = wire.AppendString(b, p.Action)
 	return b
 }
 
-func (p *WorkerControl) decodeBinary(d *decoder) {
-	p.WorkerID = d.str("worker_id")
-	p.Action = d.str("action")
+func (p *WorkerControl) decodeBinary(d *wire.Decoder) {
+	p.WorkerID = d.Str("worker_id")
+	p.Action = d.Str("action")
 }
 
 func parseBinaryWorkerControl(data []byte) (ir.Payload, error) {
 	p := new(WorkerControl)
-	d := decoder{b: data, typ: NameWorkerControl}
+	d := wire.NewDecoder(NameWorkerControl, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -1320,9 +1340,12 @@ func parseBinaryWorkerControl(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONWorkerControl(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameWorkerControl, err)
+	}
 	p := new(WorkerControl)
-	if err := p.decodeJSON(NameWorkerControl, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameWorkerControl, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -1383,104 +1406,105 @@ type JobStateReport struct {
 	Message *string `json:"message,omitempty"`
 }
 
-var knownJobStateReport = []string{"report_id", "job_id", "state", "seq", "worker_id", "exit_code", "message"}
+const knownJobStateReport = "report_id, job_id, state, seq, worker_id, exit_code, message"
 
-func (p *JobStateReport) decodeJSON(typ, prefix string, data []byte) error {
+func (p *JobStateReport) decodeJSON(data []byte) *ir.FieldError {
 	var seen [7]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "report_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "report_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("report_id"), err)
 			}
 			p.ReportID = v0
 		case "job_id":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "job_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("job_id"), err)
 			}
 			p.JobID = v0
 		case "state":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonString(typ, prefix, "state", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("state"), err)
 			}
 			p.State = v0
 		case "seq":
 			if seen[3] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[3] = true
-			v0, err := jsonUint(typ, prefix, "seq", val)
+			v0, err := wire.Uint(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("seq"), err)
 			}
 			p.Seq = v0
 		case "worker_id":
 			if seen[4] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[4] = true
-			v0, err := jsonString(typ, prefix, "worker_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("worker_id"), err)
 			}
 			p.WorkerID = v0
 		case "exit_code":
 			if seen[5] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[5] = true
-			v0, err := jsonInt(typ, prefix, "exit_code", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("exit_code"), err)
 			}
 			p.ExitCode = &v0
 		case "message":
 			if seen[6] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[6] = true
-			v0, err := jsonString(typ, prefix, "message", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("message"), err)
 			}
 			p.Message = &v0
 		default:
-			return unknownField(typ, prefix, string(key), knownJobStateReport)
+			return wire.UnknownField(string(key), knownJobStateReport)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "report_id")
+		return wire.MissingField("report_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "job_id")
+		return wire.MissingField("job_id")
 	}
 	if !seen[2] {
-		return missingField(typ, prefix, "state")
+		return wire.MissingField("state")
 	}
 	if !seen[3] {
-		return missingField(typ, prefix, "seq")
+		return wire.MissingField("seq")
 	}
 	if !seen[4] {
-		return missingField(typ, prefix, "worker_id")
+		return wire.MissingField("worker_id")
 	}
 	return nil
 }
@@ -1493,30 +1517,30 @@ func (p *JobStateReport) EntryType() string { return NameJobStateReport }
 // Validate checks every constraint the schema declares for job.state_report.
 func (p *JobStateReport) Validate() error {
 	if !matchPattern0(p.ReportID) {
-		return fieldErr(NameJobStateReport, "report_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.ReportID)+" (fix: change the value to match)")
+		return wire.Invalid(NameJobStateReport, "report_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.ReportID)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.JobID) {
-		return fieldErr(NameJobStateReport, "job_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.JobID)+" (fix: change the value to match)")
+		return wire.Invalid(NameJobStateReport, "job_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.JobID)+" (fix: change the value to match)")
 	}
 	if p.State != "RUNNING" && p.State != "COMPLETED" && p.State != "FAILED" {
-		return fieldErr(NameJobStateReport, "state", "\"RUNNING\" | \"COMPLETED\" | \"FAILED\"", "must be one of \"RUNNING\" | \"COMPLETED\" | \"FAILED\", got "+quoteTrunc(p.State)+" (fix: use one of the listed values)")
+		return wire.Invalid(NameJobStateReport, "state", "\"RUNNING\" | \"COMPLETED\" | \"FAILED\"", "must be one of \"RUNNING\" | \"COMPLETED\" | \"FAILED\", got "+wire.Quote(p.State)+" (fix: use one of the listed values)")
 	}
 	if !matchPattern0(p.WorkerID) {
-		return fieldErr(NameJobStateReport, "worker_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.WorkerID)+" (fix: change the value to match)")
+		return wire.Invalid(NameJobStateReport, "worker_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.WorkerID)+" (fix: change the value to match)")
 	}
 	if p.ExitCode != nil {
 		v0 := *p.ExitCode
 		if v0 < -255 {
-			return fieldErr(NameJobStateReport, "exit_code", ">=-255", fmt.Sprintf("must be >= -255, got %d (fix: send a value in range)", v0))
+			return wire.Invalid(NameJobStateReport, "exit_code", ">=-255", fmt.Sprintf("must be >= -255, got %d (fix: send a value in range)", v0))
 		}
 		if v0 > 255 {
-			return fieldErr(NameJobStateReport, "exit_code", "<=255", fmt.Sprintf("must be <= 255, got %d (fix: send a value in range)", v0))
+			return wire.Invalid(NameJobStateReport, "exit_code", "<=255", fmt.Sprintf("must be <= 255, got %d (fix: send a value in range)", v0))
 		}
 	}
 	if p.Message != nil {
 		v0 := *p.Message
 		if n := utf8.RuneCountInString(v0); n > 1024 {
-			return fieldErr(NameJobStateReport, "message", "strings.MaxRunes(1024)", fmt.Sprintf("must have at most 1024 characters, has %d (fix: shorten or lengthen the value)", n))
+			return wire.Invalid(NameJobStateReport, "message", "strings.MaxRunes(1024)", fmt.Sprintf("must have at most 1024 characters, has %d (fix: shorten or lengthen the value)", n))
 		}
 	}
 	return nil
@@ -1528,47 +1552,47 @@ func (p *JobStateReport) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *JobStateReport) appendTo(b []byte) []byte {
-	b = appendString(b, p.ReportID)
-	b = appendString(b, p.JobID)
-	b = appendString(b, p.State)
-	b = binary.AppendUvarint(b, p.Seq)
-	b = appendString(b, p.WorkerID)
+	b = wire.AppendString(b, p.ReportID)
+	b = wire.AppendString(b, p.JobID)
+	b = wire.AppendString(b, p.State)
+	b = wire.AppendUint(b, p.Seq)
+	b = wire.AppendString(b, p.WorkerID)
 	if p.ExitCode != nil {
 		b = append(b, 1)
-		b = binary.AppendVarint(b, *p.ExitCode)
+		b = wire.AppendInt(b, *p.ExitCode)
 	} else {
 		b = append(b, 0)
 	}
 	if p.Message != nil {
 		b = append(b, 1)
-		b = appendString(b, *p.Message)
+		b = wire.AppendString(b, *p.Message)
 	} else {
 		b = append(b, 0)
 	}
 	return b
 }
 
-func (p *JobStateReport) decodeBinary(d *decoder) {
-	p.ReportID = d.str("report_id")
-	p.JobID = d.str("job_id")
-	p.State = d.str("state")
-	p.Seq = d.uvarint("seq")
-	p.WorkerID = d.str("worker_id")
-	if d.flag("exit_code") {
-		v0 := d.varint("exit_code")
+func (p *JobStateReport) decodeBinary(d *wire.Decoder) {
+	p.ReportID = d.Str("report_id")
+	p.JobID = d.Str("job_id")
+	p.State = d.Str("state")
+	p.Seq = d.Uint("seq")
+	p.WorkerID = d.Str("worker_id")
+	if d.Bool("exit_code") {
+		v0 := d.Int("exit_code")
 		p.ExitCode = &v0
 	}
-	if d.flag("message") {
-		v0 := d.str("message")
+	if d.Bool("message") {
+		v0 := d.Str("message")
 		p.Message = &v0
 	}
 }
 
 func parseBinaryJobStateReport(data []byte) (ir.Payload, error) {
 	p := new(JobStateReport)
-	d := decoder{b: data, typ: NameJobStateReport}
+	d := wire.NewDecoder(NameJobStateReport, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -1578,9 +1602,12 @@ func parseBinaryJobStateReport(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONJobStateReport(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameJobStateReport, err)
+	}
 	p := new(JobStateReport)
-	if err := p.decodeJSON(NameJobStateReport, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameJobStateReport, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -1632,84 +1659,85 @@ type WorkerUsage struct {
 	MemBytes int64 `json:"mem_bytes"`
 }
 
-var knownWorkerUsage = []string{"report_id", "worker_id", "seq", "cpu_millis", "mem_bytes"}
+const knownWorkerUsage = "report_id, worker_id, seq, cpu_millis, mem_bytes"
 
-func (p *WorkerUsage) decodeJSON(typ, prefix string, data []byte) error {
+func (p *WorkerUsage) decodeJSON(data []byte) *ir.FieldError {
 	var seen [5]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "report_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "report_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("report_id"), err)
 			}
 			p.ReportID = v0
 		case "worker_id":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "worker_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("worker_id"), err)
 			}
 			p.WorkerID = v0
 		case "seq":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonUint(typ, prefix, "seq", val)
+			v0, err := wire.Uint(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("seq"), err)
 			}
 			p.Seq = v0
 		case "cpu_millis":
 			if seen[3] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[3] = true
-			v0, err := jsonInt(typ, prefix, "cpu_millis", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("cpu_millis"), err)
 			}
 			p.CPUMillis = v0
 		case "mem_bytes":
 			if seen[4] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[4] = true
-			v0, err := jsonInt(typ, prefix, "mem_bytes", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("mem_bytes"), err)
 			}
 			p.MemBytes = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownWorkerUsage)
+			return wire.UnknownField(string(key), knownWorkerUsage)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "report_id")
+		return wire.MissingField("report_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "worker_id")
+		return wire.MissingField("worker_id")
 	}
 	if !seen[2] {
-		return missingField(typ, prefix, "seq")
+		return wire.MissingField("seq")
 	}
 	if !seen[3] {
-		return missingField(typ, prefix, "cpu_millis")
+		return wire.MissingField("cpu_millis")
 	}
 	if !seen[4] {
-		return missingField(typ, prefix, "mem_bytes")
+		return wire.MissingField("mem_bytes")
 	}
 	return nil
 }
@@ -1722,22 +1750,22 @@ func (p *WorkerUsage) EntryType() string { return NameWorkerUsage }
 // Validate checks every constraint the schema declares for worker.usage.
 func (p *WorkerUsage) Validate() error {
 	if !matchPattern0(p.ReportID) {
-		return fieldErr(NameWorkerUsage, "report_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.ReportID)+" (fix: change the value to match)")
+		return wire.Invalid(NameWorkerUsage, "report_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.ReportID)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.WorkerID) {
-		return fieldErr(NameWorkerUsage, "worker_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.WorkerID)+" (fix: change the value to match)")
+		return wire.Invalid(NameWorkerUsage, "worker_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.WorkerID)+" (fix: change the value to match)")
 	}
 	if p.CPUMillis < 0 {
-		return fieldErr(NameWorkerUsage, "cpu_millis", ">=0", fmt.Sprintf("must be >= 0, got %d (fix: send a value in range)", p.CPUMillis))
+		return wire.Invalid(NameWorkerUsage, "cpu_millis", ">=0", fmt.Sprintf("must be >= 0, got %d (fix: send a value in range)", p.CPUMillis))
 	}
 	if p.CPUMillis > 1000000000 {
-		return fieldErr(NameWorkerUsage, "cpu_millis", "<=1000000000", fmt.Sprintf("must be <= 1000000000, got %d (fix: send a value in range)", p.CPUMillis))
+		return wire.Invalid(NameWorkerUsage, "cpu_millis", "<=1000000000", fmt.Sprintf("must be <= 1000000000, got %d (fix: send a value in range)", p.CPUMillis))
 	}
 	if p.MemBytes < 0 {
-		return fieldErr(NameWorkerUsage, "mem_bytes", ">=0", fmt.Sprintf("must be >= 0, got %d (fix: send a value in range)", p.MemBytes))
+		return wire.Invalid(NameWorkerUsage, "mem_bytes", ">=0", fmt.Sprintf("must be >= 0, got %d (fix: send a value in range)", p.MemBytes))
 	}
 	if p.MemBytes > 1125899906842624 {
-		return fieldErr(NameWorkerUsage, "mem_bytes", "<=1125899906842624", fmt.Sprintf("must be <= 1125899906842624, got %d (fix: send a value in range)", p.MemBytes))
+		return wire.Invalid(NameWorkerUsage, "mem_bytes", "<=1125899906842624", fmt.Sprintf("must be <= 1125899906842624, got %d (fix: send a value in range)", p.MemBytes))
 	}
 	return nil
 }
@@ -1748,27 +1776,27 @@ func (p *WorkerUsage) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *WorkerUsage) appendTo(b []byte) []byte {
-	b = appendString(b, p.ReportID)
-	b = appendString(b, p.WorkerID)
-	b = binary.AppendUvarint(b, p.Seq)
-	b = binary.AppendVarint(b, p.CPUMillis)
-	b = binary.AppendVarint(b, p.MemBytes)
+	b = wire.AppendString(b, p.ReportID)
+	b = wire.AppendString(b, p.WorkerID)
+	b = wire.AppendUint(b, p.Seq)
+	b = wire.AppendInt(b, p.CPUMillis)
+	b = wire.AppendInt(b, p.MemBytes)
 	return b
 }
 
-func (p *WorkerUsage) decodeBinary(d *decoder) {
-	p.ReportID = d.str("report_id")
-	p.WorkerID = d.str("worker_id")
-	p.Seq = d.uvarint("seq")
-	p.CPUMillis = d.varint("cpu_millis")
-	p.MemBytes = d.varint("mem_bytes")
+func (p *WorkerUsage) decodeBinary(d *wire.Decoder) {
+	p.ReportID = d.Str("report_id")
+	p.WorkerID = d.Str("worker_id")
+	p.Seq = d.Uint("seq")
+	p.CPUMillis = d.Int("cpu_millis")
+	p.MemBytes = d.Int("mem_bytes")
 }
 
 func parseBinaryWorkerUsage(data []byte) (ir.Payload, error) {
 	p := new(WorkerUsage)
-	d := decoder{b: data, typ: NameWorkerUsage}
+	d := wire.NewDecoder(NameWorkerUsage, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -1778,9 +1806,12 @@ func parseBinaryWorkerUsage(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONWorkerUsage(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameWorkerUsage, err)
+	}
 	p := new(WorkerUsage)
-	if err := p.decodeJSON(NameWorkerUsage, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameWorkerUsage, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -1827,71 +1858,72 @@ type JobPendingReason struct {
 	Seq uint64 `json:"seq"`
 }
 
-var knownJobPendingReason = []string{"report_id", "job_id", "reason", "seq"}
+const knownJobPendingReason = "report_id, job_id, reason, seq"
 
-func (p *JobPendingReason) decodeJSON(typ, prefix string, data []byte) error {
+func (p *JobPendingReason) decodeJSON(data []byte) *ir.FieldError {
 	var seen [4]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "report_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "report_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("report_id"), err)
 			}
 			p.ReportID = v0
 		case "job_id":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "job_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("job_id"), err)
 			}
 			p.JobID = v0
 		case "reason":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonString(typ, prefix, "reason", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("reason"), err)
 			}
 			p.Reason = v0
 		case "seq":
 			if seen[3] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[3] = true
-			v0, err := jsonUint(typ, prefix, "seq", val)
+			v0, err := wire.Uint(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("seq"), err)
 			}
 			p.Seq = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownJobPendingReason)
+			return wire.UnknownField(string(key), knownJobPendingReason)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "report_id")
+		return wire.MissingField("report_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "job_id")
+		return wire.MissingField("job_id")
 	}
 	if !seen[2] {
-		return missingField(typ, prefix, "reason")
+		return wire.MissingField("reason")
 	}
 	if !seen[3] {
-		return missingField(typ, prefix, "seq")
+		return wire.MissingField("seq")
 	}
 	return nil
 }
@@ -1904,13 +1936,13 @@ func (p *JobPendingReason) EntryType() string { return NameJobPendingReason }
 // Validate checks every constraint the schema declares for job.pending_reason.
 func (p *JobPendingReason) Validate() error {
 	if !matchPattern0(p.ReportID) {
-		return fieldErr(NameJobPendingReason, "report_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.ReportID)+" (fix: change the value to match)")
+		return wire.Invalid(NameJobPendingReason, "report_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.ReportID)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.JobID) {
-		return fieldErr(NameJobPendingReason, "job_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.JobID)+" (fix: change the value to match)")
+		return wire.Invalid(NameJobPendingReason, "job_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.JobID)+" (fix: change the value to match)")
 	}
 	if n := utf8.RuneCountInString(p.Reason); n < 1 || n > 256 {
-		return fieldErr(NameJobPendingReason, "reason", "strings.MinRunes(1) & strings.MaxRunes(256)", fmt.Sprintf("must have 1 to 256 characters, has %d (fix: shorten or lengthen the value)", n))
+		return wire.Invalid(NameJobPendingReason, "reason", "strings.MinRunes(1) & strings.MaxRunes(256)", fmt.Sprintf("must have 1 to 256 characters, has %d (fix: shorten or lengthen the value)", n))
 	}
 	return nil
 }
@@ -1921,25 +1953,25 @@ func (p *JobPendingReason) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *JobPendingReason) appendTo(b []byte) []byte {
-	b = appendString(b, p.ReportID)
-	b = appendString(b, p.JobID)
-	b = appendString(b, p.Reason)
-	b = binary.AppendUvarint(b, p.Seq)
+	b = wire.AppendString(b, p.ReportID)
+	b = wire.AppendString(b, p.JobID)
+	b = wire.AppendString(b, p.Reason)
+	b = wire.AppendUint(b, p.Seq)
 	return b
 }
 
-func (p *JobPendingReason) decodeBinary(d *decoder) {
-	p.ReportID = d.str("report_id")
-	p.JobID = d.str("job_id")
-	p.Reason = d.str("reason")
-	p.Seq = d.uvarint("seq")
+func (p *JobPendingReason) decodeBinary(d *wire.Decoder) {
+	p.ReportID = d.Str("report_id")
+	p.JobID = d.Str("job_id")
+	p.Reason = d.Str("reason")
+	p.Seq = d.Uint("seq")
 }
 
 func parseBinaryJobPendingReason(data []byte) (ir.Payload, error) {
 	p := new(JobPendingReason)
-	d := decoder{b: data, typ: NameJobPendingReason}
+	d := wire.NewDecoder(NameJobPendingReason, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -1949,9 +1981,12 @@ func parseBinaryJobPendingReason(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONJobPendingReason(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameJobPendingReason, err)
+	}
 	p := new(JobPendingReason)
-	if err := p.decodeJSON(NameJobPendingReason, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameJobPendingReason, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -1998,68 +2033,69 @@ type WorkerDeath struct {
 	Seq *uint64 `json:"seq,omitempty"`
 }
 
-var knownWorkerDeath = []string{"report_id", "worker_id", "detected_by", "seq"}
+const knownWorkerDeath = "report_id, worker_id, detected_by, seq"
 
-func (p *WorkerDeath) decodeJSON(typ, prefix string, data []byte) error {
+func (p *WorkerDeath) decodeJSON(data []byte) *ir.FieldError {
 	var seen [4]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "report_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "report_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("report_id"), err)
 			}
 			p.ReportID = v0
 		case "worker_id":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "worker_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("worker_id"), err)
 			}
 			p.WorkerID = v0
 		case "detected_by":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonString(typ, prefix, "detected_by", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("detected_by"), err)
 			}
 			p.DetectedBy = v0
 		case "seq":
 			if seen[3] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[3] = true
-			v0, err := jsonUint(typ, prefix, "seq", val)
+			v0, err := wire.Uint(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("seq"), err)
 			}
 			p.Seq = &v0
 		default:
-			return unknownField(typ, prefix, string(key), knownWorkerDeath)
+			return wire.UnknownField(string(key), knownWorkerDeath)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "report_id")
+		return wire.MissingField("report_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "worker_id")
+		return wire.MissingField("worker_id")
 	}
 	if !seen[2] {
-		return missingField(typ, prefix, "detected_by")
+		return wire.MissingField("detected_by")
 	}
 	return nil
 }
@@ -2072,13 +2108,13 @@ func (p *WorkerDeath) EntryType() string { return NameWorkerDeath }
 // Validate checks every constraint the schema declares for worker.death.
 func (p *WorkerDeath) Validate() error {
 	if !matchPattern0(p.ReportID) {
-		return fieldErr(NameWorkerDeath, "report_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.ReportID)+" (fix: change the value to match)")
+		return wire.Invalid(NameWorkerDeath, "report_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.ReportID)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.WorkerID) {
-		return fieldErr(NameWorkerDeath, "worker_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.WorkerID)+" (fix: change the value to match)")
+		return wire.Invalid(NameWorkerDeath, "worker_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.WorkerID)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.DetectedBy) {
-		return fieldErr(NameWorkerDeath, "detected_by", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.DetectedBy)+" (fix: change the value to match)")
+		return wire.Invalid(NameWorkerDeath, "detected_by", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.DetectedBy)+" (fix: change the value to match)")
 	}
 	return nil
 }
@@ -2089,33 +2125,33 @@ func (p *WorkerDeath) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *WorkerDeath) appendTo(b []byte) []byte {
-	b = appendString(b, p.ReportID)
-	b = appendString(b, p.WorkerID)
-	b = appendString(b, p.DetectedBy)
+	b = wire.AppendString(b, p.ReportID)
+	b = wire.AppendString(b, p.WorkerID)
+	b = wire.AppendString(b, p.DetectedBy)
 	if p.Seq != nil {
 		b = append(b, 1)
-		b = binary.AppendUvarint(b, *p.Seq)
+		b = wire.AppendUint(b, *p.Seq)
 	} else {
 		b = append(b, 0)
 	}
 	return b
 }
 
-func (p *WorkerDeath) decodeBinary(d *decoder) {
-	p.ReportID = d.str("report_id")
-	p.WorkerID = d.str("worker_id")
-	p.DetectedBy = d.str("detected_by")
-	if d.flag("seq") {
-		v0 := d.uvarint("seq")
+func (p *WorkerDeath) decodeBinary(d *wire.Decoder) {
+	p.ReportID = d.Str("report_id")
+	p.WorkerID = d.Str("worker_id")
+	p.DetectedBy = d.Str("detected_by")
+	if d.Bool("seq") {
+		v0 := d.Uint("seq")
 		p.Seq = &v0
 	}
 }
 
 func parseBinaryWorkerDeath(data []byte) (ir.Payload, error) {
 	p := new(WorkerDeath)
-	d := decoder{b: data, typ: NameWorkerDeath}
+	d := wire.NewDecoder(NameWorkerDeath, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -2125,9 +2161,12 @@ func parseBinaryWorkerDeath(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONWorkerDeath(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameWorkerDeath, err)
+	}
 	p := new(WorkerDeath)
-	if err := p.decodeJSON(NameWorkerDeath, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameWorkerDeath, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -2175,67 +2214,68 @@ type JobDispatch struct {
 	ItemsField []JobAssign `json:"items"`
 }
 
-var knownJobDispatch = []string{"dispatch_id", "scheduler", "items"}
+const knownJobDispatch = "dispatch_id, scheduler, items"
 
-func (p *JobDispatch) decodeJSON(typ, prefix string, data []byte) error {
+func (p *JobDispatch) decodeJSON(data []byte) *ir.FieldError {
 	var seen [3]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "dispatch_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "dispatch_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("dispatch_id"), err)
 			}
 			p.DispatchID = v0
 		case "scheduler":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "scheduler", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("scheduler"), err)
 			}
 			p.Scheduler = v0
 		case "items":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			elems0, err := jsonList(typ, prefix, "items", val)
+			elems0, err := wire.List(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("items"), err)
 			}
 			v0 := make([]JobAssign, len(elems0))
 			for i0, ev0 := range elems0 {
-				if err := jsonObject(typ, prefix, index("items", i0), ev0); err != nil {
-					return err
+				if err := wire.Object(ev0); err != nil {
+					return wire.Under(wire.Member("items")+wire.Index(i0), err)
 				}
-				if err := v0[i0].decodeJSON(typ, join(prefix, index("items", i0)), ev0); err != nil {
-					return err
+				if err := v0[i0].decodeJSON(ev0); err != nil {
+					return wire.Under(wire.Member("items")+wire.Index(i0), err)
 				}
 			}
 			p.ItemsField = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownJobDispatch)
+			return wire.UnknownField(string(key), knownJobDispatch)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "dispatch_id")
+		return wire.MissingField("dispatch_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "scheduler")
+		return wire.MissingField("scheduler")
 	}
 	if !seen[2] {
-		return missingField(typ, prefix, "items")
+		return wire.MissingField("items")
 	}
 	return nil
 }
@@ -2248,17 +2288,17 @@ func (p *JobDispatch) EntryType() string { return NameJobDispatch }
 // Validate checks every constraint the schema declares for job.dispatch.
 func (p *JobDispatch) Validate() error {
 	if !matchPattern0(p.DispatchID) {
-		return fieldErr(NameJobDispatch, "dispatch_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.DispatchID)+" (fix: change the value to match)")
+		return wire.Invalid(NameJobDispatch, "dispatch_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.DispatchID)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.Scheduler) {
-		return fieldErr(NameJobDispatch, "scheduler", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.Scheduler)+" (fix: change the value to match)")
+		return wire.Invalid(NameJobDispatch, "scheduler", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.Scheduler)+" (fix: change the value to match)")
 	}
 	if n := len(p.ItemsField); n < 1 || n > 512 {
-		return fieldErr(NameJobDispatch, "items", "list.MinItems(1) & list.MaxItems(512)", fmt.Sprintf("must have 1 to 512 items, has %d (fix: send fewer or more items)", n))
+		return wire.Invalid(NameJobDispatch, "items", "list.MinItems(1) & list.MaxItems(512)", fmt.Sprintf("must have 1 to 512 items, has %d (fix: send fewer or more items)", n))
 	}
 	for i0 := range p.ItemsField {
 		if err := p.ItemsField[i0].Validate(); err != nil {
-			return nest(NameJobDispatch, index("items", i0), err)
+			return wire.Nest(NameJobDispatch, "items"+wire.Index(i0), err)
 		}
 	}
 	return nil
@@ -2270,19 +2310,19 @@ func (p *JobDispatch) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *JobDispatch) appendTo(b []byte) []byte {
-	b = appendString(b, p.DispatchID)
-	b = appendString(b, p.Scheduler)
-	b = binary.AppendUvarint(b, uint64(len(p.ItemsField)))
+	b = wire.AppendString(b, p.DispatchID)
+	b = wire.AppendString(b, p.Scheduler)
+	b = wire.AppendUint(b, uint64(len(p.ItemsField)))
 	for i0 := range p.ItemsField {
 		b = p.ItemsField[i0].appendTo(b)
 	}
 	return b
 }
 
-func (p *JobDispatch) decodeBinary(d *decoder) {
-	p.DispatchID = d.str("dispatch_id")
-	p.Scheduler = d.str("scheduler")
-	p.ItemsField = make([]JobAssign, d.count("items"))
+func (p *JobDispatch) decodeBinary(d *wire.Decoder) {
+	p.DispatchID = d.Str("dispatch_id")
+	p.Scheduler = d.Str("scheduler")
+	p.ItemsField = make([]JobAssign, d.Count("items"))
 	for i0 := range p.ItemsField {
 		p.ItemsField[i0].decodeBinary(d)
 	}
@@ -2290,9 +2330,9 @@ func (p *JobDispatch) decodeBinary(d *decoder) {
 
 func parseBinaryJobDispatch(data []byte) (ir.Payload, error) {
 	p := new(JobDispatch)
-	d := decoder{b: data, typ: NameJobDispatch}
+	d := wire.NewDecoder(NameJobDispatch, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -2302,9 +2342,12 @@ func parseBinaryJobDispatch(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONJobDispatch(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameJobDispatch, err)
+	}
 	p := new(JobDispatch)
-	if err := p.decodeJSON(NameJobDispatch, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameJobDispatch, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -2351,45 +2394,46 @@ type JobAssign struct {
 	WorkerID string `json:"worker_id"`
 }
 
-var knownJobAssign = []string{"job_id", "worker_id"}
+const knownJobAssign = "job_id, worker_id"
 
-func (p *JobAssign) decodeJSON(typ, prefix string, data []byte) error {
+func (p *JobAssign) decodeJSON(data []byte) *ir.FieldError {
 	var seen [2]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "job_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "job_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("job_id"), err)
 			}
 			p.JobID = v0
 		case "worker_id":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "worker_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("worker_id"), err)
 			}
 			p.WorkerID = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownJobAssign)
+			return wire.UnknownField(string(key), knownJobAssign)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "job_id")
+		return wire.MissingField("job_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "worker_id")
+		return wire.MissingField("worker_id")
 	}
 	return nil
 }
@@ -2402,10 +2446,10 @@ func (p *JobAssign) EntryType() string { return NameJobAssign }
 // Validate checks every constraint the schema declares for job.assign.
 func (p *JobAssign) Validate() error {
 	if !matchPattern0(p.JobID) {
-		return fieldErr(NameJobAssign, "job_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.JobID)+" (fix: change the value to match)")
+		return wire.Invalid(NameJobAssign, "job_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.JobID)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.WorkerID) {
-		return fieldErr(NameJobAssign, "worker_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.WorkerID)+" (fix: change the value to match)")
+		return wire.Invalid(NameJobAssign, "worker_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.WorkerID)+" (fix: change the value to match)")
 	}
 	return nil
 }
@@ -2416,21 +2460,21 @@ func (p *JobAssign) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *JobAssign) appendTo(b []byte) []byte {
-	b = appendString(b, p.JobID)
-	b = appendString(b, p.WorkerID)
+	b = wire.AppendString(b, p.JobID)
+	b = wire.AppendString(b, p.WorkerID)
 	return b
 }
 
-func (p *JobAssign) decodeBinary(d *decoder) {
-	p.JobID = d.str("job_id")
-	p.WorkerID = d.str("worker_id")
+func (p *JobAssign) decodeBinary(d *wire.Decoder) {
+	p.JobID = d.Str("job_id")
+	p.WorkerID = d.Str("worker_id")
 }
 
 func parseBinaryJobAssign(data []byte) (ir.Payload, error) {
 	p := new(JobAssign)
-	d := decoder{b: data, typ: NameJobAssign}
+	d := wire.NewDecoder(NameJobAssign, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -2440,9 +2484,12 @@ func parseBinaryJobAssign(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONJobAssign(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameJobAssign, err)
+	}
 	p := new(JobAssign)
-	if err := p.decodeJSON(NameJobAssign, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameJobAssign, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -2506,144 +2553,146 @@ type ClusterConfigSettings struct {
 	DeadWorkerGrace *string `json:"dead_worker_grace,omitempty"`
 }
 
-var knownClusterConfigSettings = []string{"commit_timeout", "heartbeat", "max_batch", "max_inflight", "log_level", "fact_retry", "dead_worker_grace"}
+const knownClusterConfigSettings = "commit_timeout, heartbeat, max_batch, max_inflight, log_level, fact_retry, dead_worker_grace"
 
-func (p *ClusterConfigSettings) decodeJSON(typ, prefix string, data []byte) error {
+func (p *ClusterConfigSettings) decodeJSON(data []byte) *ir.FieldError {
 	var seen [7]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "commit_timeout":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "commit_timeout", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("commit_timeout"), err)
 			}
 			p.CommitTimeout = v0
 		case "heartbeat":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "heartbeat", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("heartbeat"), err)
 			}
 			p.Heartbeat = &v0
 		case "max_batch":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonInt(typ, prefix, "max_batch", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("max_batch"), err)
 			}
 			p.MaxBatch = v0
 		case "max_inflight":
 			if seen[3] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[3] = true
-			v0, err := jsonInt(typ, prefix, "max_inflight", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("max_inflight"), err)
 			}
 			p.MaxInflight = &v0
 		case "log_level":
 			if seen[4] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[4] = true
-			v0, err := jsonString(typ, prefix, "log_level", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("log_level"), err)
 			}
 			p.LogLevel = v0
 		case "fact_retry":
 			if seen[5] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[5] = true
-			v0, err := jsonString(typ, prefix, "fact_retry", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("fact_retry"), err)
 			}
 			p.FactRetry = &v0
 		case "dead_worker_grace":
 			if seen[6] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[6] = true
-			v0, err := jsonString(typ, prefix, "dead_worker_grace", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("dead_worker_grace"), err)
 			}
 			p.DeadWorkerGrace = &v0
 		default:
-			return unknownField(typ, prefix, string(key), knownClusterConfigSettings)
+			return wire.UnknownField(string(key), knownClusterConfigSettings)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "commit_timeout")
+		return wire.MissingField("commit_timeout")
 	}
 	if !seen[2] {
-		return missingField(typ, prefix, "max_batch")
+		return wire.MissingField("max_batch")
 	}
 	if !seen[4] {
-		return missingField(typ, prefix, "log_level")
+		return wire.MissingField("log_level")
 	}
 	return nil
 }
 
-var knownClusterConfig = []string{"version", "settings"}
+const knownClusterConfig = "version, settings"
 
-func (p *ClusterConfig) decodeJSON(typ, prefix string, data []byte) error {
+func (p *ClusterConfig) decodeJSON(data []byte) *ir.FieldError {
 	var seen [2]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "version":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "version", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("version"), err)
 			}
 			p.Version = v0
 		case "settings":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			if err := jsonObject(typ, prefix, "settings", val); err != nil {
-				return err
+			if err := wire.Object(val); err != nil {
+				return wire.Under(wire.Member("settings"), err)
 			}
 			var v0 ClusterConfigSettings
-			if err := v0.decodeJSON(typ, join(prefix, "settings"), val); err != nil {
-				return err
+			if err := v0.decodeJSON(val); err != nil {
+				return wire.Under(wire.Member("settings"), err)
 			}
 			p.Settings = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownClusterConfig)
+			return wire.UnknownField(string(key), knownClusterConfig)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "version")
+		return wire.MissingField("version")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "settings")
+		return wire.MissingField("settings")
 	}
 	return nil
 }
@@ -2656,45 +2705,45 @@ func (p *ClusterConfig) EntryType() string { return NameClusterConfig }
 // Validate checks every constraint the schema declares for cluster.config.
 func (p *ClusterConfig) Validate() error {
 	if !matchPattern2(p.Version) {
-		return fieldErr(NameClusterConfig, "version", "=~\"^[0-9]{1,9}(\\\\.[0-9]{1,9}){0,2}$\"", "must match the pattern ^[0-9]{1,9}(\\.[0-9]{1,9}){0,2}$, got "+quoteTrunc(p.Version)+" (fix: change the value to match)")
+		return wire.Invalid(NameClusterConfig, "version", "=~\"^[0-9]{1,9}(\\\\.[0-9]{1,9}){0,2}$\"", "must match the pattern ^[0-9]{1,9}(\\.[0-9]{1,9}){0,2}$, got "+wire.Quote(p.Version)+" (fix: change the value to match)")
 	}
 	if !matchPattern3(p.Settings.CommitTimeout) {
-		return fieldErr(NameClusterConfig, "settings"+".commit_timeout", "=~\"^[0-9]{1,6}(ms|s|m|h)$\"", "must match the pattern ^[0-9]{1,6}(ms|s|m|h)$, got "+quoteTrunc(p.Settings.CommitTimeout)+" (fix: change the value to match)")
+		return wire.Invalid(NameClusterConfig, "settings"+".commit_timeout", "=~\"^[0-9]{1,6}(ms|s|m|h)$\"", "must match the pattern ^[0-9]{1,6}(ms|s|m|h)$, got "+wire.Quote(p.Settings.CommitTimeout)+" (fix: change the value to match)")
 	}
 	if p.Settings.Heartbeat != nil {
 		v1 := *p.Settings.Heartbeat
 		if !matchPattern3(v1) {
-			return fieldErr(NameClusterConfig, "settings"+".heartbeat", "=~\"^[0-9]{1,6}(ms|s|m|h)$\"", "must match the pattern ^[0-9]{1,6}(ms|s|m|h)$, got "+quoteTrunc(v1)+" (fix: change the value to match)")
+			return wire.Invalid(NameClusterConfig, "settings"+".heartbeat", "=~\"^[0-9]{1,6}(ms|s|m|h)$\"", "must match the pattern ^[0-9]{1,6}(ms|s|m|h)$, got "+wire.Quote(v1)+" (fix: change the value to match)")
 		}
 	}
 	if p.Settings.MaxBatch < 1 {
-		return fieldErr(NameClusterConfig, "settings"+".max_batch", ">=1", fmt.Sprintf("must be >= 1, got %d (fix: send a value in range)", p.Settings.MaxBatch))
+		return wire.Invalid(NameClusterConfig, "settings"+".max_batch", ">=1", fmt.Sprintf("must be >= 1, got %d (fix: send a value in range)", p.Settings.MaxBatch))
 	}
 	if p.Settings.MaxBatch > 4096 {
-		return fieldErr(NameClusterConfig, "settings"+".max_batch", "<=4096", fmt.Sprintf("must be <= 4096, got %d (fix: send a value in range)", p.Settings.MaxBatch))
+		return wire.Invalid(NameClusterConfig, "settings"+".max_batch", "<=4096", fmt.Sprintf("must be <= 4096, got %d (fix: send a value in range)", p.Settings.MaxBatch))
 	}
 	if p.Settings.MaxInflight != nil {
 		v1 := *p.Settings.MaxInflight
 		if v1 < 1 {
-			return fieldErr(NameClusterConfig, "settings"+".max_inflight", ">=1", fmt.Sprintf("must be >= 1, got %d (fix: send a value in range)", v1))
+			return wire.Invalid(NameClusterConfig, "settings"+".max_inflight", ">=1", fmt.Sprintf("must be >= 1, got %d (fix: send a value in range)", v1))
 		}
 		if v1 > 1000000 {
-			return fieldErr(NameClusterConfig, "settings"+".max_inflight", "<=1000000", fmt.Sprintf("must be <= 1000000, got %d (fix: send a value in range)", v1))
+			return wire.Invalid(NameClusterConfig, "settings"+".max_inflight", "<=1000000", fmt.Sprintf("must be <= 1000000, got %d (fix: send a value in range)", v1))
 		}
 	}
 	if p.Settings.LogLevel != "debug" && p.Settings.LogLevel != "info" && p.Settings.LogLevel != "warn" && p.Settings.LogLevel != "error" {
-		return fieldErr(NameClusterConfig, "settings"+".log_level", "\"debug\" | \"info\" | \"warn\" | \"error\"", "must be one of \"debug\" | \"info\" | \"warn\" | \"error\", got "+quoteTrunc(p.Settings.LogLevel)+" (fix: use one of the listed values)")
+		return wire.Invalid(NameClusterConfig, "settings"+".log_level", "\"debug\" | \"info\" | \"warn\" | \"error\"", "must be one of \"debug\" | \"info\" | \"warn\" | \"error\", got "+wire.Quote(p.Settings.LogLevel)+" (fix: use one of the listed values)")
 	}
 	if p.Settings.FactRetry != nil {
 		v1 := *p.Settings.FactRetry
 		if !matchPattern3(v1) {
-			return fieldErr(NameClusterConfig, "settings"+".fact_retry", "=~\"^[0-9]{1,6}(ms|s|m|h)$\"", "must match the pattern ^[0-9]{1,6}(ms|s|m|h)$, got "+quoteTrunc(v1)+" (fix: change the value to match)")
+			return wire.Invalid(NameClusterConfig, "settings"+".fact_retry", "=~\"^[0-9]{1,6}(ms|s|m|h)$\"", "must match the pattern ^[0-9]{1,6}(ms|s|m|h)$, got "+wire.Quote(v1)+" (fix: change the value to match)")
 		}
 	}
 	if p.Settings.DeadWorkerGrace != nil {
 		v1 := *p.Settings.DeadWorkerGrace
 		if !matchPattern3(v1) {
-			return fieldErr(NameClusterConfig, "settings"+".dead_worker_grace", "=~\"^[0-9]{1,6}(ms|s|m|h)$\"", "must match the pattern ^[0-9]{1,6}(ms|s|m|h)$, got "+quoteTrunc(v1)+" (fix: change the value to match)")
+			return wire.Invalid(NameClusterConfig, "settings"+".dead_worker_grace", "=~\"^[0-9]{1,6}(ms|s|m|h)$\"", "must match the pattern ^[0-9]{1,6}(ms|s|m|h)$, got "+wire.Quote(v1)+" (fix: change the value to match)")
 		}
 	}
 	return nil
@@ -2706,65 +2755,65 @@ func (p *ClusterConfig) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *ClusterConfig) appendTo(b []byte) []byte {
-	b = appendString(b, p.Version)
-	b = appendString(b, p.Settings.CommitTimeout)
+	b = wire.AppendString(b, p.Version)
+	b = wire.AppendString(b, p.Settings.CommitTimeout)
 	if p.Settings.Heartbeat != nil {
 		b = append(b, 1)
-		b = appendString(b, *p.Settings.Heartbeat)
+		b = wire.AppendString(b, *p.Settings.Heartbeat)
 	} else {
 		b = append(b, 0)
 	}
-	b = binary.AppendVarint(b, p.Settings.MaxBatch)
+	b = wire.AppendInt(b, p.Settings.MaxBatch)
 	if p.Settings.MaxInflight != nil {
 		b = append(b, 1)
-		b = binary.AppendVarint(b, *p.Settings.MaxInflight)
+		b = wire.AppendInt(b, *p.Settings.MaxInflight)
 	} else {
 		b = append(b, 0)
 	}
-	b = appendString(b, p.Settings.LogLevel)
+	b = wire.AppendString(b, p.Settings.LogLevel)
 	if p.Settings.FactRetry != nil {
 		b = append(b, 1)
-		b = appendString(b, *p.Settings.FactRetry)
+		b = wire.AppendString(b, *p.Settings.FactRetry)
 	} else {
 		b = append(b, 0)
 	}
 	if p.Settings.DeadWorkerGrace != nil {
 		b = append(b, 1)
-		b = appendString(b, *p.Settings.DeadWorkerGrace)
+		b = wire.AppendString(b, *p.Settings.DeadWorkerGrace)
 	} else {
 		b = append(b, 0)
 	}
 	return b
 }
 
-func (p *ClusterConfig) decodeBinary(d *decoder) {
-	p.Version = d.str("version")
-	p.Settings.CommitTimeout = d.str("settings.commit_timeout")
-	if d.flag("settings.heartbeat") {
-		v1 := d.str("settings.heartbeat")
+func (p *ClusterConfig) decodeBinary(d *wire.Decoder) {
+	p.Version = d.Str("version")
+	p.Settings.CommitTimeout = d.Str("settings.commit_timeout")
+	if d.Bool("settings.heartbeat") {
+		v1 := d.Str("settings.heartbeat")
 		p.Settings.Heartbeat = &v1
 	}
-	p.Settings.MaxBatch = d.varint("settings.max_batch")
-	if d.flag("settings.max_inflight") {
-		v1 := d.varint("settings.max_inflight")
+	p.Settings.MaxBatch = d.Int("settings.max_batch")
+	if d.Bool("settings.max_inflight") {
+		v1 := d.Int("settings.max_inflight")
 		p.Settings.MaxInflight = &v1
 	}
-	p.Settings.LogLevel = d.str("settings.log_level")
-	if d.flag("settings.fact_retry") {
-		v1 := d.str("settings.fact_retry")
+	p.Settings.LogLevel = d.Str("settings.log_level")
+	if d.Bool("settings.fact_retry") {
+		v1 := d.Str("settings.fact_retry")
 		p.Settings.FactRetry = &v1
 	}
-	if d.flag("settings.dead_worker_grace") {
-		v1 := d.str("settings.dead_worker_grace")
+	if d.Bool("settings.dead_worker_grace") {
+		v1 := d.Str("settings.dead_worker_grace")
 		p.Settings.DeadWorkerGrace = &v1
 	}
 }
 
 func parseBinaryClusterConfig(data []byte) (ir.Payload, error) {
 	p := new(ClusterConfig)
-	d := decoder{b: data, typ: NameClusterConfig}
+	d := wire.NewDecoder(NameClusterConfig, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -2774,9 +2823,12 @@ func parseBinaryClusterConfig(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONClusterConfig(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameClusterConfig, err)
+	}
 	p := new(ClusterConfig)
-	if err := p.decodeJSON(NameClusterConfig, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameClusterConfig, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err

@@ -131,3 +131,19 @@ func (h *Holder) remove(lease string) bool {
 	}
 	return false
 }
+
+// loadGrant loads the lease and the holder an entry names, each nil if it
+// does not exist. ready is false when the handler is to return err at
+// once: a read error, or a document not yet supplied (err is nil; the SDK
+// asks for it and evaluates again).
+func loadGrant(c *sdk.Call, leaseID, holderID string) (l *Lease, h *Holder, ready bool, err error) {
+	l, _, err = loadLease(c, leaseID)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	h, _, err = loadHolder(c, holderID)
+	if err != nil || !c.Known(leaseKey(leaseID)) || !c.Known(holderKey(holderID)) {
+		return nil, nil, false, err
+	}
+	return l, h, true, nil
+}

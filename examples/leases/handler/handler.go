@@ -93,21 +93,17 @@ func acquire(_ context.Context, c *sdk.Call) error {
 	if err != nil {
 		return err
 	}
-	l, lok, err := loadLease(c, p.LeaseID)
-	if err != nil {
+	l, h, ready, err := loadGrant(c, p.LeaseID, p.HolderID)
+	if !ready {
 		return err
 	}
-	h, hok, err := loadHolder(c, p.HolderID)
-	if err != nil || !c.Known(leaseKey(p.LeaseID)) || !c.Known(holderKey(p.HolderID)) {
-		return err
-	}
-	if !hok {
+	if h == nil {
 		return sdk.Rule("holder %q has not registered; send holder.register first", p.HolderID)
 	}
 	if h.State != Active {
 		return sdk.Rule("holder %q is %s; only an ACTIVE holder acquires leases (register again)", p.HolderID, h.State)
 	}
-	if !lok {
+	if l == nil {
 		l = &Lease{LeaseID: p.LeaseID, MaxTTLMs: DefaultMaxTTLMs}
 	}
 	switch l.State {
@@ -144,15 +140,11 @@ func release(_ context.Context, c *sdk.Call) error {
 	if err != nil {
 		return err
 	}
-	l, lok, err := loadLease(c, p.LeaseID)
-	if err != nil {
+	l, h, ready, err := loadGrant(c, p.LeaseID, p.HolderID)
+	if !ready {
 		return err
 	}
-	h, hok, err := loadHolder(c, p.HolderID)
-	if err != nil || !c.Known(leaseKey(p.LeaseID)) || !c.Known(holderKey(p.HolderID)) {
-		return err
-	}
-	if !lok {
+	if l == nil {
 		return sdk.Rule("lease %q does not exist", p.LeaseID)
 	}
 	if l.Holder != p.HolderID || l.Epoch != p.Epoch {
@@ -165,7 +157,7 @@ func release(_ context.Context, c *sdk.Call) error {
 	if err := c.PutJSON(leaseKey(p.LeaseID), l); err != nil {
 		return err
 	}
-	if hok && h.remove(p.LeaseID) {
+	if h != nil && h.remove(p.LeaseID) {
 		if err := c.PutJSON(holderKey(p.HolderID), h); err != nil {
 			return err
 		}
@@ -212,15 +204,11 @@ func expiry(_ context.Context, c *sdk.Call) error {
 	if err != nil {
 		return err
 	}
-	l, lok, err := loadLease(c, p.LeaseID)
-	if err != nil {
+	l, h, ready, err := loadGrant(c, p.LeaseID, p.HolderID)
+	if !ready {
 		return err
 	}
-	h, hok, err := loadHolder(c, p.HolderID)
-	if err != nil || !c.Known(leaseKey(p.LeaseID)) || !c.Known(holderKey(p.HolderID)) {
-		return err
-	}
-	if !lok {
+	if l == nil {
 		return sdk.Rule("expiry report %s names lease %q, which does not exist", p.ReportID, p.LeaseID)
 	}
 	if l.Holder != p.HolderID || l.Epoch != p.Epoch {
@@ -230,7 +218,7 @@ func expiry(_ context.Context, c *sdk.Call) error {
 	if err := c.PutJSON(leaseKey(p.LeaseID), l); err != nil {
 		return err
 	}
-	if hok && h.remove(p.LeaseID) {
+	if h != nil && h.remove(p.LeaseID) {
 		return c.PutJSON(holderKey(p.HolderID), h)
 	}
 	return nil

@@ -123,12 +123,9 @@ func heartbeat(_ context.Context, c *sdk.Call) error {
 	if err != nil {
 		return err
 	}
-	h, ok, err := loadHolder(c, p.HolderID)
-	if err != nil || !c.Known(holderKey(p.HolderID)) {
-		return err
-	}
+	h, ok, err := reportedHolder(c, "heartbeat", p.ReportID, p.HolderID)
 	if !ok {
-		return sdk.Rule("heartbeat %s names holder %q, which has not registered", p.ReportID, p.HolderID)
+		return err
 	}
 	if p.Seq <= h.Seq && h.Seq > 0 {
 		return nil // older or repeated heartbeat: keep the newer one
@@ -152,12 +149,9 @@ func sessionLost(_ context.Context, c *sdk.Call) error {
 	if err != nil {
 		return err
 	}
-	h, ok, err := loadHolder(c, p.HolderID)
-	if err != nil || !c.Known(holderKey(p.HolderID)) {
-		return err
-	}
+	h, ok, err := reportedHolder(c, "session loss", p.ReportID, p.HolderID)
 	if !ok {
-		return sdk.Rule("session loss %s names holder %q, which has not registered", p.ReportID, p.HolderID)
+		return err
 	}
 	if err := endSession(c, h, Expired); err != nil {
 		return err
@@ -173,12 +167,9 @@ func shutdown(_ context.Context, c *sdk.Call) error {
 	if err != nil {
 		return err
 	}
-	h, ok, err := loadHolder(c, p.HolderID)
-	if err != nil || !c.Known(holderKey(p.HolderID)) {
-		return err
-	}
+	h, ok, err := reportedHolder(c, "shutdown report", p.ReportID, p.HolderID)
 	if !ok {
-		return sdk.Rule("shutdown report %s names holder %q, which has not registered", p.ReportID, p.HolderID)
+		return err
 	}
 	if err := endSession(c, h, Free); err != nil {
 		return err
@@ -188,4 +179,20 @@ func shutdown(_ context.Context, c *sdk.Call) error {
 		h.Reason = *p.Reason
 	}
 	return c.PutJSON(holderKey(p.HolderID), h)
+}
+
+// reportedHolder loads the holder a fact report names. ok is false when
+// the handler is to return err at once: a read error, the holder's
+// document not yet supplied (err is nil; the SDK asks for it and evaluates
+// again), or a holder that never registered (a rule error naming the
+// report).
+func reportedHolder(c *sdk.Call, report, reportID, id string) (h *Holder, ok bool, err error) {
+	h, found, err := loadHolder(c, id)
+	if err != nil || !c.Known(holderKey(id)) {
+		return nil, false, err
+	}
+	if !found {
+		return nil, false, sdk.Rule("%s %s names holder %q, which has not registered", report, reportID, id)
+	}
+	return h, true, nil
 }

@@ -120,7 +120,7 @@ var model = &ir.Schema{
 				{Name: "lease_id", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 24, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "action", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 25, Col: 4}, Kind: ir.KindString, Enum: []string{"create", "retire"}},
 				{Name: "max_ttl_ms", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 26, Col: 4}, Kind: ir.KindInt, Min: &ir.Bound{Value: "100", Exclusive: false}, Max: &ir.Bound{Value: "3600000", Exclusive: false}},
-				{Name: "note", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 27, Col: 4}, Kind: ir.KindString, MinLen: nil, MaxLen: intp(1024)},
+				{Name: "note", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 27, Col: 4}, Kind: ir.KindString, MinLen: nil, MaxLen: new(1024)},
 			},
 		},
 		{
@@ -132,8 +132,8 @@ var model = &ir.Schema{
 				{Name: "lease_id", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 197, Col: 2}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "holder_id", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 198, Col: 2}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "ttl_ms", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 199, Col: 2}, Kind: ir.KindInt, Min: &ir.Bound{Value: "100", Exclusive: false}, Max: &ir.Bound{Value: "3600000", Exclusive: false}},
-				{Name: "tags", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 200, Col: 2}, Kind: ir.KindList, MinLen: nil, MaxLen: intp(16), Elem: &ir.Field{Name: "tags[]", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 200, Col: 2}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._=/-]{0,62}$"}}},
-				{Name: "note", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 201, Col: 2}, Kind: ir.KindString, MinLen: nil, MaxLen: intp(1024)},
+				{Name: "tags", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 200, Col: 2}, Kind: ir.KindList, MinLen: nil, MaxLen: new(16), Elem: &ir.Field{Name: "tags[]", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 200, Col: 2}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._=/-]{0,62}$"}}},
+				{Name: "note", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 201, Col: 2}, Kind: ir.KindString, MinLen: nil, MaxLen: new(1024)},
 			},
 		},
 		{
@@ -169,7 +169,7 @@ var model = &ir.Schema{
 				{Name: "session_ttl_ms", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 74, Col: 4}, Kind: ir.KindInt, Min: &ir.Bound{Value: "1000", Exclusive: false}, Max: &ir.Bound{Value: "600000", Exclusive: false}},
 				{Name: "max_leases", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 75, Col: 4}, Kind: ir.KindInt, Min: &ir.Bound{Value: "1", Exclusive: false}, Max: &ir.Bound{Value: "1024", Exclusive: false}},
 				{Name: "address", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 76, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9.-]{0,252}:[0-9]{1,5}$"}},
-				{Name: "labels", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 77, Col: 4}, Kind: ir.KindList, MinLen: nil, MaxLen: intp(32), Elem: &ir.Field{Name: "labels[]", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 77, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._=/-]{0,62}$"}}},
+				{Name: "labels", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 77, Col: 4}, Kind: ir.KindList, MinLen: nil, MaxLen: new(32), Elem: &ir.Field{Name: "labels[]", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 77, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._=/-]{0,62}$"}}},
 			},
 		},
 		{
@@ -181,7 +181,7 @@ var model = &ir.Schema{
 			Fields: []*ir.Field{
 				{Name: "holder_id", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 91, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "action", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 92, Col: 4}, Kind: ir.KindString, Enum: []string{"deregister", "evict"}},
-				{Name: "reason", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 93, Col: 4}, Kind: ir.KindString, MinLen: nil, MaxLen: intp(1024)},
+				{Name: "reason", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 93, Col: 4}, Kind: ir.KindString, MinLen: nil, MaxLen: new(1024)},
 			},
 		},
 		{
@@ -207,9 +207,9 @@ var model = &ir.Schema{
 				{Name: "report_id", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 123, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "holder_id", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 124, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "seq", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 125, Col: 4}, Kind: ir.KindUint},
-				{Name: "held", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 126, Col: 4}, Kind: ir.KindList, MinLen: nil, MaxLen: intp(64), Elem: &ir.Field{Name: "held[]", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 126, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}}},
+				{Name: "held", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 126, Col: 4}, Kind: ir.KindList, MinLen: nil, MaxLen: new(64), Elem: &ir.Field{Name: "held[]", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 126, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}}},
 				{Name: "load", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 127, Col: 4}, Kind: ir.KindFloat, Min: &ir.Bound{Value: "0", Exclusive: false}, Max: &ir.Bound{Value: "1", Exclusive: false}},
-				{Name: "status", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 128, Col: 4}, Kind: ir.KindString, MinLen: intp(1), MaxLen: intp(256)},
+				{Name: "status", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 128, Col: 4}, Kind: ir.KindString, MinLen: new(1), MaxLen: new(256)},
 			},
 		},
 		{
@@ -232,7 +232,7 @@ var model = &ir.Schema{
 			Fields: []*ir.Field{
 				{Name: "batch_id", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 170, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "arbiter", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 171, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
-				{Name: "items", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 172, Col: 4}, Kind: ir.KindList, MinLen: intp(1), MaxLen: intp(256), ItemType: "lease.acquire"},
+				{Name: "items", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 172, Col: 4}, Kind: ir.KindList, MinLen: new(1), MaxLen: new(256), ItemType: "lease.acquire"},
 			},
 		},
 		{
@@ -261,7 +261,7 @@ var model = &ir.Schema{
 				{Name: "report_id", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 157, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "holder_id", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 158, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "seq", Optional: false, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 159, Col: 4}, Kind: ir.KindUint},
-				{Name: "reason", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 160, Col: 4}, Kind: ir.KindString, MinLen: nil, MaxLen: intp(1024)},
+				{Name: "reason", Optional: true, Pos: ir.Pos{File: "examples/leases/schema/entries.cue", Line: 160, Col: 4}, Kind: ir.KindString, MinLen: nil, MaxLen: new(1024)},
 			},
 		},
 	},

@@ -4,9 +4,9 @@
 package leasesgen
 
 import (
-	"encoding/binary"
 	"fmt"
 	"github.com/writ-dev/writ/schema/ir"
+	"github.com/writ-dev/writ/schema/wire"
 	"math"
 	"regexp"
 	"strconv"
@@ -18,7 +18,6 @@ var (
 	_ = fmt.Sprintf
 	_ = utf8.RuneCountInString
 	_ = strconv.Itoa
-	_ = binary.AppendUvarint
 	_ = regexp.MustCompile
 )
 
@@ -659,65 +658,66 @@ type LeaseControl struct {
 	Note *string `json:"note,omitempty"`
 }
 
-var knownLeaseControl = []string{"lease_id", "action", "max_ttl_ms", "note"}
+const knownLeaseControl = "lease_id, action, max_ttl_ms, note"
 
-func (p *LeaseControl) decodeJSON(typ, prefix string, data []byte) error {
+func (p *LeaseControl) decodeJSON(data []byte) *ir.FieldError {
 	var seen [4]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "lease_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "lease_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("lease_id"), err)
 			}
 			p.LeaseID = v0
 		case "action":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "action", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("action"), err)
 			}
 			p.Action = v0
 		case "max_ttl_ms":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonInt(typ, prefix, "max_ttl_ms", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("max_ttl_ms"), err)
 			}
 			p.MaxTTLMs = &v0
 		case "note":
 			if seen[3] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[3] = true
-			v0, err := jsonString(typ, prefix, "note", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("note"), err)
 			}
 			p.Note = &v0
 		default:
-			return unknownField(typ, prefix, string(key), knownLeaseControl)
+			return wire.UnknownField(string(key), knownLeaseControl)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "lease_id")
+		return wire.MissingField("lease_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "action")
+		return wire.MissingField("action")
 	}
 	return nil
 }
@@ -730,24 +730,24 @@ func (p *LeaseControl) EntryType() string { return NameLeaseControl }
 // Validate checks every constraint the schema declares for lease.control.
 func (p *LeaseControl) Validate() error {
 	if !matchPattern0(p.LeaseID) {
-		return fieldErr(NameLeaseControl, "lease_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.LeaseID)+" (fix: change the value to match)")
+		return wire.Invalid(NameLeaseControl, "lease_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.LeaseID)+" (fix: change the value to match)")
 	}
 	if p.Action != "create" && p.Action != "retire" {
-		return fieldErr(NameLeaseControl, "action", "\"create\" | \"retire\"", "must be one of \"create\" | \"retire\", got "+quoteTrunc(p.Action)+" (fix: use one of the listed values)")
+		return wire.Invalid(NameLeaseControl, "action", "\"create\" | \"retire\"", "must be one of \"create\" | \"retire\", got "+wire.Quote(p.Action)+" (fix: use one of the listed values)")
 	}
 	if p.MaxTTLMs != nil {
 		v0 := *p.MaxTTLMs
 		if v0 < 100 {
-			return fieldErr(NameLeaseControl, "max_ttl_ms", ">=100", fmt.Sprintf("must be >= 100, got %d (fix: send a value in range)", v0))
+			return wire.Invalid(NameLeaseControl, "max_ttl_ms", ">=100", fmt.Sprintf("must be >= 100, got %d (fix: send a value in range)", v0))
 		}
 		if v0 > 3600000 {
-			return fieldErr(NameLeaseControl, "max_ttl_ms", "<=3600000", fmt.Sprintf("must be <= 3600000, got %d (fix: send a value in range)", v0))
+			return wire.Invalid(NameLeaseControl, "max_ttl_ms", "<=3600000", fmt.Sprintf("must be <= 3600000, got %d (fix: send a value in range)", v0))
 		}
 	}
 	if p.Note != nil {
 		v0 := *p.Note
 		if n := utf8.RuneCountInString(v0); n > 1024 {
-			return fieldErr(NameLeaseControl, "note", "strings.MaxRunes(1024)", fmt.Sprintf("must have at most 1024 characters, has %d (fix: shorten or lengthen the value)", n))
+			return wire.Invalid(NameLeaseControl, "note", "strings.MaxRunes(1024)", fmt.Sprintf("must have at most 1024 characters, has %d (fix: shorten or lengthen the value)", n))
 		}
 	}
 	return nil
@@ -759,41 +759,41 @@ func (p *LeaseControl) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *LeaseControl) appendTo(b []byte) []byte {
-	b = appendString(b, p.LeaseID)
-	b = appendString(b, p.Action)
+	b = wire.AppendString(b, p.LeaseID)
+	b = wire.AppendString(b, p.Action)
 	if p.MaxTTLMs != nil {
 		b = append(b, 1)
-		b = binary.AppendVarint(b, *p.MaxTTLMs)
+		b = wire.AppendInt(b, *p.MaxTTLMs)
 	} else {
 		b = append(b, 0)
 	}
 	if p.Note != nil {
 		b = append(b, 1)
-		b = appendString(b, *p.Note)
+		b = wire.AppendString(b, *p.Note)
 	} else {
 		b = append(b, 0)
 	}
 	return b
 }
 
-func (p *LeaseControl) decodeBinary(d *decoder) {
-	p.LeaseID = d.str("lease_id")
-	p.Action = d.str("action")
-	if d.flag("max_ttl_ms") {
-		v0 := d.varint("max_ttl_ms")
+func (p *LeaseControl) decodeBinary(d *wire.Decoder) {
+	p.LeaseID = d.Str("lease_id")
+	p.Action = d.Str("action")
+	if d.Bool("max_ttl_ms") {
+		v0 := d.Int("max_ttl_ms")
 		p.MaxTTLMs = &v0
 	}
-	if d.flag("note") {
-		v0 := d.str("note")
+	if d.Bool("note") {
+		v0 := d.Str("note")
 		p.Note = &v0
 	}
 }
 
 func parseBinaryLeaseControl(data []byte) (ir.Payload, error) {
 	p := new(LeaseControl)
-	d := decoder{b: data, typ: NameLeaseControl}
+	d := wire.NewDecoder(NameLeaseControl, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -803,9 +803,12 @@ func parseBinaryLeaseControl(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONLeaseControl(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameLeaseControl, err)
+	}
 	p := new(LeaseControl)
-	if err := p.decodeJSON(NameLeaseControl, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameLeaseControl, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -860,86 +863,87 @@ type LeaseAcquire struct {
 	Note *string `json:"note,omitempty"`
 }
 
-var knownLeaseAcquire = []string{"lease_id", "holder_id", "ttl_ms", "tags", "note"}
+const knownLeaseAcquire = "lease_id, holder_id, ttl_ms, tags, note"
 
-func (p *LeaseAcquire) decodeJSON(typ, prefix string, data []byte) error {
+func (p *LeaseAcquire) decodeJSON(data []byte) *ir.FieldError {
 	var seen [5]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "lease_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "lease_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("lease_id"), err)
 			}
 			p.LeaseID = v0
 		case "holder_id":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "holder_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("holder_id"), err)
 			}
 			p.HolderID = v0
 		case "ttl_ms":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonInt(typ, prefix, "ttl_ms", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("ttl_ms"), err)
 			}
 			p.TTLMs = v0
 		case "tags":
 			if seen[3] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[3] = true
-			elems0, err := jsonList(typ, prefix, "tags", val)
+			elems0, err := wire.List(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("tags"), err)
 			}
 			v0 := make([]string, len(elems0))
 			for i0, ev0 := range elems0 {
-				v1, err := jsonString(typ, prefix, index("tags", i0), ev0)
+				v1, err := wire.String(ev0)
 				if err != nil {
-					return err
+					return wire.Under(wire.Member("tags")+wire.Index(i0), err)
 				}
 				v0[i0] = v1
 			}
 			p.Tags = v0
 		case "note":
 			if seen[4] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[4] = true
-			v0, err := jsonString(typ, prefix, "note", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("note"), err)
 			}
 			p.Note = &v0
 		default:
-			return unknownField(typ, prefix, string(key), knownLeaseAcquire)
+			return wire.UnknownField(string(key), knownLeaseAcquire)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "lease_id")
+		return wire.MissingField("lease_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "holder_id")
+		return wire.MissingField("holder_id")
 	}
 	if !seen[2] {
-		return missingField(typ, prefix, "ttl_ms")
+		return wire.MissingField("ttl_ms")
 	}
 	return nil
 }
@@ -952,24 +956,24 @@ func (p *LeaseAcquire) EntryType() string { return NameLeaseAcquire }
 // Validate checks every constraint the schema declares for lease.acquire.
 func (p *LeaseAcquire) Validate() error {
 	if !matchPattern0(p.LeaseID) {
-		return fieldErr(NameLeaseAcquire, "lease_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.LeaseID)+" (fix: change the value to match)")
+		return wire.Invalid(NameLeaseAcquire, "lease_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.LeaseID)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.HolderID) {
-		return fieldErr(NameLeaseAcquire, "holder_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.HolderID)+" (fix: change the value to match)")
+		return wire.Invalid(NameLeaseAcquire, "holder_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.HolderID)+" (fix: change the value to match)")
 	}
 	if p.TTLMs < 100 {
-		return fieldErr(NameLeaseAcquire, "ttl_ms", ">=100", fmt.Sprintf("must be >= 100, got %d (fix: send a value in range)", p.TTLMs))
+		return wire.Invalid(NameLeaseAcquire, "ttl_ms", ">=100", fmt.Sprintf("must be >= 100, got %d (fix: send a value in range)", p.TTLMs))
 	}
 	if p.TTLMs > 3600000 {
-		return fieldErr(NameLeaseAcquire, "ttl_ms", "<=3600000", fmt.Sprintf("must be <= 3600000, got %d (fix: send a value in range)", p.TTLMs))
+		return wire.Invalid(NameLeaseAcquire, "ttl_ms", "<=3600000", fmt.Sprintf("must be <= 3600000, got %d (fix: send a value in range)", p.TTLMs))
 	}
 	if p.Tags != nil {
 		if n := len(p.Tags); n > 16 {
-			return fieldErr(NameLeaseAcquire, "tags", "list.MaxItems(16)", fmt.Sprintf("must have at most 16 items, has %d (fix: send fewer or more items)", n))
+			return wire.Invalid(NameLeaseAcquire, "tags", "list.MaxItems(16)", fmt.Sprintf("must have at most 16 items, has %d (fix: send fewer or more items)", n))
 		}
 		for i0, e0 := range p.Tags {
 			if !matchPattern1(e0) {
-				return fieldErr(NameLeaseAcquire, index("tags", i0), "=~\"^[a-z0-9][a-z0-9._=/-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._=/-]{0,62}$, got "+quoteTrunc(e0)+" (fix: change the value to match)")
+				return wire.Invalid(NameLeaseAcquire, "tags"+wire.Index(i0), "=~\"^[a-z0-9][a-z0-9._=/-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._=/-]{0,62}$, got "+wire.Quote(e0)+" (fix: change the value to match)")
 			}
 			_ = e0
 		}
@@ -977,7 +981,7 @@ func (p *LeaseAcquire) Validate() error {
 	if p.Note != nil {
 		v0 := *p.Note
 		if n := utf8.RuneCountInString(v0); n > 1024 {
-			return fieldErr(NameLeaseAcquire, "note", "strings.MaxRunes(1024)", fmt.Sprintf("must have at most 1024 characters, has %d (fix: shorten or lengthen the value)", n))
+			return wire.Invalid(NameLeaseAcquire, "note", "strings.MaxRunes(1024)", fmt.Sprintf("must have at most 1024 characters, has %d (fix: shorten or lengthen the value)", n))
 		}
 	}
 	return nil
@@ -989,48 +993,48 @@ func (p *LeaseAcquire) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *LeaseAcquire) appendTo(b []byte) []byte {
-	b = appendString(b, p.LeaseID)
-	b = appendString(b, p.HolderID)
-	b = binary.AppendVarint(b, p.TTLMs)
+	b = wire.AppendString(b, p.LeaseID)
+	b = wire.AppendString(b, p.HolderID)
+	b = wire.AppendInt(b, p.TTLMs)
 	if p.Tags != nil {
 		b = append(b, 1)
-		b = binary.AppendUvarint(b, uint64(len(p.Tags)))
+		b = wire.AppendUint(b, uint64(len(p.Tags)))
 		for i0 := range p.Tags {
-			b = appendString(b, p.Tags[i0])
+			b = wire.AppendString(b, p.Tags[i0])
 		}
 	} else {
 		b = append(b, 0)
 	}
 	if p.Note != nil {
 		b = append(b, 1)
-		b = appendString(b, *p.Note)
+		b = wire.AppendString(b, *p.Note)
 	} else {
 		b = append(b, 0)
 	}
 	return b
 }
 
-func (p *LeaseAcquire) decodeBinary(d *decoder) {
-	p.LeaseID = d.str("lease_id")
-	p.HolderID = d.str("holder_id")
-	p.TTLMs = d.varint("ttl_ms")
-	if d.flag("tags") {
-		p.Tags = make([]string, d.count("tags"))
+func (p *LeaseAcquire) decodeBinary(d *wire.Decoder) {
+	p.LeaseID = d.Str("lease_id")
+	p.HolderID = d.Str("holder_id")
+	p.TTLMs = d.Int("ttl_ms")
+	if d.Bool("tags") {
+		p.Tags = make([]string, d.Count("tags"))
 		for i0 := range p.Tags {
-			p.Tags[i0] = d.str("tags")
+			p.Tags[i0] = d.Str("tags")
 		}
 	}
-	if d.flag("note") {
-		v0 := d.str("note")
+	if d.Bool("note") {
+		v0 := d.Str("note")
 		p.Note = &v0
 	}
 }
 
 func parseBinaryLeaseAcquire(data []byte) (ir.Payload, error) {
 	p := new(LeaseAcquire)
-	d := decoder{b: data, typ: NameLeaseAcquire}
+	d := wire.NewDecoder(NameLeaseAcquire, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -1040,9 +1044,12 @@ func parseBinaryLeaseAcquire(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONLeaseAcquire(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameLeaseAcquire, err)
+	}
 	p := new(LeaseAcquire)
-	if err := p.decodeJSON(NameLeaseAcquire, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameLeaseAcquire, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -1087,58 +1094,59 @@ type LeaseRelease struct {
 	Epoch uint64 `json:"epoch"`
 }
 
-var knownLeaseRelease = []string{"lease_id", "holder_id", "epoch"}
+const knownLeaseRelease = "lease_id, holder_id, epoch"
 
-func (p *LeaseRelease) decodeJSON(typ, prefix string, data []byte) error {
+func (p *LeaseRelease) decodeJSON(data []byte) *ir.FieldError {
 	var seen [3]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "lease_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "lease_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("lease_id"), err)
 			}
 			p.LeaseID = v0
 		case "holder_id":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "holder_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("holder_id"), err)
 			}
 			p.HolderID = v0
 		case "epoch":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonUint(typ, prefix, "epoch", val)
+			v0, err := wire.Uint(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("epoch"), err)
 			}
 			p.Epoch = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownLeaseRelease)
+			return wire.UnknownField(string(key), knownLeaseRelease)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "lease_id")
+		return wire.MissingField("lease_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "holder_id")
+		return wire.MissingField("holder_id")
 	}
 	if !seen[2] {
-		return missingField(typ, prefix, "epoch")
+		return wire.MissingField("epoch")
 	}
 	return nil
 }
@@ -1151,10 +1159,10 @@ func (p *LeaseRelease) EntryType() string { return NameLeaseRelease }
 // Validate checks every constraint the schema declares for lease.release.
 func (p *LeaseRelease) Validate() error {
 	if !matchPattern0(p.LeaseID) {
-		return fieldErr(NameLeaseRelease, "lease_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.LeaseID)+" (fix: change the value to match)")
+		return wire.Invalid(NameLeaseRelease, "lease_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.LeaseID)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.HolderID) {
-		return fieldErr(NameLeaseRelease, "holder_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.HolderID)+" (fix: change the value to match)")
+		return wire.Invalid(NameLeaseRelease, "holder_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.HolderID)+" (fix: change the value to match)")
 	}
 	return nil
 }
@@ -1165,23 +1173,23 @@ func (p *LeaseRelease) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *LeaseRelease) appendTo(b []byte) []byte {
-	b = appendString(b, p.LeaseID)
-	b = appendString(b, p.HolderID)
-	b = binary.AppendUvarint(b, p.Epoch)
+	b = wire.AppendString(b, p.LeaseID)
+	b = wire.AppendString(b, p.HolderID)
+	b = wire.AppendUint(b, p.Epoch)
 	return b
 }
 
-func (p *LeaseRelease) decodeBinary(d *decoder) {
-	p.LeaseID = d.str("lease_id")
-	p.HolderID = d.str("holder_id")
-	p.Epoch = d.uvarint("epoch")
+func (p *LeaseRelease) decodeBinary(d *wire.Decoder) {
+	p.LeaseID = d.Str("lease_id")
+	p.HolderID = d.Str("holder_id")
+	p.Epoch = d.Uint("epoch")
 }
 
 func parseBinaryLeaseRelease(data []byte) (ir.Payload, error) {
 	p := new(LeaseRelease)
-	d := decoder{b: data, typ: NameLeaseRelease}
+	d := wire.NewDecoder(NameLeaseRelease, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -1191,9 +1199,12 @@ func parseBinaryLeaseRelease(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONLeaseRelease(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameLeaseRelease, err)
+	}
 	p := new(LeaseRelease)
-	if err := p.decodeJSON(NameLeaseRelease, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameLeaseRelease, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -1240,68 +1251,69 @@ type LeaseRenew struct {
 	TTLMs *int64 `json:"ttl_ms,omitempty"`
 }
 
-var knownLeaseRenew = []string{"lease_id", "holder_id", "epoch", "ttl_ms"}
+const knownLeaseRenew = "lease_id, holder_id, epoch, ttl_ms"
 
-func (p *LeaseRenew) decodeJSON(typ, prefix string, data []byte) error {
+func (p *LeaseRenew) decodeJSON(data []byte) *ir.FieldError {
 	var seen [4]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "lease_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "lease_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("lease_id"), err)
 			}
 			p.LeaseID = v0
 		case "holder_id":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "holder_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("holder_id"), err)
 			}
 			p.HolderID = v0
 		case "epoch":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonUint(typ, prefix, "epoch", val)
+			v0, err := wire.Uint(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("epoch"), err)
 			}
 			p.Epoch = v0
 		case "ttl_ms":
 			if seen[3] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[3] = true
-			v0, err := jsonInt(typ, prefix, "ttl_ms", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("ttl_ms"), err)
 			}
 			p.TTLMs = &v0
 		default:
-			return unknownField(typ, prefix, string(key), knownLeaseRenew)
+			return wire.UnknownField(string(key), knownLeaseRenew)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "lease_id")
+		return wire.MissingField("lease_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "holder_id")
+		return wire.MissingField("holder_id")
 	}
 	if !seen[2] {
-		return missingField(typ, prefix, "epoch")
+		return wire.MissingField("epoch")
 	}
 	return nil
 }
@@ -1314,18 +1326,18 @@ func (p *LeaseRenew) EntryType() string { return NameLeaseRenew }
 // Validate checks every constraint the schema declares for lease.renew.
 func (p *LeaseRenew) Validate() error {
 	if !matchPattern0(p.LeaseID) {
-		return fieldErr(NameLeaseRenew, "lease_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.LeaseID)+" (fix: change the value to match)")
+		return wire.Invalid(NameLeaseRenew, "lease_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.LeaseID)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.HolderID) {
-		return fieldErr(NameLeaseRenew, "holder_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.HolderID)+" (fix: change the value to match)")
+		return wire.Invalid(NameLeaseRenew, "holder_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.HolderID)+" (fix: change the value to match)")
 	}
 	if p.TTLMs != nil {
 		v0 := *p.TTLMs
 		if v0 < 100 {
-			return fieldErr(NameLeaseRenew, "ttl_ms", ">=100", fmt.Sprintf("must be >= 100, got %d (fix: send a value in range)", v0))
+			return wire.Invalid(NameLeaseRenew, "ttl_ms", ">=100", fmt.Sprintf("must be >= 100, got %d (fix: send a value in range)", v0))
 		}
 		if v0 > 3600000 {
-			return fieldErr(NameLeaseRenew, "ttl_ms", "<=3600000", fmt.Sprintf("must be <= 3600000, got %d (fix: send a value in range)", v0))
+			return wire.Invalid(NameLeaseRenew, "ttl_ms", "<=3600000", fmt.Sprintf("must be <= 3600000, got %d (fix: send a value in range)", v0))
 		}
 	}
 	return nil
@@ -1337,33 +1349,33 @@ func (p *LeaseRenew) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *LeaseRenew) appendTo(b []byte) []byte {
-	b = appendString(b, p.LeaseID)
-	b = appendString(b, p.HolderID)
-	b = binary.AppendUvarint(b, p.Epoch)
+	b = wire.AppendString(b, p.LeaseID)
+	b = wire.AppendString(b, p.HolderID)
+	b = wire.AppendUint(b, p.Epoch)
 	if p.TTLMs != nil {
 		b = append(b, 1)
-		b = binary.AppendVarint(b, *p.TTLMs)
+		b = wire.AppendInt(b, *p.TTLMs)
 	} else {
 		b = append(b, 0)
 	}
 	return b
 }
 
-func (p *LeaseRenew) decodeBinary(d *decoder) {
-	p.LeaseID = d.str("lease_id")
-	p.HolderID = d.str("holder_id")
-	p.Epoch = d.uvarint("epoch")
-	if d.flag("ttl_ms") {
-		v0 := d.varint("ttl_ms")
+func (p *LeaseRenew) decodeBinary(d *wire.Decoder) {
+	p.LeaseID = d.Str("lease_id")
+	p.HolderID = d.Str("holder_id")
+	p.Epoch = d.Uint("epoch")
+	if d.Bool("ttl_ms") {
+		v0 := d.Int("ttl_ms")
 		p.TTLMs = &v0
 	}
 }
 
 func parseBinaryLeaseRenew(data []byte) (ir.Payload, error) {
 	p := new(LeaseRenew)
-	d := decoder{b: data, typ: NameLeaseRenew}
+	d := wire.NewDecoder(NameLeaseRenew, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -1373,9 +1385,12 @@ func parseBinaryLeaseRenew(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONLeaseRenew(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameLeaseRenew, err)
+	}
 	p := new(LeaseRenew)
-	if err := p.decodeJSON(NameLeaseRenew, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameLeaseRenew, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -1424,83 +1439,84 @@ type HolderRegister struct {
 	Labels []string `json:"labels,omitempty"`
 }
 
-var knownHolderRegister = []string{"holder_id", "session_ttl_ms", "max_leases", "address", "labels"}
+const knownHolderRegister = "holder_id, session_ttl_ms, max_leases, address, labels"
 
-func (p *HolderRegister) decodeJSON(typ, prefix string, data []byte) error {
+func (p *HolderRegister) decodeJSON(data []byte) *ir.FieldError {
 	var seen [5]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "holder_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "holder_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("holder_id"), err)
 			}
 			p.HolderID = v0
 		case "session_ttl_ms":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonInt(typ, prefix, "session_ttl_ms", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("session_ttl_ms"), err)
 			}
 			p.SessionTTLMs = v0
 		case "max_leases":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonInt(typ, prefix, "max_leases", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("max_leases"), err)
 			}
 			p.MaxLeases = &v0
 		case "address":
 			if seen[3] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[3] = true
-			v0, err := jsonString(typ, prefix, "address", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("address"), err)
 			}
 			p.Address = &v0
 		case "labels":
 			if seen[4] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[4] = true
-			elems0, err := jsonList(typ, prefix, "labels", val)
+			elems0, err := wire.List(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("labels"), err)
 			}
 			v0 := make([]string, len(elems0))
 			for i0, ev0 := range elems0 {
-				v1, err := jsonString(typ, prefix, index("labels", i0), ev0)
+				v1, err := wire.String(ev0)
 				if err != nil {
-					return err
+					return wire.Under(wire.Member("labels")+wire.Index(i0), err)
 				}
 				v0[i0] = v1
 			}
 			p.Labels = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownHolderRegister)
+			return wire.UnknownField(string(key), knownHolderRegister)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "holder_id")
+		return wire.MissingField("holder_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "session_ttl_ms")
+		return wire.MissingField("session_ttl_ms")
 	}
 	return nil
 }
@@ -1513,36 +1529,36 @@ func (p *HolderRegister) EntryType() string { return NameHolderRegister }
 // Validate checks every constraint the schema declares for holder.register.
 func (p *HolderRegister) Validate() error {
 	if !matchPattern0(p.HolderID) {
-		return fieldErr(NameHolderRegister, "holder_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.HolderID)+" (fix: change the value to match)")
+		return wire.Invalid(NameHolderRegister, "holder_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.HolderID)+" (fix: change the value to match)")
 	}
 	if p.SessionTTLMs < 1000 {
-		return fieldErr(NameHolderRegister, "session_ttl_ms", ">=1000", fmt.Sprintf("must be >= 1000, got %d (fix: send a value in range)", p.SessionTTLMs))
+		return wire.Invalid(NameHolderRegister, "session_ttl_ms", ">=1000", fmt.Sprintf("must be >= 1000, got %d (fix: send a value in range)", p.SessionTTLMs))
 	}
 	if p.SessionTTLMs > 600000 {
-		return fieldErr(NameHolderRegister, "session_ttl_ms", "<=600000", fmt.Sprintf("must be <= 600000, got %d (fix: send a value in range)", p.SessionTTLMs))
+		return wire.Invalid(NameHolderRegister, "session_ttl_ms", "<=600000", fmt.Sprintf("must be <= 600000, got %d (fix: send a value in range)", p.SessionTTLMs))
 	}
 	if p.MaxLeases != nil {
 		v0 := *p.MaxLeases
 		if v0 < 1 {
-			return fieldErr(NameHolderRegister, "max_leases", ">=1", fmt.Sprintf("must be >= 1, got %d (fix: send a value in range)", v0))
+			return wire.Invalid(NameHolderRegister, "max_leases", ">=1", fmt.Sprintf("must be >= 1, got %d (fix: send a value in range)", v0))
 		}
 		if v0 > 1024 {
-			return fieldErr(NameHolderRegister, "max_leases", "<=1024", fmt.Sprintf("must be <= 1024, got %d (fix: send a value in range)", v0))
+			return wire.Invalid(NameHolderRegister, "max_leases", "<=1024", fmt.Sprintf("must be <= 1024, got %d (fix: send a value in range)", v0))
 		}
 	}
 	if p.Address != nil {
 		v0 := *p.Address
 		if !matchPattern2(v0) {
-			return fieldErr(NameHolderRegister, "address", "=~\"^[a-z0-9][a-z0-9.-]{0,252}:[0-9]{1,5}$\"", "must match the pattern ^[a-z0-9][a-z0-9.-]{0,252}:[0-9]{1,5}$, got "+quoteTrunc(v0)+" (fix: change the value to match)")
+			return wire.Invalid(NameHolderRegister, "address", "=~\"^[a-z0-9][a-z0-9.-]{0,252}:[0-9]{1,5}$\"", "must match the pattern ^[a-z0-9][a-z0-9.-]{0,252}:[0-9]{1,5}$, got "+wire.Quote(v0)+" (fix: change the value to match)")
 		}
 	}
 	if p.Labels != nil {
 		if n := len(p.Labels); n > 32 {
-			return fieldErr(NameHolderRegister, "labels", "list.MaxItems(32)", fmt.Sprintf("must have at most 32 items, has %d (fix: send fewer or more items)", n))
+			return wire.Invalid(NameHolderRegister, "labels", "list.MaxItems(32)", fmt.Sprintf("must have at most 32 items, has %d (fix: send fewer or more items)", n))
 		}
 		for i0, e0 := range p.Labels {
 			if !matchPattern1(e0) {
-				return fieldErr(NameHolderRegister, index("labels", i0), "=~\"^[a-z0-9][a-z0-9._=/-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._=/-]{0,62}$, got "+quoteTrunc(e0)+" (fix: change the value to match)")
+				return wire.Invalid(NameHolderRegister, "labels"+wire.Index(i0), "=~\"^[a-z0-9][a-z0-9._=/-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._=/-]{0,62}$, got "+wire.Quote(e0)+" (fix: change the value to match)")
 			}
 			_ = e0
 		}
@@ -1556,25 +1572,25 @@ func (p *HolderRegister) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *HolderRegister) appendTo(b []byte) []byte {
-	b = appendString(b, p.HolderID)
-	b = binary.AppendVarint(b, p.SessionTTLMs)
+	b = wire.AppendString(b, p.HolderID)
+	b = wire.AppendInt(b, p.SessionTTLMs)
 	if p.MaxLeases != nil {
 		b = append(b, 1)
-		b = binary.AppendVarint(b, *p.MaxLeases)
+		b = wire.AppendInt(b, *p.MaxLeases)
 	} else {
 		b = append(b, 0)
 	}
 	if p.Address != nil {
 		b = append(b, 1)
-		b = appendString(b, *p.Address)
+		b = wire.AppendString(b, *p.Address)
 	} else {
 		b = append(b, 0)
 	}
 	if p.Labels != nil {
 		b = append(b, 1)
-		b = binary.AppendUvarint(b, uint64(len(p.Labels)))
+		b = wire.AppendUint(b, uint64(len(p.Labels)))
 		for i0 := range p.Labels {
-			b = appendString(b, p.Labels[i0])
+			b = wire.AppendString(b, p.Labels[i0])
 		}
 	} else {
 		b = append(b, 0)
@@ -1582,30 +1598,30 @@ func (p *HolderRegister) appendTo(b []byte) []byte {
 	return b
 }
 
-func (p *HolderRegister) decodeBinary(d *decoder) {
-	p.HolderID = d.str("holder_id")
-	p.SessionTTLMs = d.varint("session_ttl_ms")
-	if d.flag("max_leases") {
-		v0 := d.varint("max_leases")
+func (p *HolderRegister) decodeBinary(d *wire.Decoder) {
+	p.HolderID = d.Str("holder_id")
+	p.SessionTTLMs = d.Int("session_ttl_ms")
+	if d.Bool("max_leases") {
+		v0 := d.Int("max_leases")
 		p.MaxLeases = &v0
 	}
-	if d.flag("address") {
-		v0 := d.str("address")
+	if d.Bool("address") {
+		v0 := d.Str("address")
 		p.Address = &v0
 	}
-	if d.flag("labels") {
-		p.Labels = make([]string, d.count("labels"))
+	if d.Bool("labels") {
+		p.Labels = make([]string, d.Count("labels"))
 		for i0 := range p.Labels {
-			p.Labels[i0] = d.str("labels")
+			p.Labels[i0] = d.Str("labels")
 		}
 	}
 }
 
 func parseBinaryHolderRegister(data []byte) (ir.Payload, error) {
 	p := new(HolderRegister)
-	d := decoder{b: data, typ: NameHolderRegister}
+	d := wire.NewDecoder(NameHolderRegister, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -1615,9 +1631,12 @@ func parseBinaryHolderRegister(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONHolderRegister(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameHolderRegister, err)
+	}
 	p := new(HolderRegister)
-	if err := p.decodeJSON(NameHolderRegister, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameHolderRegister, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -1662,55 +1681,56 @@ type HolderControl struct {
 	Reason *string `json:"reason,omitempty"`
 }
 
-var knownHolderControl = []string{"holder_id", "action", "reason"}
+const knownHolderControl = "holder_id, action, reason"
 
-func (p *HolderControl) decodeJSON(typ, prefix string, data []byte) error {
+func (p *HolderControl) decodeJSON(data []byte) *ir.FieldError {
 	var seen [3]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "holder_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "holder_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("holder_id"), err)
 			}
 			p.HolderID = v0
 		case "action":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "action", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("action"), err)
 			}
 			p.Action = v0
 		case "reason":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonString(typ, prefix, "reason", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("reason"), err)
 			}
 			p.Reason = &v0
 		default:
-			return unknownField(typ, prefix, string(key), knownHolderControl)
+			return wire.UnknownField(string(key), knownHolderControl)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "holder_id")
+		return wire.MissingField("holder_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "action")
+		return wire.MissingField("action")
 	}
 	return nil
 }
@@ -1723,15 +1743,15 @@ func (p *HolderControl) EntryType() string { return NameHolderControl }
 // Validate checks every constraint the schema declares for holder.control.
 func (p *HolderControl) Validate() error {
 	if !matchPattern0(p.HolderID) {
-		return fieldErr(NameHolderControl, "holder_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.HolderID)+" (fix: change the value to match)")
+		return wire.Invalid(NameHolderControl, "holder_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.HolderID)+" (fix: change the value to match)")
 	}
 	if p.Action != "deregister" && p.Action != "evict" {
-		return fieldErr(NameHolderControl, "action", "\"deregister\" | \"evict\"", "must be one of \"deregister\" | \"evict\", got "+quoteTrunc(p.Action)+" (fix: use one of the listed values)")
+		return wire.Invalid(NameHolderControl, "action", "\"deregister\" | \"evict\"", "must be one of \"deregister\" | \"evict\", got "+wire.Quote(p.Action)+" (fix: use one of the listed values)")
 	}
 	if p.Reason != nil {
 		v0 := *p.Reason
 		if n := utf8.RuneCountInString(v0); n > 1024 {
-			return fieldErr(NameHolderControl, "reason", "strings.MaxRunes(1024)", fmt.Sprintf("must have at most 1024 characters, has %d (fix: shorten or lengthen the value)", n))
+			return wire.Invalid(NameHolderControl, "reason", "strings.MaxRunes(1024)", fmt.Sprintf("must have at most 1024 characters, has %d (fix: shorten or lengthen the value)", n))
 		}
 	}
 	return nil
@@ -1743,31 +1763,31 @@ func (p *HolderControl) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *HolderControl) appendTo(b []byte) []byte {
-	b = appendString(b, p.HolderID)
-	b = appendString(b, p.Action)
+	b = wire.AppendString(b, p.HolderID)
+	b = wire.AppendString(b, p.Action)
 	if p.Reason != nil {
 		b = append(b, 1)
-		b = appendString(b, *p.Reason)
+		b = wire.AppendString(b, *p.Reason)
 	} else {
 		b = append(b, 0)
 	}
 	return b
 }
 
-func (p *HolderControl) decodeBinary(d *decoder) {
-	p.HolderID = d.str("holder_id")
-	p.Action = d.str("action")
-	if d.flag("reason") {
-		v0 := d.str("reason")
+func (p *HolderControl) decodeBinary(d *wire.Decoder) {
+	p.HolderID = d.Str("holder_id")
+	p.Action = d.Str("action")
+	if d.Bool("reason") {
+		v0 := d.Str("reason")
 		p.Reason = &v0
 	}
 }
 
 func parseBinaryHolderControl(data []byte) (ir.Payload, error) {
 	p := new(HolderControl)
-	d := decoder{b: data, typ: NameHolderControl}
+	d := wire.NewDecoder(NameHolderControl, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -1777,9 +1797,12 @@ func parseBinaryHolderControl(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONHolderControl(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameHolderControl, err)
+	}
 	p := new(HolderControl)
-	if err := p.decodeJSON(NameHolderControl, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameHolderControl, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -1836,94 +1859,95 @@ type LeaseExpiry struct {
 	OverdueMs *int64 `json:"overdue_ms,omitempty"`
 }
 
-var knownLeaseExpiry = []string{"report_id", "lease_id", "holder_id", "epoch", "detected_by", "overdue_ms"}
+const knownLeaseExpiry = "report_id, lease_id, holder_id, epoch, detected_by, overdue_ms"
 
-func (p *LeaseExpiry) decodeJSON(typ, prefix string, data []byte) error {
+func (p *LeaseExpiry) decodeJSON(data []byte) *ir.FieldError {
 	var seen [6]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "report_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "report_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("report_id"), err)
 			}
 			p.ReportID = v0
 		case "lease_id":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "lease_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("lease_id"), err)
 			}
 			p.LeaseID = v0
 		case "holder_id":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonString(typ, prefix, "holder_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("holder_id"), err)
 			}
 			p.HolderID = v0
 		case "epoch":
 			if seen[3] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[3] = true
-			v0, err := jsonUint(typ, prefix, "epoch", val)
+			v0, err := wire.Uint(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("epoch"), err)
 			}
 			p.Epoch = v0
 		case "detected_by":
 			if seen[4] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[4] = true
-			v0, err := jsonString(typ, prefix, "detected_by", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("detected_by"), err)
 			}
 			p.DetectedBy = v0
 		case "overdue_ms":
 			if seen[5] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[5] = true
-			v0, err := jsonInt(typ, prefix, "overdue_ms", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("overdue_ms"), err)
 			}
 			p.OverdueMs = &v0
 		default:
-			return unknownField(typ, prefix, string(key), knownLeaseExpiry)
+			return wire.UnknownField(string(key), knownLeaseExpiry)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "report_id")
+		return wire.MissingField("report_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "lease_id")
+		return wire.MissingField("lease_id")
 	}
 	if !seen[2] {
-		return missingField(typ, prefix, "holder_id")
+		return wire.MissingField("holder_id")
 	}
 	if !seen[3] {
-		return missingField(typ, prefix, "epoch")
+		return wire.MissingField("epoch")
 	}
 	if !seen[4] {
-		return missingField(typ, prefix, "detected_by")
+		return wire.MissingField("detected_by")
 	}
 	return nil
 }
@@ -1936,24 +1960,24 @@ func (p *LeaseExpiry) EntryType() string { return NameLeaseExpiry }
 // Validate checks every constraint the schema declares for lease.expiry.
 func (p *LeaseExpiry) Validate() error {
 	if !matchPattern0(p.ReportID) {
-		return fieldErr(NameLeaseExpiry, "report_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.ReportID)+" (fix: change the value to match)")
+		return wire.Invalid(NameLeaseExpiry, "report_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.ReportID)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.LeaseID) {
-		return fieldErr(NameLeaseExpiry, "lease_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.LeaseID)+" (fix: change the value to match)")
+		return wire.Invalid(NameLeaseExpiry, "lease_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.LeaseID)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.HolderID) {
-		return fieldErr(NameLeaseExpiry, "holder_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.HolderID)+" (fix: change the value to match)")
+		return wire.Invalid(NameLeaseExpiry, "holder_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.HolderID)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.DetectedBy) {
-		return fieldErr(NameLeaseExpiry, "detected_by", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.DetectedBy)+" (fix: change the value to match)")
+		return wire.Invalid(NameLeaseExpiry, "detected_by", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.DetectedBy)+" (fix: change the value to match)")
 	}
 	if p.OverdueMs != nil {
 		v0 := *p.OverdueMs
 		if v0 < 0 {
-			return fieldErr(NameLeaseExpiry, "overdue_ms", ">=0", fmt.Sprintf("must be >= 0, got %d (fix: send a value in range)", v0))
+			return wire.Invalid(NameLeaseExpiry, "overdue_ms", ">=0", fmt.Sprintf("must be >= 0, got %d (fix: send a value in range)", v0))
 		}
 		if v0 > 86400000 {
-			return fieldErr(NameLeaseExpiry, "overdue_ms", "<=86400000", fmt.Sprintf("must be <= 86400000, got %d (fix: send a value in range)", v0))
+			return wire.Invalid(NameLeaseExpiry, "overdue_ms", "<=86400000", fmt.Sprintf("must be <= 86400000, got %d (fix: send a value in range)", v0))
 		}
 	}
 	return nil
@@ -1965,37 +1989,37 @@ func (p *LeaseExpiry) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *LeaseExpiry) appendTo(b []byte) []byte {
-	b = appendString(b, p.ReportID)
-	b = appendString(b, p.LeaseID)
-	b = appendString(b, p.HolderID)
-	b = binary.AppendUvarint(b, p.Epoch)
-	b = appendString(b, p.DetectedBy)
+	b = wire.AppendString(b, p.ReportID)
+	b = wire.AppendString(b, p.LeaseID)
+	b = wire.AppendString(b, p.HolderID)
+	b = wire.AppendUint(b, p.Epoch)
+	b = wire.AppendString(b, p.DetectedBy)
 	if p.OverdueMs != nil {
 		b = append(b, 1)
-		b = binary.AppendVarint(b, *p.OverdueMs)
+		b = wire.AppendInt(b, *p.OverdueMs)
 	} else {
 		b = append(b, 0)
 	}
 	return b
 }
 
-func (p *LeaseExpiry) decodeBinary(d *decoder) {
-	p.ReportID = d.str("report_id")
-	p.LeaseID = d.str("lease_id")
-	p.HolderID = d.str("holder_id")
-	p.Epoch = d.uvarint("epoch")
-	p.DetectedBy = d.str("detected_by")
-	if d.flag("overdue_ms") {
-		v0 := d.varint("overdue_ms")
+func (p *LeaseExpiry) decodeBinary(d *wire.Decoder) {
+	p.ReportID = d.Str("report_id")
+	p.LeaseID = d.Str("lease_id")
+	p.HolderID = d.Str("holder_id")
+	p.Epoch = d.Uint("epoch")
+	p.DetectedBy = d.Str("detected_by")
+	if d.Bool("overdue_ms") {
+		v0 := d.Int("overdue_ms")
 		p.OverdueMs = &v0
 	}
 }
 
 func parseBinaryLeaseExpiry(data []byte) (ir.Payload, error) {
 	p := new(LeaseExpiry)
-	d := decoder{b: data, typ: NameLeaseExpiry}
+	d := wire.NewDecoder(NameLeaseExpiry, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -2005,9 +2029,12 @@ func parseBinaryLeaseExpiry(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONLeaseExpiry(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameLeaseExpiry, err)
+	}
 	p := new(LeaseExpiry)
-	if err := p.decodeJSON(NameLeaseExpiry, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameLeaseExpiry, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -2058,96 +2085,97 @@ type HolderHeartbeat struct {
 	Status *string `json:"status,omitempty"`
 }
 
-var knownHolderHeartbeat = []string{"report_id", "holder_id", "seq", "held", "load", "status"}
+const knownHolderHeartbeat = "report_id, holder_id, seq, held, load, status"
 
-func (p *HolderHeartbeat) decodeJSON(typ, prefix string, data []byte) error {
+func (p *HolderHeartbeat) decodeJSON(data []byte) *ir.FieldError {
 	var seen [6]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "report_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "report_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("report_id"), err)
 			}
 			p.ReportID = v0
 		case "holder_id":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "holder_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("holder_id"), err)
 			}
 			p.HolderID = v0
 		case "seq":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonUint(typ, prefix, "seq", val)
+			v0, err := wire.Uint(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("seq"), err)
 			}
 			p.Seq = v0
 		case "held":
 			if seen[3] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[3] = true
-			elems0, err := jsonList(typ, prefix, "held", val)
+			elems0, err := wire.List(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("held"), err)
 			}
 			v0 := make([]string, len(elems0))
 			for i0, ev0 := range elems0 {
-				v1, err := jsonString(typ, prefix, index("held", i0), ev0)
+				v1, err := wire.String(ev0)
 				if err != nil {
-					return err
+					return wire.Under(wire.Member("held")+wire.Index(i0), err)
 				}
 				v0[i0] = v1
 			}
 			p.Held = v0
 		case "load":
 			if seen[4] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[4] = true
-			v0, err := jsonFloat(typ, prefix, "load", val, true)
+			v0, err := wire.Float(val, true)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("load"), err)
 			}
 			p.Load = &v0
 		case "status":
 			if seen[5] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[5] = true
-			v0, err := jsonString(typ, prefix, "status", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("status"), err)
 			}
 			p.Status = &v0
 		default:
-			return unknownField(typ, prefix, string(key), knownHolderHeartbeat)
+			return wire.UnknownField(string(key), knownHolderHeartbeat)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "report_id")
+		return wire.MissingField("report_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "holder_id")
+		return wire.MissingField("holder_id")
 	}
 	if !seen[2] {
-		return missingField(typ, prefix, "seq")
+		return wire.MissingField("seq")
 	}
 	return nil
 }
@@ -2160,18 +2188,18 @@ func (p *HolderHeartbeat) EntryType() string { return NameHolderHeartbeat }
 // Validate checks every constraint the schema declares for holder.heartbeat.
 func (p *HolderHeartbeat) Validate() error {
 	if !matchPattern0(p.ReportID) {
-		return fieldErr(NameHolderHeartbeat, "report_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.ReportID)+" (fix: change the value to match)")
+		return wire.Invalid(NameHolderHeartbeat, "report_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.ReportID)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.HolderID) {
-		return fieldErr(NameHolderHeartbeat, "holder_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.HolderID)+" (fix: change the value to match)")
+		return wire.Invalid(NameHolderHeartbeat, "holder_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.HolderID)+" (fix: change the value to match)")
 	}
 	if p.Held != nil {
 		if n := len(p.Held); n > 64 {
-			return fieldErr(NameHolderHeartbeat, "held", "list.MaxItems(64)", fmt.Sprintf("must have at most 64 items, has %d (fix: send fewer or more items)", n))
+			return wire.Invalid(NameHolderHeartbeat, "held", "list.MaxItems(64)", fmt.Sprintf("must have at most 64 items, has %d (fix: send fewer or more items)", n))
 		}
 		for i0, e0 := range p.Held {
 			if !matchPattern0(e0) {
-				return fieldErr(NameHolderHeartbeat, index("held", i0), "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(e0)+" (fix: change the value to match)")
+				return wire.Invalid(NameHolderHeartbeat, "held"+wire.Index(i0), "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(e0)+" (fix: change the value to match)")
 			}
 			_ = e0
 		}
@@ -2179,19 +2207,19 @@ func (p *HolderHeartbeat) Validate() error {
 	if p.Load != nil {
 		v0 := *p.Load
 		if math.IsNaN(v0) || math.IsInf(v0, 0) {
-			return fieldErr(NameHolderHeartbeat, "load", "number", "must be a finite number (fix: send a finite number)")
+			return wire.Invalid(NameHolderHeartbeat, "load", "number", "must be a finite number (fix: send a finite number)")
 		}
 		if v0 < 0.0 {
-			return fieldErr(NameHolderHeartbeat, "load", ">=0", fmt.Sprintf("must be >= 0, got %g (fix: send a value in range)", v0))
+			return wire.Invalid(NameHolderHeartbeat, "load", ">=0", fmt.Sprintf("must be >= 0, got %g (fix: send a value in range)", v0))
 		}
 		if v0 > 1.0 {
-			return fieldErr(NameHolderHeartbeat, "load", "<=1", fmt.Sprintf("must be <= 1, got %g (fix: send a value in range)", v0))
+			return wire.Invalid(NameHolderHeartbeat, "load", "<=1", fmt.Sprintf("must be <= 1, got %g (fix: send a value in range)", v0))
 		}
 	}
 	if p.Status != nil {
 		v0 := *p.Status
 		if n := utf8.RuneCountInString(v0); n < 1 || n > 256 {
-			return fieldErr(NameHolderHeartbeat, "status", "strings.MinRunes(1) & strings.MaxRunes(256)", fmt.Sprintf("must have 1 to 256 characters, has %d (fix: shorten or lengthen the value)", n))
+			return wire.Invalid(NameHolderHeartbeat, "status", "strings.MinRunes(1) & strings.MaxRunes(256)", fmt.Sprintf("must have 1 to 256 characters, has %d (fix: shorten or lengthen the value)", n))
 		}
 	}
 	return nil
@@ -2203,58 +2231,58 @@ func (p *HolderHeartbeat) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *HolderHeartbeat) appendTo(b []byte) []byte {
-	b = appendString(b, p.ReportID)
-	b = appendString(b, p.HolderID)
-	b = binary.AppendUvarint(b, p.Seq)
+	b = wire.AppendString(b, p.ReportID)
+	b = wire.AppendString(b, p.HolderID)
+	b = wire.AppendUint(b, p.Seq)
 	if p.Held != nil {
 		b = append(b, 1)
-		b = binary.AppendUvarint(b, uint64(len(p.Held)))
+		b = wire.AppendUint(b, uint64(len(p.Held)))
 		for i0 := range p.Held {
-			b = appendString(b, p.Held[i0])
+			b = wire.AppendString(b, p.Held[i0])
 		}
 	} else {
 		b = append(b, 0)
 	}
 	if p.Load != nil {
 		b = append(b, 1)
-		b = appendFloat(b, *p.Load)
+		b = wire.AppendFloat(b, *p.Load)
 	} else {
 		b = append(b, 0)
 	}
 	if p.Status != nil {
 		b = append(b, 1)
-		b = appendString(b, *p.Status)
+		b = wire.AppendString(b, *p.Status)
 	} else {
 		b = append(b, 0)
 	}
 	return b
 }
 
-func (p *HolderHeartbeat) decodeBinary(d *decoder) {
-	p.ReportID = d.str("report_id")
-	p.HolderID = d.str("holder_id")
-	p.Seq = d.uvarint("seq")
-	if d.flag("held") {
-		p.Held = make([]string, d.count("held"))
+func (p *HolderHeartbeat) decodeBinary(d *wire.Decoder) {
+	p.ReportID = d.Str("report_id")
+	p.HolderID = d.Str("holder_id")
+	p.Seq = d.Uint("seq")
+	if d.Bool("held") {
+		p.Held = make([]string, d.Count("held"))
 		for i0 := range p.Held {
-			p.Held[i0] = d.str("held")
+			p.Held[i0] = d.Str("held")
 		}
 	}
-	if d.flag("load") {
-		v0 := d.float("load")
+	if d.Bool("load") {
+		v0 := d.Float("load")
 		p.Load = &v0
 	}
-	if d.flag("status") {
-		v0 := d.str("status")
+	if d.Bool("status") {
+		v0 := d.Str("status")
 		p.Status = &v0
 	}
 }
 
 func parseBinaryHolderHeartbeat(data []byte) (ir.Payload, error) {
 	p := new(HolderHeartbeat)
-	d := decoder{b: data, typ: NameHolderHeartbeat}
+	d := wire.NewDecoder(NameHolderHeartbeat, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -2264,9 +2292,12 @@ func parseBinaryHolderHeartbeat(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONHolderHeartbeat(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameHolderHeartbeat, err)
+	}
 	p := new(HolderHeartbeat)
-	if err := p.decodeJSON(NameHolderHeartbeat, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameHolderHeartbeat, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -2313,71 +2344,72 @@ type HolderSessionLost struct {
 	DetectedBy string `json:"detected_by"`
 }
 
-var knownHolderSessionLost = []string{"report_id", "holder_id", "seq", "detected_by"}
+const knownHolderSessionLost = "report_id, holder_id, seq, detected_by"
 
-func (p *HolderSessionLost) decodeJSON(typ, prefix string, data []byte) error {
+func (p *HolderSessionLost) decodeJSON(data []byte) *ir.FieldError {
 	var seen [4]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "report_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "report_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("report_id"), err)
 			}
 			p.ReportID = v0
 		case "holder_id":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "holder_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("holder_id"), err)
 			}
 			p.HolderID = v0
 		case "seq":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonUint(typ, prefix, "seq", val)
+			v0, err := wire.Uint(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("seq"), err)
 			}
 			p.Seq = v0
 		case "detected_by":
 			if seen[3] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[3] = true
-			v0, err := jsonString(typ, prefix, "detected_by", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("detected_by"), err)
 			}
 			p.DetectedBy = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownHolderSessionLost)
+			return wire.UnknownField(string(key), knownHolderSessionLost)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "report_id")
+		return wire.MissingField("report_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "holder_id")
+		return wire.MissingField("holder_id")
 	}
 	if !seen[2] {
-		return missingField(typ, prefix, "seq")
+		return wire.MissingField("seq")
 	}
 	if !seen[3] {
-		return missingField(typ, prefix, "detected_by")
+		return wire.MissingField("detected_by")
 	}
 	return nil
 }
@@ -2390,13 +2422,13 @@ func (p *HolderSessionLost) EntryType() string { return NameHolderSessionLost }
 // Validate checks every constraint the schema declares for holder.session_lost.
 func (p *HolderSessionLost) Validate() error {
 	if !matchPattern0(p.ReportID) {
-		return fieldErr(NameHolderSessionLost, "report_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.ReportID)+" (fix: change the value to match)")
+		return wire.Invalid(NameHolderSessionLost, "report_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.ReportID)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.HolderID) {
-		return fieldErr(NameHolderSessionLost, "holder_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.HolderID)+" (fix: change the value to match)")
+		return wire.Invalid(NameHolderSessionLost, "holder_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.HolderID)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.DetectedBy) {
-		return fieldErr(NameHolderSessionLost, "detected_by", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.DetectedBy)+" (fix: change the value to match)")
+		return wire.Invalid(NameHolderSessionLost, "detected_by", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.DetectedBy)+" (fix: change the value to match)")
 	}
 	return nil
 }
@@ -2407,25 +2439,25 @@ func (p *HolderSessionLost) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *HolderSessionLost) appendTo(b []byte) []byte {
-	b = appendString(b, p.ReportID)
-	b = appendString(b, p.HolderID)
-	b = binary.AppendUvarint(b, p.Seq)
-	b = appendString(b, p.DetectedBy)
+	b = wire.AppendString(b, p.ReportID)
+	b = wire.AppendString(b, p.HolderID)
+	b = wire.AppendUint(b, p.Seq)
+	b = wire.AppendString(b, p.DetectedBy)
 	return b
 }
 
-func (p *HolderSessionLost) decodeBinary(d *decoder) {
-	p.ReportID = d.str("report_id")
-	p.HolderID = d.str("holder_id")
-	p.Seq = d.uvarint("seq")
-	p.DetectedBy = d.str("detected_by")
+func (p *HolderSessionLost) decodeBinary(d *wire.Decoder) {
+	p.ReportID = d.Str("report_id")
+	p.HolderID = d.Str("holder_id")
+	p.Seq = d.Uint("seq")
+	p.DetectedBy = d.Str("detected_by")
 }
 
 func parseBinaryHolderSessionLost(data []byte) (ir.Payload, error) {
 	p := new(HolderSessionLost)
-	d := decoder{b: data, typ: NameHolderSessionLost}
+	d := wire.NewDecoder(NameHolderSessionLost, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -2435,9 +2467,12 @@ func parseBinaryHolderSessionLost(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONHolderSessionLost(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameHolderSessionLost, err)
+	}
 	p := new(HolderSessionLost)
-	if err := p.decodeJSON(NameHolderSessionLost, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameHolderSessionLost, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -2482,67 +2517,68 @@ type LeaseGrantBatch struct {
 	ItemsField []LeaseAcquire `json:"items"`
 }
 
-var knownLeaseGrantBatch = []string{"batch_id", "arbiter", "items"}
+const knownLeaseGrantBatch = "batch_id, arbiter, items"
 
-func (p *LeaseGrantBatch) decodeJSON(typ, prefix string, data []byte) error {
+func (p *LeaseGrantBatch) decodeJSON(data []byte) *ir.FieldError {
 	var seen [3]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "batch_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "batch_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("batch_id"), err)
 			}
 			p.BatchID = v0
 		case "arbiter":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "arbiter", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("arbiter"), err)
 			}
 			p.Arbiter = v0
 		case "items":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			elems0, err := jsonList(typ, prefix, "items", val)
+			elems0, err := wire.List(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("items"), err)
 			}
 			v0 := make([]LeaseAcquire, len(elems0))
 			for i0, ev0 := range elems0 {
-				if err := jsonObject(typ, prefix, index("items", i0), ev0); err != nil {
-					return err
+				if err := wire.Object(ev0); err != nil {
+					return wire.Under(wire.Member("items")+wire.Index(i0), err)
 				}
-				if err := v0[i0].decodeJSON(typ, join(prefix, index("items", i0)), ev0); err != nil {
-					return err
+				if err := v0[i0].decodeJSON(ev0); err != nil {
+					return wire.Under(wire.Member("items")+wire.Index(i0), err)
 				}
 			}
 			p.ItemsField = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownLeaseGrantBatch)
+			return wire.UnknownField(string(key), knownLeaseGrantBatch)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "batch_id")
+		return wire.MissingField("batch_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "arbiter")
+		return wire.MissingField("arbiter")
 	}
 	if !seen[2] {
-		return missingField(typ, prefix, "items")
+		return wire.MissingField("items")
 	}
 	return nil
 }
@@ -2555,17 +2591,17 @@ func (p *LeaseGrantBatch) EntryType() string { return NameLeaseGrantBatch }
 // Validate checks every constraint the schema declares for lease.grant_batch.
 func (p *LeaseGrantBatch) Validate() error {
 	if !matchPattern0(p.BatchID) {
-		return fieldErr(NameLeaseGrantBatch, "batch_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.BatchID)+" (fix: change the value to match)")
+		return wire.Invalid(NameLeaseGrantBatch, "batch_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.BatchID)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.Arbiter) {
-		return fieldErr(NameLeaseGrantBatch, "arbiter", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.Arbiter)+" (fix: change the value to match)")
+		return wire.Invalid(NameLeaseGrantBatch, "arbiter", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.Arbiter)+" (fix: change the value to match)")
 	}
 	if n := len(p.ItemsField); n < 1 || n > 256 {
-		return fieldErr(NameLeaseGrantBatch, "items", "list.MinItems(1) & list.MaxItems(256)", fmt.Sprintf("must have 1 to 256 items, has %d (fix: send fewer or more items)", n))
+		return wire.Invalid(NameLeaseGrantBatch, "items", "list.MinItems(1) & list.MaxItems(256)", fmt.Sprintf("must have 1 to 256 items, has %d (fix: send fewer or more items)", n))
 	}
 	for i0 := range p.ItemsField {
 		if err := p.ItemsField[i0].Validate(); err != nil {
-			return nest(NameLeaseGrantBatch, index("items", i0), err)
+			return wire.Nest(NameLeaseGrantBatch, "items"+wire.Index(i0), err)
 		}
 	}
 	return nil
@@ -2577,19 +2613,19 @@ func (p *LeaseGrantBatch) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *LeaseGrantBatch) appendTo(b []byte) []byte {
-	b = appendString(b, p.BatchID)
-	b = appendString(b, p.Arbiter)
-	b = binary.AppendUvarint(b, uint64(len(p.ItemsField)))
+	b = wire.AppendString(b, p.BatchID)
+	b = wire.AppendString(b, p.Arbiter)
+	b = wire.AppendUint(b, uint64(len(p.ItemsField)))
 	for i0 := range p.ItemsField {
 		b = p.ItemsField[i0].appendTo(b)
 	}
 	return b
 }
 
-func (p *LeaseGrantBatch) decodeBinary(d *decoder) {
-	p.BatchID = d.str("batch_id")
-	p.Arbiter = d.str("arbiter")
-	p.ItemsField = make([]LeaseAcquire, d.count("items"))
+func (p *LeaseGrantBatch) decodeBinary(d *wire.Decoder) {
+	p.BatchID = d.Str("batch_id")
+	p.Arbiter = d.Str("arbiter")
+	p.ItemsField = make([]LeaseAcquire, d.Count("items"))
 	for i0 := range p.ItemsField {
 		p.ItemsField[i0].decodeBinary(d)
 	}
@@ -2597,9 +2633,9 @@ func (p *LeaseGrantBatch) decodeBinary(d *decoder) {
 
 func parseBinaryLeaseGrantBatch(data []byte) (ir.Payload, error) {
 	p := new(LeaseGrantBatch)
-	d := decoder{b: data, typ: NameLeaseGrantBatch}
+	d := wire.NewDecoder(NameLeaseGrantBatch, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -2609,9 +2645,12 @@ func parseBinaryLeaseGrantBatch(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONLeaseGrantBatch(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameLeaseGrantBatch, err)
+	}
 	p := new(LeaseGrantBatch)
-	if err := p.decodeJSON(NameLeaseGrantBatch, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameLeaseGrantBatch, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -2674,137 +2713,139 @@ type LeasesConfigSettings struct {
 	GraceMs *int64 `json:"grace_ms,omitempty"`
 }
 
-var knownLeasesConfigSettings = []string{"default_ttl_ms", "max_ttl_ms", "max_leases_per_holder", "expiry_sweep", "reclaim_expired", "grace_ms"}
+const knownLeasesConfigSettings = "default_ttl_ms, max_ttl_ms, max_leases_per_holder, expiry_sweep, reclaim_expired, grace_ms"
 
-func (p *LeasesConfigSettings) decodeJSON(typ, prefix string, data []byte) error {
+func (p *LeasesConfigSettings) decodeJSON(data []byte) *ir.FieldError {
 	var seen [6]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "default_ttl_ms":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonInt(typ, prefix, "default_ttl_ms", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("default_ttl_ms"), err)
 			}
 			p.DefaultTTLMs = v0
 		case "max_ttl_ms":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonInt(typ, prefix, "max_ttl_ms", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("max_ttl_ms"), err)
 			}
 			p.MaxTTLMs = v0
 		case "max_leases_per_holder":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonInt(typ, prefix, "max_leases_per_holder", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("max_leases_per_holder"), err)
 			}
 			p.MaxLeasesPerHolder = &v0
 		case "expiry_sweep":
 			if seen[3] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[3] = true
-			v0, err := jsonString(typ, prefix, "expiry_sweep", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("expiry_sweep"), err)
 			}
 			p.ExpirySweep = v0
 		case "reclaim_expired":
 			if seen[4] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[4] = true
-			v0, err := jsonBool(typ, prefix, "reclaim_expired", val)
+			v0, err := wire.Bool(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("reclaim_expired"), err)
 			}
 			p.ReclaimExpired = v0
 		case "grace_ms":
 			if seen[5] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[5] = true
-			v0, err := jsonInt(typ, prefix, "grace_ms", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("grace_ms"), err)
 			}
 			p.GraceMs = &v0
 		default:
-			return unknownField(typ, prefix, string(key), knownLeasesConfigSettings)
+			return wire.UnknownField(string(key), knownLeasesConfigSettings)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "default_ttl_ms")
+		return wire.MissingField("default_ttl_ms")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "max_ttl_ms")
+		return wire.MissingField("max_ttl_ms")
 	}
 	if !seen[3] {
-		return missingField(typ, prefix, "expiry_sweep")
+		return wire.MissingField("expiry_sweep")
 	}
 	if !seen[4] {
-		return missingField(typ, prefix, "reclaim_expired")
+		return wire.MissingField("reclaim_expired")
 	}
 	return nil
 }
 
-var knownLeasesConfig = []string{"version", "settings"}
+const knownLeasesConfig = "version, settings"
 
-func (p *LeasesConfig) decodeJSON(typ, prefix string, data []byte) error {
+func (p *LeasesConfig) decodeJSON(data []byte) *ir.FieldError {
 	var seen [2]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "version":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "version", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("version"), err)
 			}
 			p.Version = v0
 		case "settings":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			if err := jsonObject(typ, prefix, "settings", val); err != nil {
-				return err
+			if err := wire.Object(val); err != nil {
+				return wire.Under(wire.Member("settings"), err)
 			}
 			var v0 LeasesConfigSettings
-			if err := v0.decodeJSON(typ, join(prefix, "settings"), val); err != nil {
-				return err
+			if err := v0.decodeJSON(val); err != nil {
+				return wire.Under(wire.Member("settings"), err)
 			}
 			p.Settings = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownLeasesConfig)
+			return wire.UnknownField(string(key), knownLeasesConfig)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "version")
+		return wire.MissingField("version")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "settings")
+		return wire.MissingField("settings")
 	}
 	return nil
 }
@@ -2817,39 +2858,39 @@ func (p *LeasesConfig) EntryType() string { return NameLeasesConfig }
 // Validate checks every constraint the schema declares for leases.config.
 func (p *LeasesConfig) Validate() error {
 	if !matchPattern3(p.Version) {
-		return fieldErr(NameLeasesConfig, "version", "=~\"^[0-9]{1,9}(\\\\.[0-9]{1,9}){0,2}$\"", "must match the pattern ^[0-9]{1,9}(\\.[0-9]{1,9}){0,2}$, got "+quoteTrunc(p.Version)+" (fix: change the value to match)")
+		return wire.Invalid(NameLeasesConfig, "version", "=~\"^[0-9]{1,9}(\\\\.[0-9]{1,9}){0,2}$\"", "must match the pattern ^[0-9]{1,9}(\\.[0-9]{1,9}){0,2}$, got "+wire.Quote(p.Version)+" (fix: change the value to match)")
 	}
 	if p.Settings.DefaultTTLMs < 100 {
-		return fieldErr(NameLeasesConfig, "settings"+".default_ttl_ms", ">=100", fmt.Sprintf("must be >= 100, got %d (fix: send a value in range)", p.Settings.DefaultTTLMs))
+		return wire.Invalid(NameLeasesConfig, "settings"+".default_ttl_ms", ">=100", fmt.Sprintf("must be >= 100, got %d (fix: send a value in range)", p.Settings.DefaultTTLMs))
 	}
 	if p.Settings.DefaultTTLMs > 3600000 {
-		return fieldErr(NameLeasesConfig, "settings"+".default_ttl_ms", "<=3600000", fmt.Sprintf("must be <= 3600000, got %d (fix: send a value in range)", p.Settings.DefaultTTLMs))
+		return wire.Invalid(NameLeasesConfig, "settings"+".default_ttl_ms", "<=3600000", fmt.Sprintf("must be <= 3600000, got %d (fix: send a value in range)", p.Settings.DefaultTTLMs))
 	}
 	if p.Settings.MaxTTLMs < 100 {
-		return fieldErr(NameLeasesConfig, "settings"+".max_ttl_ms", ">=100", fmt.Sprintf("must be >= 100, got %d (fix: send a value in range)", p.Settings.MaxTTLMs))
+		return wire.Invalid(NameLeasesConfig, "settings"+".max_ttl_ms", ">=100", fmt.Sprintf("must be >= 100, got %d (fix: send a value in range)", p.Settings.MaxTTLMs))
 	}
 	if p.Settings.MaxTTLMs > 3600000 {
-		return fieldErr(NameLeasesConfig, "settings"+".max_ttl_ms", "<=3600000", fmt.Sprintf("must be <= 3600000, got %d (fix: send a value in range)", p.Settings.MaxTTLMs))
+		return wire.Invalid(NameLeasesConfig, "settings"+".max_ttl_ms", "<=3600000", fmt.Sprintf("must be <= 3600000, got %d (fix: send a value in range)", p.Settings.MaxTTLMs))
 	}
 	if p.Settings.MaxLeasesPerHolder != nil {
 		v1 := *p.Settings.MaxLeasesPerHolder
 		if v1 < 1 {
-			return fieldErr(NameLeasesConfig, "settings"+".max_leases_per_holder", ">=1", fmt.Sprintf("must be >= 1, got %d (fix: send a value in range)", v1))
+			return wire.Invalid(NameLeasesConfig, "settings"+".max_leases_per_holder", ">=1", fmt.Sprintf("must be >= 1, got %d (fix: send a value in range)", v1))
 		}
 		if v1 > 1024 {
-			return fieldErr(NameLeasesConfig, "settings"+".max_leases_per_holder", "<=1024", fmt.Sprintf("must be <= 1024, got %d (fix: send a value in range)", v1))
+			return wire.Invalid(NameLeasesConfig, "settings"+".max_leases_per_holder", "<=1024", fmt.Sprintf("must be <= 1024, got %d (fix: send a value in range)", v1))
 		}
 	}
 	if !matchPattern4(p.Settings.ExpirySweep) {
-		return fieldErr(NameLeasesConfig, "settings"+".expiry_sweep", "=~\"^[0-9]{1,6}(ms|s|m|h)$\"", "must match the pattern ^[0-9]{1,6}(ms|s|m|h)$, got "+quoteTrunc(p.Settings.ExpirySweep)+" (fix: change the value to match)")
+		return wire.Invalid(NameLeasesConfig, "settings"+".expiry_sweep", "=~\"^[0-9]{1,6}(ms|s|m|h)$\"", "must match the pattern ^[0-9]{1,6}(ms|s|m|h)$, got "+wire.Quote(p.Settings.ExpirySweep)+" (fix: change the value to match)")
 	}
 	if p.Settings.GraceMs != nil {
 		v1 := *p.Settings.GraceMs
 		if v1 < 0 {
-			return fieldErr(NameLeasesConfig, "settings"+".grace_ms", ">=0", fmt.Sprintf("must be >= 0, got %d (fix: send a value in range)", v1))
+			return wire.Invalid(NameLeasesConfig, "settings"+".grace_ms", ">=0", fmt.Sprintf("must be >= 0, got %d (fix: send a value in range)", v1))
 		}
 		if v1 > 60000 {
-			return fieldErr(NameLeasesConfig, "settings"+".grace_ms", "<=60000", fmt.Sprintf("must be <= 60000, got %d (fix: send a value in range)", v1))
+			return wire.Invalid(NameLeasesConfig, "settings"+".grace_ms", "<=60000", fmt.Sprintf("must be <= 60000, got %d (fix: send a value in range)", v1))
 		}
 	}
 	return nil
@@ -2861,47 +2902,47 @@ func (p *LeasesConfig) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *LeasesConfig) appendTo(b []byte) []byte {
-	b = appendString(b, p.Version)
-	b = binary.AppendVarint(b, p.Settings.DefaultTTLMs)
-	b = binary.AppendVarint(b, p.Settings.MaxTTLMs)
+	b = wire.AppendString(b, p.Version)
+	b = wire.AppendInt(b, p.Settings.DefaultTTLMs)
+	b = wire.AppendInt(b, p.Settings.MaxTTLMs)
 	if p.Settings.MaxLeasesPerHolder != nil {
 		b = append(b, 1)
-		b = binary.AppendVarint(b, *p.Settings.MaxLeasesPerHolder)
+		b = wire.AppendInt(b, *p.Settings.MaxLeasesPerHolder)
 	} else {
 		b = append(b, 0)
 	}
-	b = appendString(b, p.Settings.ExpirySweep)
-	b = appendBool(b, p.Settings.ReclaimExpired)
+	b = wire.AppendString(b, p.Settings.ExpirySweep)
+	b = wire.AppendBool(b, p.Settings.ReclaimExpired)
 	if p.Settings.GraceMs != nil {
 		b = append(b, 1)
-		b = binary.AppendVarint(b, *p.Settings.GraceMs)
+		b = wire.AppendInt(b, *p.Settings.GraceMs)
 	} else {
 		b = append(b, 0)
 	}
 	return b
 }
 
-func (p *LeasesConfig) decodeBinary(d *decoder) {
-	p.Version = d.str("version")
-	p.Settings.DefaultTTLMs = d.varint("settings.default_ttl_ms")
-	p.Settings.MaxTTLMs = d.varint("settings.max_ttl_ms")
-	if d.flag("settings.max_leases_per_holder") {
-		v1 := d.varint("settings.max_leases_per_holder")
+func (p *LeasesConfig) decodeBinary(d *wire.Decoder) {
+	p.Version = d.Str("version")
+	p.Settings.DefaultTTLMs = d.Int("settings.default_ttl_ms")
+	p.Settings.MaxTTLMs = d.Int("settings.max_ttl_ms")
+	if d.Bool("settings.max_leases_per_holder") {
+		v1 := d.Int("settings.max_leases_per_holder")
 		p.Settings.MaxLeasesPerHolder = &v1
 	}
-	p.Settings.ExpirySweep = d.str("settings.expiry_sweep")
-	p.Settings.ReclaimExpired = d.flag("settings.reclaim_expired")
-	if d.flag("settings.grace_ms") {
-		v1 := d.varint("settings.grace_ms")
+	p.Settings.ExpirySweep = d.Str("settings.expiry_sweep")
+	p.Settings.ReclaimExpired = d.Bool("settings.reclaim_expired")
+	if d.Bool("settings.grace_ms") {
+		v1 := d.Int("settings.grace_ms")
 		p.Settings.GraceMs = &v1
 	}
 }
 
 func parseBinaryLeasesConfig(data []byte) (ir.Payload, error) {
 	p := new(LeasesConfig)
-	d := decoder{b: data, typ: NameLeasesConfig}
+	d := wire.NewDecoder(NameLeasesConfig, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -2911,9 +2952,12 @@ func parseBinaryLeasesConfig(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONLeasesConfig(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameLeasesConfig, err)
+	}
 	p := new(LeasesConfig)
-	if err := p.decodeJSON(NameLeasesConfig, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameLeasesConfig, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -2960,68 +3004,69 @@ type HolderShutdown struct {
 	Reason *string `json:"reason,omitempty"`
 }
 
-var knownHolderShutdown = []string{"report_id", "holder_id", "seq", "reason"}
+const knownHolderShutdown = "report_id, holder_id, seq, reason"
 
-func (p *HolderShutdown) decodeJSON(typ, prefix string, data []byte) error {
+func (p *HolderShutdown) decodeJSON(data []byte) *ir.FieldError {
 	var seen [4]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "report_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "report_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("report_id"), err)
 			}
 			p.ReportID = v0
 		case "holder_id":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "holder_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("holder_id"), err)
 			}
 			p.HolderID = v0
 		case "seq":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonUint(typ, prefix, "seq", val)
+			v0, err := wire.Uint(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("seq"), err)
 			}
 			p.Seq = v0
 		case "reason":
 			if seen[3] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[3] = true
-			v0, err := jsonString(typ, prefix, "reason", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("reason"), err)
 			}
 			p.Reason = &v0
 		default:
-			return unknownField(typ, prefix, string(key), knownHolderShutdown)
+			return wire.UnknownField(string(key), knownHolderShutdown)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "report_id")
+		return wire.MissingField("report_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "holder_id")
+		return wire.MissingField("holder_id")
 	}
 	if !seen[2] {
-		return missingField(typ, prefix, "seq")
+		return wire.MissingField("seq")
 	}
 	return nil
 }
@@ -3034,15 +3079,15 @@ func (p *HolderShutdown) EntryType() string { return NameHolderShutdown }
 // Validate checks every constraint the schema declares for holder.shutdown.
 func (p *HolderShutdown) Validate() error {
 	if !matchPattern0(p.ReportID) {
-		return fieldErr(NameHolderShutdown, "report_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.ReportID)+" (fix: change the value to match)")
+		return wire.Invalid(NameHolderShutdown, "report_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.ReportID)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.HolderID) {
-		return fieldErr(NameHolderShutdown, "holder_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.HolderID)+" (fix: change the value to match)")
+		return wire.Invalid(NameHolderShutdown, "holder_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.HolderID)+" (fix: change the value to match)")
 	}
 	if p.Reason != nil {
 		v0 := *p.Reason
 		if n := utf8.RuneCountInString(v0); n > 1024 {
-			return fieldErr(NameHolderShutdown, "reason", "strings.MaxRunes(1024)", fmt.Sprintf("must have at most 1024 characters, has %d (fix: shorten or lengthen the value)", n))
+			return wire.Invalid(NameHolderShutdown, "reason", "strings.MaxRunes(1024)", fmt.Sprintf("must have at most 1024 characters, has %d (fix: shorten or lengthen the value)", n))
 		}
 	}
 	return nil
@@ -3054,33 +3099,33 @@ func (p *HolderShutdown) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *HolderShutdown) appendTo(b []byte) []byte {
-	b = appendString(b, p.ReportID)
-	b = appendString(b, p.HolderID)
-	b = binary.AppendUvarint(b, p.Seq)
+	b = wire.AppendString(b, p.ReportID)
+	b = wire.AppendString(b, p.HolderID)
+	b = wire.AppendUint(b, p.Seq)
 	if p.Reason != nil {
 		b = append(b, 1)
-		b = appendString(b, *p.Reason)
+		b = wire.AppendString(b, *p.Reason)
 	} else {
 		b = append(b, 0)
 	}
 	return b
 }
 
-func (p *HolderShutdown) decodeBinary(d *decoder) {
-	p.ReportID = d.str("report_id")
-	p.HolderID = d.str("holder_id")
-	p.Seq = d.uvarint("seq")
-	if d.flag("reason") {
-		v0 := d.str("reason")
+func (p *HolderShutdown) decodeBinary(d *wire.Decoder) {
+	p.ReportID = d.Str("report_id")
+	p.HolderID = d.Str("holder_id")
+	p.Seq = d.Uint("seq")
+	if d.Bool("reason") {
+		v0 := d.Str("reason")
 		p.Reason = &v0
 	}
 }
 
 func parseBinaryHolderShutdown(data []byte) (ir.Payload, error) {
 	p := new(HolderShutdown)
-	d := decoder{b: data, typ: NameHolderShutdown}
+	d := wire.NewDecoder(NameHolderShutdown, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -3090,9 +3135,12 @@ func parseBinaryHolderShutdown(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONHolderShutdown(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameHolderShutdown, err)
+	}
 	p := new(HolderShutdown)
-	if err := p.decodeJSON(NameHolderShutdown, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameHolderShutdown, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err

@@ -4,9 +4,9 @@
 package cyclicgen
 
 import (
-	"encoding/binary"
 	"fmt"
 	"github.com/writ-dev/writ/schema/ir"
+	"github.com/writ-dev/writ/schema/wire"
 	"math"
 	"regexp"
 	"strconv"
@@ -18,7 +18,6 @@ var (
 	_ = fmt.Sprintf
 	_ = utf8.RuneCountInString
 	_ = strconv.Itoa
-	_ = binary.AppendUvarint
 	_ = regexp.MustCompile
 )
 
@@ -139,45 +138,46 @@ type TargetWatch struct {
 	Prober string `json:"prober"`
 }
 
-var knownTargetWatch = []string{"target", "prober"}
+const knownTargetWatch = "target, prober"
 
-func (p *TargetWatch) decodeJSON(typ, prefix string, data []byte) error {
+func (p *TargetWatch) decodeJSON(data []byte) *ir.FieldError {
 	var seen [2]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "target":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "target", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("target"), err)
 			}
 			p.Target = v0
 		case "prober":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "prober", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("prober"), err)
 			}
 			p.Prober = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownTargetWatch)
+			return wire.UnknownField(string(key), knownTargetWatch)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "target")
+		return wire.MissingField("target")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "prober")
+		return wire.MissingField("prober")
 	}
 	return nil
 }
@@ -190,10 +190,10 @@ func (p *TargetWatch) EntryType() string { return NameTargetWatch }
 // Validate checks every constraint the schema declares for target.watch.
 func (p *TargetWatch) Validate() error {
 	if !matchPattern0(p.Target) {
-		return fieldErr(NameTargetWatch, "target", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.Target)+" (fix: change the value to match)")
+		return wire.Invalid(NameTargetWatch, "target", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.Target)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.Prober) {
-		return fieldErr(NameTargetWatch, "prober", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.Prober)+" (fix: change the value to match)")
+		return wire.Invalid(NameTargetWatch, "prober", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.Prober)+" (fix: change the value to match)")
 	}
 	return nil
 }
@@ -204,21 +204,21 @@ func (p *TargetWatch) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *TargetWatch) appendTo(b []byte) []byte {
-	b = appendString(b, p.Target)
-	b = appendString(b, p.Prober)
+	b = wire.AppendString(b, p.Target)
+	b = wire.AppendString(b, p.Prober)
 	return b
 }
 
-func (p *TargetWatch) decodeBinary(d *decoder) {
-	p.Target = d.str("target")
-	p.Prober = d.str("prober")
+func (p *TargetWatch) decodeBinary(d *wire.Decoder) {
+	p.Target = d.Str("target")
+	p.Prober = d.Str("prober")
 }
 
 func parseBinaryTargetWatch(data []byte) (ir.Payload, error) {
 	p := new(TargetWatch)
-	d := decoder{b: data, typ: NameTargetWatch}
+	d := wire.NewDecoder(NameTargetWatch, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -228,9 +228,12 @@ func parseBinaryTargetWatch(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONTargetWatch(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameTargetWatch, err)
+	}
 	p := new(TargetWatch)
-	if err := p.decodeJSON(NameTargetWatch, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameTargetWatch, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -282,84 +285,85 @@ type TargetProbe struct {
 	Seq uint64 `json:"seq"`
 }
 
-var knownTargetProbe = []string{"report_id", "target", "prober", "result", "seq"}
+const knownTargetProbe = "report_id, target, prober, result, seq"
 
-func (p *TargetProbe) decodeJSON(typ, prefix string, data []byte) error {
+func (p *TargetProbe) decodeJSON(data []byte) *ir.FieldError {
 	var seen [5]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "report_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "report_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("report_id"), err)
 			}
 			p.ReportID = v0
 		case "target":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "target", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("target"), err)
 			}
 			p.Target = v0
 		case "prober":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonString(typ, prefix, "prober", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("prober"), err)
 			}
 			p.Prober = v0
 		case "result":
 			if seen[3] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[3] = true
-			v0, err := jsonString(typ, prefix, "result", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("result"), err)
 			}
 			p.Result = v0
 		case "seq":
 			if seen[4] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[4] = true
-			v0, err := jsonUint(typ, prefix, "seq", val)
+			v0, err := wire.Uint(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("seq"), err)
 			}
 			p.Seq = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownTargetProbe)
+			return wire.UnknownField(string(key), knownTargetProbe)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "report_id")
+		return wire.MissingField("report_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "target")
+		return wire.MissingField("target")
 	}
 	if !seen[2] {
-		return missingField(typ, prefix, "prober")
+		return wire.MissingField("prober")
 	}
 	if !seen[3] {
-		return missingField(typ, prefix, "result")
+		return wire.MissingField("result")
 	}
 	if !seen[4] {
-		return missingField(typ, prefix, "seq")
+		return wire.MissingField("seq")
 	}
 	return nil
 }
@@ -372,16 +376,16 @@ func (p *TargetProbe) EntryType() string { return NameTargetProbe }
 // Validate checks every constraint the schema declares for target.probe.
 func (p *TargetProbe) Validate() error {
 	if !matchPattern0(p.ReportID) {
-		return fieldErr(NameTargetProbe, "report_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.ReportID)+" (fix: change the value to match)")
+		return wire.Invalid(NameTargetProbe, "report_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.ReportID)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.Target) {
-		return fieldErr(NameTargetProbe, "target", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.Target)+" (fix: change the value to match)")
+		return wire.Invalid(NameTargetProbe, "target", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.Target)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.Prober) {
-		return fieldErr(NameTargetProbe, "prober", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.Prober)+" (fix: change the value to match)")
+		return wire.Invalid(NameTargetProbe, "prober", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.Prober)+" (fix: change the value to match)")
 	}
 	if p.Result != "up" && p.Result != "down" && p.Result != "gone" {
-		return fieldErr(NameTargetProbe, "result", "\"up\" | \"down\" | \"gone\"", "must be one of \"up\" | \"down\" | \"gone\", got "+quoteTrunc(p.Result)+" (fix: use one of the listed values)")
+		return wire.Invalid(NameTargetProbe, "result", "\"up\" | \"down\" | \"gone\"", "must be one of \"up\" | \"down\" | \"gone\", got "+wire.Quote(p.Result)+" (fix: use one of the listed values)")
 	}
 	return nil
 }
@@ -392,27 +396,27 @@ func (p *TargetProbe) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *TargetProbe) appendTo(b []byte) []byte {
-	b = appendString(b, p.ReportID)
-	b = appendString(b, p.Target)
-	b = appendString(b, p.Prober)
-	b = appendString(b, p.Result)
-	b = binary.AppendUvarint(b, p.Seq)
+	b = wire.AppendString(b, p.ReportID)
+	b = wire.AppendString(b, p.Target)
+	b = wire.AppendString(b, p.Prober)
+	b = wire.AppendString(b, p.Result)
+	b = wire.AppendUint(b, p.Seq)
 	return b
 }
 
-func (p *TargetProbe) decodeBinary(d *decoder) {
-	p.ReportID = d.str("report_id")
-	p.Target = d.str("target")
-	p.Prober = d.str("prober")
-	p.Result = d.str("result")
-	p.Seq = d.uvarint("seq")
+func (p *TargetProbe) decodeBinary(d *wire.Decoder) {
+	p.ReportID = d.Str("report_id")
+	p.Target = d.Str("target")
+	p.Prober = d.Str("prober")
+	p.Result = d.Str("result")
+	p.Seq = d.Uint("seq")
 }
 
 func parseBinaryTargetProbe(data []byte) (ir.Payload, error) {
 	p := new(TargetProbe)
-	d := decoder{b: data, typ: NameTargetProbe}
+	d := wire.NewDecoder(NameTargetProbe, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -422,9 +426,12 @@ func parseBinaryTargetProbe(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONTargetProbe(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameTargetProbe, err)
+	}
 	p := new(TargetProbe)
-	if err := p.decodeJSON(NameTargetProbe, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameTargetProbe, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err

@@ -81,19 +81,19 @@ var model = &ir.Schema{
 			Doc: "Plan a rollout; it starts PLANNED.", Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 44, Col: 2},
 			Fields: []*ir.Field{
 				{Name: "rollout_id", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 52, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9-]{0,31}$"}},
-				{Name: "service", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 53, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z][a-z0-9-]*$"}, MinLen: intp(2), MaxLen: intp(40)},
+				{Name: "service", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 53, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z][a-z0-9-]*$"}, MinLen: new(2), MaxLen: new(40)},
 				{Name: "replicas", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 54, Col: 4}, Kind: ir.KindInt, Min: &ir.Bound{Value: "1", Exclusive: false}, Max: &ir.Bound{Value: "500", Exclusive: false}},
 				{Name: "canary_fraction", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 55, Col: 4}, Kind: ir.KindFloat, Min: &ir.Bound{Value: "0", Exclusive: true}, Max: &ir.Bound{Value: "1", Exclusive: false}},
 				{Name: "weight", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 56, Col: 4}, Kind: ir.KindNumber, Min: &ir.Bound{Value: "-10", Exclusive: false}, Max: &ir.Bound{Value: "10", Exclusive: true}},
 				{Name: "dry_run", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 57, Col: 4}, Kind: ir.KindBool},
-				{Name: "note", Optional: true, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 58, Col: 4}, Kind: ir.KindString, MinLen: nil, MaxLen: intp(200)},
-				{Name: "labels", Optional: true, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 59, Col: 4}, Kind: ir.KindList, MinLen: nil, MaxLen: intp(8), Elem: &ir.Field{Name: "labels[]", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 59, Col: 4}, Kind: ir.KindString, MinLen: intp(1), MaxLen: intp(32)}},
+				{Name: "note", Optional: true, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 58, Col: 4}, Kind: ir.KindString, MinLen: nil, MaxLen: new(200)},
+				{Name: "labels", Optional: true, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 59, Col: 4}, Kind: ir.KindList, MinLen: nil, MaxLen: new(8), Elem: &ir.Field{Name: "labels[]", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 59, Col: 4}, Kind: ir.KindString, MinLen: new(1), MaxLen: new(32)}},
 				{Name: "spec", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 60, Col: 4}, Kind: ir.KindStruct, Fields: []*ir.Field{
-					{Name: "image", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 61, Col: 5}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9./:-]+$"}, MinLen: nil, MaxLen: intp(128)},
+					{Name: "image", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 61, Col: 5}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9./:-]+$"}, MinLen: nil, MaxLen: new(128)},
 					{Name: "port", Optional: true, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 62, Col: 5}, Kind: ir.KindInt, Min: &ir.Bound{Value: "1", Exclusive: false}, Max: &ir.Bound{Value: "65535", Exclusive: false}},
-					{Name: "env", Optional: true, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 63, Col: 5}, Kind: ir.KindList, MinLen: nil, MaxLen: intp(16), Elem: &ir.Field{Name: "env[]", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 63, Col: 5}, Kind: ir.KindStruct, Fields: []*ir.Field{
-						{Name: "name", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 33, Col: 2}, Kind: ir.KindString, Patterns: []string{"^[A-Z_]+$"}, MinLen: nil, MaxLen: intp(32)},
-						{Name: "value", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 34, Col: 2}, Kind: ir.KindString, MinLen: nil, MaxLen: intp(256)},
+					{Name: "env", Optional: true, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 63, Col: 5}, Kind: ir.KindList, MinLen: nil, MaxLen: new(16), Elem: &ir.Field{Name: "env[]", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 63, Col: 5}, Kind: ir.KindStruct, Fields: []*ir.Field{
+						{Name: "name", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 33, Col: 2}, Kind: ir.KindString, Patterns: []string{"^[A-Z_]+$"}, MinLen: nil, MaxLen: new(32)},
+						{Name: "value", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 34, Col: 2}, Kind: ir.KindString, MinLen: nil, MaxLen: new(256)},
 					}}},
 				}},
 				{Name: "window", Optional: true, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 65, Col: 4}, Kind: ir.KindStruct, Fields: []*ir.Field{
@@ -127,7 +127,7 @@ var model = &ir.Schema{
 				{Name: "seq", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 97, Col: 4}, Kind: ir.KindInt},
 				{Name: "wave", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 98, Col: 4}, Kind: ir.KindInt, Min: &ir.Bound{Value: "-3", Exclusive: false}, Max: &ir.Bound{Value: "99", Exclusive: false}},
 				{Name: "healthy", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 99, Col: 4}, Kind: ir.KindNumber, Min: &ir.Bound{Value: "0", Exclusive: false}, Max: &ir.Bound{Value: "1", Exclusive: false}},
-				{Name: "errors", Optional: true, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 100, Col: 4}, Kind: ir.KindList, MinLen: intp(1), MaxLen: intp(10), Elem: &ir.Field{Name: "errors[]", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 100, Col: 4}, Kind: ir.KindInt, Min: &ir.Bound{Value: "0", Exclusive: false}, Max: &ir.Bound{Value: "599", Exclusive: false}}},
+				{Name: "errors", Optional: true, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 100, Col: 4}, Kind: ir.KindList, MinLen: new(1), MaxLen: new(10), Elem: &ir.Field{Name: "errors[]", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 100, Col: 4}, Kind: ir.KindInt, Min: &ir.Bound{Value: "0", Exclusive: false}, Max: &ir.Bound{Value: "599", Exclusive: false}}},
 			},
 		},
 		{
@@ -148,7 +148,7 @@ var model = &ir.Schema{
 			Doc: "An operator's batch of steps.", Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 118, Col: 2},
 			Fields: []*ir.Field{
 				{Name: "batch_id", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 125, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9-]{0,31}$"}},
-				{Name: "steps", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 126, Col: 4}, Kind: ir.KindList, MinLen: intp(1), MaxLen: intp(64), ItemType: "rollout.step"},
+				{Name: "steps", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 126, Col: 4}, Kind: ir.KindList, MinLen: new(1), MaxLen: new(64), ItemType: "rollout.step"},
 			},
 		},
 		{
@@ -161,7 +161,7 @@ var model = &ir.Schema{
 				{Name: "settings", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 136, Col: 4}, Kind: ir.KindStruct, Fields: []*ir.Field{
 					{Name: "max_parallel", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 137, Col: 5}, Kind: ir.KindInt, Min: &ir.Bound{Value: "1", Exclusive: false}, Max: &ir.Bound{Value: "64", Exclusive: false}},
 					{Name: "strategy", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 138, Col: 5}, Kind: ir.KindString, Enum: []string{"linear", "canary"}},
-					{Name: "pause_on", Optional: true, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 139, Col: 5}, Kind: ir.KindList, MinLen: nil, MaxLen: intp(2), Elem: &ir.Field{Name: "pause_on[]", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 139, Col: 5}, Kind: ir.KindString, Enum: []string{"error", "slow"}}},
+					{Name: "pause_on", Optional: true, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 139, Col: 5}, Kind: ir.KindList, MinLen: nil, MaxLen: new(2), Elem: &ir.Field{Name: "pause_on[]", Optional: false, Pos: ir.Pos{File: "testdata/rollout/rollout.cue", Line: 139, Col: 5}, Kind: ir.KindString, Enum: []string{"error", "slow"}}},
 				}},
 			},
 		},

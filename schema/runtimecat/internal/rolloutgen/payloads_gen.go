@@ -4,9 +4,9 @@
 package rolloutgen
 
 import (
-	"encoding/binary"
 	"fmt"
 	"github.com/writ-dev/writ/schema/ir"
+	"github.com/writ-dev/writ/schema/wire"
 	"math"
 	"regexp"
 	"strconv"
@@ -18,7 +18,6 @@ var (
 	_ = fmt.Sprintf
 	_ = utf8.RuneCountInString
 	_ = strconv.Itoa
-	_ = binary.AppendUvarint
 	_ = regexp.MustCompile
 )
 
@@ -293,104 +292,106 @@ type RolloutPlanSpecEnvItem struct {
 	Value string `json:"value"`
 }
 
-var knownRolloutPlanSpecEnvItem = []string{"name", "value"}
+const knownRolloutPlanSpecEnvItem = "name, value"
 
-func (p *RolloutPlanSpecEnvItem) decodeJSON(typ, prefix string, data []byte) error {
+func (p *RolloutPlanSpecEnvItem) decodeJSON(data []byte) *ir.FieldError {
 	var seen [2]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "name":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "name", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("name"), err)
 			}
 			p.Name = v0
 		case "value":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "value", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("value"), err)
 			}
 			p.Value = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownRolloutPlanSpecEnvItem)
+			return wire.UnknownField(string(key), knownRolloutPlanSpecEnvItem)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "name")
+		return wire.MissingField("name")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "value")
+		return wire.MissingField("value")
 	}
 	return nil
 }
 
-var knownRolloutPlanSpec = []string{"image", "port", "env"}
+const knownRolloutPlanSpec = "image, port, env"
 
-func (p *RolloutPlanSpec) decodeJSON(typ, prefix string, data []byte) error {
+func (p *RolloutPlanSpec) decodeJSON(data []byte) *ir.FieldError {
 	var seen [3]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "image":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "image", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("image"), err)
 			}
 			p.Image = v0
 		case "port":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonInt(typ, prefix, "port", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("port"), err)
 			}
 			p.Port = &v0
 		case "env":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			elems0, err := jsonList(typ, prefix, "env", val)
+			elems0, err := wire.List(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("env"), err)
 			}
 			v0 := make([]RolloutPlanSpecEnvItem, len(elems0))
 			for i0, ev0 := range elems0 {
-				if err := jsonObject(typ, prefix, index("env", i0), ev0); err != nil {
-					return err
+				if err := wire.Object(ev0); err != nil {
+					return wire.Under(wire.Member("env")+wire.Index(i0), err)
 				}
-				if err := v0[i0].decodeJSON(typ, join(prefix, index("env", i0)), ev0); err != nil {
-					return err
+				if err := v0[i0].decodeJSON(ev0); err != nil {
+					return wire.Under(wire.Member("env")+wire.Index(i0), err)
 				}
 			}
 			p.Env = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownRolloutPlanSpec)
+			return wire.UnknownField(string(key), knownRolloutPlanSpec)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "image")
+		return wire.MissingField("image")
 	}
 	return nil
 }
@@ -405,207 +406,209 @@ type RolloutPlanWindow struct {
 	Strict *bool `json:"strict,omitempty"`
 }
 
-var knownRolloutPlanWindow = []string{"start_second", "minutes", "strict"}
+const knownRolloutPlanWindow = "start_second, minutes, strict"
 
-func (p *RolloutPlanWindow) decodeJSON(typ, prefix string, data []byte) error {
+func (p *RolloutPlanWindow) decodeJSON(data []byte) *ir.FieldError {
 	var seen [3]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "start_second":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonInt(typ, prefix, "start_second", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("start_second"), err)
 			}
 			p.StartSecond = v0
 		case "minutes":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonInt(typ, prefix, "minutes", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("minutes"), err)
 			}
 			p.Minutes = v0
 		case "strict":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonBool(typ, prefix, "strict", val)
+			v0, err := wire.Bool(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("strict"), err)
 			}
 			p.Strict = &v0
 		default:
-			return unknownField(typ, prefix, string(key), knownRolloutPlanWindow)
+			return wire.UnknownField(string(key), knownRolloutPlanWindow)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "start_second")
+		return wire.MissingField("start_second")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "minutes")
+		return wire.MissingField("minutes")
 	}
 	return nil
 }
 
-var knownRolloutPlan = []string{"rollout_id", "service", "replicas", "canary_fraction", "weight", "dry_run", "note", "labels", "spec", "window"}
+const knownRolloutPlan = "rollout_id, service, replicas, canary_fraction, weight, dry_run, note, labels, spec, window"
 
-func (p *RolloutPlan) decodeJSON(typ, prefix string, data []byte) error {
+func (p *RolloutPlan) decodeJSON(data []byte) *ir.FieldError {
 	var seen [10]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "rollout_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "rollout_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("rollout_id"), err)
 			}
 			p.RolloutID = v0
 		case "service":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "service", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("service"), err)
 			}
 			p.Service = v0
 		case "replicas":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonInt(typ, prefix, "replicas", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("replicas"), err)
 			}
 			p.Replicas = v0
 		case "canary_fraction":
 			if seen[3] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[3] = true
-			v0, err := jsonFloat(typ, prefix, "canary_fraction", val, true)
+			v0, err := wire.Float(val, true)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("canary_fraction"), err)
 			}
 			p.CanaryFraction = v0
 		case "weight":
 			if seen[4] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[4] = true
-			v0, err := jsonFloat(typ, prefix, "weight", val, false)
+			v0, err := wire.Float(val, false)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("weight"), err)
 			}
 			p.Weight = v0
 		case "dry_run":
 			if seen[5] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[5] = true
-			v0, err := jsonBool(typ, prefix, "dry_run", val)
+			v0, err := wire.Bool(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("dry_run"), err)
 			}
 			p.DryRun = v0
 		case "note":
 			if seen[6] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[6] = true
-			v0, err := jsonString(typ, prefix, "note", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("note"), err)
 			}
 			p.Note = &v0
 		case "labels":
 			if seen[7] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[7] = true
-			elems0, err := jsonList(typ, prefix, "labels", val)
+			elems0, err := wire.List(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("labels"), err)
 			}
 			v0 := make([]string, len(elems0))
 			for i0, ev0 := range elems0 {
-				v1, err := jsonString(typ, prefix, index("labels", i0), ev0)
+				v1, err := wire.String(ev0)
 				if err != nil {
-					return err
+					return wire.Under(wire.Member("labels")+wire.Index(i0), err)
 				}
 				v0[i0] = v1
 			}
 			p.Labels = v0
 		case "spec":
 			if seen[8] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[8] = true
-			if err := jsonObject(typ, prefix, "spec", val); err != nil {
-				return err
+			if err := wire.Object(val); err != nil {
+				return wire.Under(wire.Member("spec"), err)
 			}
 			var v0 RolloutPlanSpec
-			if err := v0.decodeJSON(typ, join(prefix, "spec"), val); err != nil {
-				return err
+			if err := v0.decodeJSON(val); err != nil {
+				return wire.Under(wire.Member("spec"), err)
 			}
 			p.Spec = v0
 		case "window":
 			if seen[9] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[9] = true
-			if err := jsonObject(typ, prefix, "window", val); err != nil {
-				return err
+			if err := wire.Object(val); err != nil {
+				return wire.Under(wire.Member("window"), err)
 			}
 			var v0 RolloutPlanWindow
-			if err := v0.decodeJSON(typ, join(prefix, "window"), val); err != nil {
-				return err
+			if err := v0.decodeJSON(val); err != nil {
+				return wire.Under(wire.Member("window"), err)
 			}
 			p.Window = &v0
 		default:
-			return unknownField(typ, prefix, string(key), knownRolloutPlan)
+			return wire.UnknownField(string(key), knownRolloutPlan)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "rollout_id")
+		return wire.MissingField("rollout_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "service")
+		return wire.MissingField("service")
 	}
 	if !seen[2] {
-		return missingField(typ, prefix, "replicas")
+		return wire.MissingField("replicas")
 	}
 	if !seen[3] {
-		return missingField(typ, prefix, "canary_fraction")
+		return wire.MissingField("canary_fraction")
 	}
 	if !seen[4] {
-		return missingField(typ, prefix, "weight")
+		return wire.MissingField("weight")
 	}
 	if !seen[5] {
-		return missingField(typ, prefix, "dry_run")
+		return wire.MissingField("dry_run")
 	}
 	if !seen[8] {
-		return missingField(typ, prefix, "spec")
+		return wire.MissingField("spec")
 	}
 	return nil
 }
@@ -618,100 +621,100 @@ func (p *RolloutPlan) EntryType() string { return NameRolloutPlan }
 // Validate checks every constraint the schema declares for rollout.plan.
 func (p *RolloutPlan) Validate() error {
 	if !matchPattern0(p.RolloutID) {
-		return fieldErr(NameRolloutPlan, "rollout_id", "=~\"^[a-z0-9][a-z0-9-]{0,31}$\"", "must match the pattern ^[a-z0-9][a-z0-9-]{0,31}$, got "+quoteTrunc(p.RolloutID)+" (fix: change the value to match)")
+		return wire.Invalid(NameRolloutPlan, "rollout_id", "=~\"^[a-z0-9][a-z0-9-]{0,31}$\"", "must match the pattern ^[a-z0-9][a-z0-9-]{0,31}$, got "+wire.Quote(p.RolloutID)+" (fix: change the value to match)")
 	}
 	if n := utf8.RuneCountInString(p.Service); n < 2 || n > 40 {
-		return fieldErr(NameRolloutPlan, "service", "strings.MinRunes(2) & strings.MaxRunes(40)", fmt.Sprintf("must have 2 to 40 characters, has %d (fix: shorten or lengthen the value)", n))
+		return wire.Invalid(NameRolloutPlan, "service", "strings.MinRunes(2) & strings.MaxRunes(40)", fmt.Sprintf("must have 2 to 40 characters, has %d (fix: shorten or lengthen the value)", n))
 	}
 	if !matchPattern1(p.Service) {
-		return fieldErr(NameRolloutPlan, "service", "=~\"^[a-z][a-z0-9-]*$\"", "must match the pattern ^[a-z][a-z0-9-]*$, got "+quoteTrunc(p.Service)+" (fix: change the value to match)")
+		return wire.Invalid(NameRolloutPlan, "service", "=~\"^[a-z][a-z0-9-]*$\"", "must match the pattern ^[a-z][a-z0-9-]*$, got "+wire.Quote(p.Service)+" (fix: change the value to match)")
 	}
 	if p.Replicas < 1 {
-		return fieldErr(NameRolloutPlan, "replicas", ">=1", fmt.Sprintf("must be >= 1, got %d (fix: send a value in range)", p.Replicas))
+		return wire.Invalid(NameRolloutPlan, "replicas", ">=1", fmt.Sprintf("must be >= 1, got %d (fix: send a value in range)", p.Replicas))
 	}
 	if p.Replicas > 500 {
-		return fieldErr(NameRolloutPlan, "replicas", "<=500", fmt.Sprintf("must be <= 500, got %d (fix: send a value in range)", p.Replicas))
+		return wire.Invalid(NameRolloutPlan, "replicas", "<=500", fmt.Sprintf("must be <= 500, got %d (fix: send a value in range)", p.Replicas))
 	}
 	if math.IsNaN(p.CanaryFraction) || math.IsInf(p.CanaryFraction, 0) {
-		return fieldErr(NameRolloutPlan, "canary_fraction", "number", "must be a finite number (fix: send a finite number)")
+		return wire.Invalid(NameRolloutPlan, "canary_fraction", "number", "must be a finite number (fix: send a finite number)")
 	}
 	if p.CanaryFraction <= 0.0 {
-		return fieldErr(NameRolloutPlan, "canary_fraction", ">0", fmt.Sprintf("must be > 0, got %g (fix: send a value in range)", p.CanaryFraction))
+		return wire.Invalid(NameRolloutPlan, "canary_fraction", ">0", fmt.Sprintf("must be > 0, got %g (fix: send a value in range)", p.CanaryFraction))
 	}
 	if p.CanaryFraction > 1.0 {
-		return fieldErr(NameRolloutPlan, "canary_fraction", "<=1", fmt.Sprintf("must be <= 1, got %g (fix: send a value in range)", p.CanaryFraction))
+		return wire.Invalid(NameRolloutPlan, "canary_fraction", "<=1", fmt.Sprintf("must be <= 1, got %g (fix: send a value in range)", p.CanaryFraction))
 	}
 	if math.IsNaN(p.Weight) || math.IsInf(p.Weight, 0) {
-		return fieldErr(NameRolloutPlan, "weight", "number", "must be a finite number (fix: send a finite number)")
+		return wire.Invalid(NameRolloutPlan, "weight", "number", "must be a finite number (fix: send a finite number)")
 	}
 	if p.Weight < -10.0 {
-		return fieldErr(NameRolloutPlan, "weight", ">=-10", fmt.Sprintf("must be >= -10, got %g (fix: send a value in range)", p.Weight))
+		return wire.Invalid(NameRolloutPlan, "weight", ">=-10", fmt.Sprintf("must be >= -10, got %g (fix: send a value in range)", p.Weight))
 	}
 	if p.Weight >= 10.0 {
-		return fieldErr(NameRolloutPlan, "weight", "<10", fmt.Sprintf("must be < 10, got %g (fix: send a value in range)", p.Weight))
+		return wire.Invalid(NameRolloutPlan, "weight", "<10", fmt.Sprintf("must be < 10, got %g (fix: send a value in range)", p.Weight))
 	}
 	if p.Note != nil {
 		v0 := *p.Note
 		if n := utf8.RuneCountInString(v0); n > 200 {
-			return fieldErr(NameRolloutPlan, "note", "strings.MaxRunes(200)", fmt.Sprintf("must have at most 200 characters, has %d (fix: shorten or lengthen the value)", n))
+			return wire.Invalid(NameRolloutPlan, "note", "strings.MaxRunes(200)", fmt.Sprintf("must have at most 200 characters, has %d (fix: shorten or lengthen the value)", n))
 		}
 	}
 	if p.Labels != nil {
 		if n := len(p.Labels); n > 8 {
-			return fieldErr(NameRolloutPlan, "labels", "list.MaxItems(8)", fmt.Sprintf("must have at most 8 items, has %d (fix: send fewer or more items)", n))
+			return wire.Invalid(NameRolloutPlan, "labels", "list.MaxItems(8)", fmt.Sprintf("must have at most 8 items, has %d (fix: send fewer or more items)", n))
 		}
 		for i0, e0 := range p.Labels {
 			if n := utf8.RuneCountInString(e0); n < 1 || n > 32 {
-				return fieldErr(NameRolloutPlan, index("labels", i0), "strings.MinRunes(1) & strings.MaxRunes(32)", fmt.Sprintf("must have 1 to 32 characters, has %d (fix: shorten or lengthen the value)", n))
+				return wire.Invalid(NameRolloutPlan, "labels"+wire.Index(i0), "strings.MinRunes(1) & strings.MaxRunes(32)", fmt.Sprintf("must have 1 to 32 characters, has %d (fix: shorten or lengthen the value)", n))
 			}
 			_ = e0
 		}
 	}
 	if n := utf8.RuneCountInString(p.Spec.Image); n > 128 {
-		return fieldErr(NameRolloutPlan, "spec"+".image", "strings.MaxRunes(128)", fmt.Sprintf("must have at most 128 characters, has %d (fix: shorten or lengthen the value)", n))
+		return wire.Invalid(NameRolloutPlan, "spec"+".image", "strings.MaxRunes(128)", fmt.Sprintf("must have at most 128 characters, has %d (fix: shorten or lengthen the value)", n))
 	}
 	if !matchPattern2(p.Spec.Image) {
-		return fieldErr(NameRolloutPlan, "spec"+".image", "=~\"^[a-z0-9./:-]+$\"", "must match the pattern ^[a-z0-9./:-]+$, got "+quoteTrunc(p.Spec.Image)+" (fix: change the value to match)")
+		return wire.Invalid(NameRolloutPlan, "spec"+".image", "=~\"^[a-z0-9./:-]+$\"", "must match the pattern ^[a-z0-9./:-]+$, got "+wire.Quote(p.Spec.Image)+" (fix: change the value to match)")
 	}
 	if p.Spec.Port != nil {
 		v1 := *p.Spec.Port
 		if v1 < 1 {
-			return fieldErr(NameRolloutPlan, "spec"+".port", ">=1", fmt.Sprintf("must be >= 1, got %d (fix: send a value in range)", v1))
+			return wire.Invalid(NameRolloutPlan, "spec"+".port", ">=1", fmt.Sprintf("must be >= 1, got %d (fix: send a value in range)", v1))
 		}
 		if v1 > 65535 {
-			return fieldErr(NameRolloutPlan, "spec"+".port", "<=65535", fmt.Sprintf("must be <= 65535, got %d (fix: send a value in range)", v1))
+			return wire.Invalid(NameRolloutPlan, "spec"+".port", "<=65535", fmt.Sprintf("must be <= 65535, got %d (fix: send a value in range)", v1))
 		}
 	}
 	if p.Spec.Env != nil {
 		if n := len(p.Spec.Env); n > 16 {
-			return fieldErr(NameRolloutPlan, "spec"+".env", "list.MaxItems(16)", fmt.Sprintf("must have at most 16 items, has %d (fix: send fewer or more items)", n))
+			return wire.Invalid(NameRolloutPlan, "spec"+".env", "list.MaxItems(16)", fmt.Sprintf("must have at most 16 items, has %d (fix: send fewer or more items)", n))
 		}
 		for i1 := range p.Spec.Env {
 			e1 := &p.Spec.Env[i1]
 			if n := utf8.RuneCountInString(e1.Name); n > 32 {
-				return fieldErr(NameRolloutPlan, index("spec"+".env", i1)+".name", "strings.MaxRunes(32)", fmt.Sprintf("must have at most 32 characters, has %d (fix: shorten or lengthen the value)", n))
+				return wire.Invalid(NameRolloutPlan, "spec"+".env"+wire.Index(i1)+".name", "strings.MaxRunes(32)", fmt.Sprintf("must have at most 32 characters, has %d (fix: shorten or lengthen the value)", n))
 			}
 			if !matchPattern3(e1.Name) {
-				return fieldErr(NameRolloutPlan, index("spec"+".env", i1)+".name", "=~\"^[A-Z_]+$\"", "must match the pattern ^[A-Z_]+$, got "+quoteTrunc(e1.Name)+" (fix: change the value to match)")
+				return wire.Invalid(NameRolloutPlan, "spec"+".env"+wire.Index(i1)+".name", "=~\"^[A-Z_]+$\"", "must match the pattern ^[A-Z_]+$, got "+wire.Quote(e1.Name)+" (fix: change the value to match)")
 			}
 			if n := utf8.RuneCountInString(e1.Value); n > 256 {
-				return fieldErr(NameRolloutPlan, index("spec"+".env", i1)+".value", "strings.MaxRunes(256)", fmt.Sprintf("must have at most 256 characters, has %d (fix: shorten or lengthen the value)", n))
+				return wire.Invalid(NameRolloutPlan, "spec"+".env"+wire.Index(i1)+".value", "strings.MaxRunes(256)", fmt.Sprintf("must have at most 256 characters, has %d (fix: shorten or lengthen the value)", n))
 			}
 			_ = e1
 		}
 	}
 	if p.Window != nil {
 		if p.Window.StartSecond < 0 {
-			return fieldErr(NameRolloutPlan, "window"+".start_second", ">=0", fmt.Sprintf("must be >= 0, got %d (fix: send a value in range)", p.Window.StartSecond))
+			return wire.Invalid(NameRolloutPlan, "window"+".start_second", ">=0", fmt.Sprintf("must be >= 0, got %d (fix: send a value in range)", p.Window.StartSecond))
 		}
 		if p.Window.StartSecond > 86399 {
-			return fieldErr(NameRolloutPlan, "window"+".start_second", "<=86399", fmt.Sprintf("must be <= 86399, got %d (fix: send a value in range)", p.Window.StartSecond))
+			return wire.Invalid(NameRolloutPlan, "window"+".start_second", "<=86399", fmt.Sprintf("must be <= 86399, got %d (fix: send a value in range)", p.Window.StartSecond))
 		}
 		if p.Window.Minutes < 0 {
-			return fieldErr(NameRolloutPlan, "window"+".minutes", ">=0", fmt.Sprintf("must be >= 0, got %d (fix: send a value in range)", p.Window.Minutes))
+			return wire.Invalid(NameRolloutPlan, "window"+".minutes", ">=0", fmt.Sprintf("must be >= 0, got %d (fix: send a value in range)", p.Window.Minutes))
 		}
 		if p.Window.Minutes > 65535 {
-			return fieldErr(NameRolloutPlan, "window"+".minutes", "<=65535", fmt.Sprintf("must be <= 65535, got %d (fix: send a value in range)", p.Window.Minutes))
+			return wire.Invalid(NameRolloutPlan, "window"+".minutes", "<=65535", fmt.Sprintf("must be <= 65535, got %d (fix: send a value in range)", p.Window.Minutes))
 		}
 	}
 	return nil
@@ -723,51 +726,51 @@ func (p *RolloutPlan) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *RolloutPlan) appendTo(b []byte) []byte {
-	b = appendString(b, p.RolloutID)
-	b = appendString(b, p.Service)
-	b = binary.AppendVarint(b, p.Replicas)
-	b = appendFloat(b, p.CanaryFraction)
-	b = appendFloat(b, p.Weight)
-	b = appendBool(b, p.DryRun)
+	b = wire.AppendString(b, p.RolloutID)
+	b = wire.AppendString(b, p.Service)
+	b = wire.AppendInt(b, p.Replicas)
+	b = wire.AppendFloat(b, p.CanaryFraction)
+	b = wire.AppendFloat(b, p.Weight)
+	b = wire.AppendBool(b, p.DryRun)
 	if p.Note != nil {
 		b = append(b, 1)
-		b = appendString(b, *p.Note)
+		b = wire.AppendString(b, *p.Note)
 	} else {
 		b = append(b, 0)
 	}
 	if p.Labels != nil {
 		b = append(b, 1)
-		b = binary.AppendUvarint(b, uint64(len(p.Labels)))
+		b = wire.AppendUint(b, uint64(len(p.Labels)))
 		for i0 := range p.Labels {
-			b = appendString(b, p.Labels[i0])
+			b = wire.AppendString(b, p.Labels[i0])
 		}
 	} else {
 		b = append(b, 0)
 	}
-	b = appendString(b, p.Spec.Image)
+	b = wire.AppendString(b, p.Spec.Image)
 	if p.Spec.Port != nil {
 		b = append(b, 1)
-		b = binary.AppendVarint(b, *p.Spec.Port)
+		b = wire.AppendInt(b, *p.Spec.Port)
 	} else {
 		b = append(b, 0)
 	}
 	if p.Spec.Env != nil {
 		b = append(b, 1)
-		b = binary.AppendUvarint(b, uint64(len(p.Spec.Env)))
+		b = wire.AppendUint(b, uint64(len(p.Spec.Env)))
 		for i1 := range p.Spec.Env {
-			b = appendString(b, p.Spec.Env[i1].Name)
-			b = appendString(b, p.Spec.Env[i1].Value)
+			b = wire.AppendString(b, p.Spec.Env[i1].Name)
+			b = wire.AppendString(b, p.Spec.Env[i1].Value)
 		}
 	} else {
 		b = append(b, 0)
 	}
 	if p.Window != nil {
 		b = append(b, 1)
-		b = binary.AppendVarint(b, p.Window.StartSecond)
-		b = binary.AppendVarint(b, p.Window.Minutes)
+		b = wire.AppendInt(b, p.Window.StartSecond)
+		b = wire.AppendInt(b, p.Window.Minutes)
 		if p.Window.Strict != nil {
 			b = append(b, 1)
-			b = appendBool(b, *p.Window.Strict)
+			b = wire.AppendBool(b, *p.Window.Strict)
 		} else {
 			b = append(b, 0)
 		}
@@ -777,41 +780,41 @@ func (p *RolloutPlan) appendTo(b []byte) []byte {
 	return b
 }
 
-func (p *RolloutPlan) decodeBinary(d *decoder) {
-	p.RolloutID = d.str("rollout_id")
-	p.Service = d.str("service")
-	p.Replicas = d.varint("replicas")
-	p.CanaryFraction = d.float("canary_fraction")
-	p.Weight = d.float("weight")
-	p.DryRun = d.flag("dry_run")
-	if d.flag("note") {
-		v0 := d.str("note")
+func (p *RolloutPlan) decodeBinary(d *wire.Decoder) {
+	p.RolloutID = d.Str("rollout_id")
+	p.Service = d.Str("service")
+	p.Replicas = d.Int("replicas")
+	p.CanaryFraction = d.Float("canary_fraction")
+	p.Weight = d.Float("weight")
+	p.DryRun = d.Bool("dry_run")
+	if d.Bool("note") {
+		v0 := d.Str("note")
 		p.Note = &v0
 	}
-	if d.flag("labels") {
-		p.Labels = make([]string, d.count("labels"))
+	if d.Bool("labels") {
+		p.Labels = make([]string, d.Count("labels"))
 		for i0 := range p.Labels {
-			p.Labels[i0] = d.str("labels")
+			p.Labels[i0] = d.Str("labels")
 		}
 	}
-	p.Spec.Image = d.str("spec.image")
-	if d.flag("spec.port") {
-		v1 := d.varint("spec.port")
+	p.Spec.Image = d.Str("spec.image")
+	if d.Bool("spec.port") {
+		v1 := d.Int("spec.port")
 		p.Spec.Port = &v1
 	}
-	if d.flag("spec.env") {
-		p.Spec.Env = make([]RolloutPlanSpecEnvItem, d.count("spec.env"))
+	if d.Bool("spec.env") {
+		p.Spec.Env = make([]RolloutPlanSpecEnvItem, d.Count("spec.env"))
 		for i1 := range p.Spec.Env {
-			p.Spec.Env[i1].Name = d.str("spec.env.name")
-			p.Spec.Env[i1].Value = d.str("spec.env.value")
+			p.Spec.Env[i1].Name = d.Str("spec.env.name")
+			p.Spec.Env[i1].Value = d.Str("spec.env.value")
 		}
 	}
-	if d.flag("window") {
+	if d.Bool("window") {
 		p.Window = new(RolloutPlanWindow)
-		p.Window.StartSecond = d.varint("window.start_second")
-		p.Window.Minutes = d.varint("window.minutes")
-		if d.flag("window.strict") {
-			v1 := d.flag("window.strict")
+		p.Window.StartSecond = d.Int("window.start_second")
+		p.Window.Minutes = d.Int("window.minutes")
+		if d.Bool("window.strict") {
+			v1 := d.Bool("window.strict")
 			p.Window.Strict = &v1
 		}
 	}
@@ -819,9 +822,9 @@ func (p *RolloutPlan) decodeBinary(d *decoder) {
 
 func parseBinaryRolloutPlan(data []byte) (ir.Payload, error) {
 	p := new(RolloutPlan)
-	d := decoder{b: data, typ: NameRolloutPlan}
+	d := wire.NewDecoder(NameRolloutPlan, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -831,9 +834,12 @@ func parseBinaryRolloutPlan(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONRolloutPlan(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameRolloutPlan, err)
+	}
 	p := new(RolloutPlan)
-	if err := p.decodeJSON(NameRolloutPlan, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameRolloutPlan, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -878,58 +884,59 @@ type RolloutStep struct {
 	Action string `json:"action"`
 }
 
-var knownRolloutStep = []string{"rollout_id", "step", "action"}
+const knownRolloutStep = "rollout_id, step, action"
 
-func (p *RolloutStep) decodeJSON(typ, prefix string, data []byte) error {
+func (p *RolloutStep) decodeJSON(data []byte) *ir.FieldError {
 	var seen [3]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "rollout_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "rollout_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("rollout_id"), err)
 			}
 			p.RolloutID = v0
 		case "step":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonUint(typ, prefix, "step", val)
+			v0, err := wire.Uint(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("step"), err)
 			}
 			p.Step = v0
 		case "action":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonString(typ, prefix, "action", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("action"), err)
 			}
 			p.Action = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownRolloutStep)
+			return wire.UnknownField(string(key), knownRolloutStep)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "rollout_id")
+		return wire.MissingField("rollout_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "step")
+		return wire.MissingField("step")
 	}
 	if !seen[2] {
-		return missingField(typ, prefix, "action")
+		return wire.MissingField("action")
 	}
 	return nil
 }
@@ -942,10 +949,10 @@ func (p *RolloutStep) EntryType() string { return NameRolloutStep }
 // Validate checks every constraint the schema declares for rollout.step.
 func (p *RolloutStep) Validate() error {
 	if !matchPattern0(p.RolloutID) {
-		return fieldErr(NameRolloutStep, "rollout_id", "=~\"^[a-z0-9][a-z0-9-]{0,31}$\"", "must match the pattern ^[a-z0-9][a-z0-9-]{0,31}$, got "+quoteTrunc(p.RolloutID)+" (fix: change the value to match)")
+		return wire.Invalid(NameRolloutStep, "rollout_id", "=~\"^[a-z0-9][a-z0-9-]{0,31}$\"", "must match the pattern ^[a-z0-9][a-z0-9-]{0,31}$, got "+wire.Quote(p.RolloutID)+" (fix: change the value to match)")
 	}
 	if p.Action != "pause" && p.Action != "resume" && p.Action != "abort" && p.Action != "finish" {
-		return fieldErr(NameRolloutStep, "action", "\"pause\" | \"resume\" | \"abort\" | \"finish\"", "must be one of \"pause\" | \"resume\" | \"abort\" | \"finish\", got "+quoteTrunc(p.Action)+" (fix: use one of the listed values)")
+		return wire.Invalid(NameRolloutStep, "action", "\"pause\" | \"resume\" | \"abort\" | \"finish\"", "must be one of \"pause\" | \"resume\" | \"abort\" | \"finish\", got "+wire.Quote(p.Action)+" (fix: use one of the listed values)")
 	}
 	return nil
 }
@@ -956,23 +963,23 @@ func (p *RolloutStep) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *RolloutStep) appendTo(b []byte) []byte {
-	b = appendString(b, p.RolloutID)
-	b = binary.AppendUvarint(b, p.Step)
-	b = appendString(b, p.Action)
+	b = wire.AppendString(b, p.RolloutID)
+	b = wire.AppendUint(b, p.Step)
+	b = wire.AppendString(b, p.Action)
 	return b
 }
 
-func (p *RolloutStep) decodeBinary(d *decoder) {
-	p.RolloutID = d.str("rollout_id")
-	p.Step = d.uvarint("step")
-	p.Action = d.str("action")
+func (p *RolloutStep) decodeBinary(d *wire.Decoder) {
+	p.RolloutID = d.Str("rollout_id")
+	p.Step = d.Uint("step")
+	p.Action = d.Str("action")
 }
 
 func parseBinaryRolloutStep(data []byte) (ir.Payload, error) {
 	p := new(RolloutStep)
-	d := decoder{b: data, typ: NameRolloutStep}
+	d := wire.NewDecoder(NameRolloutStep, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -982,9 +989,12 @@ func parseBinaryRolloutStep(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONRolloutStep(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameRolloutStep, err)
+	}
 	p := new(RolloutStep)
-	if err := p.decodeJSON(NameRolloutStep, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameRolloutStep, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -1047,115 +1057,116 @@ type RolloutProgress struct {
 	Errors []int64 `json:"errors,omitempty"`
 }
 
-var knownRolloutProgress = []string{"report_id", "rollout_id", "state", "seq", "wave", "healthy", "errors"}
+const knownRolloutProgress = "report_id, rollout_id, state, seq, wave, healthy, errors"
 
-func (p *RolloutProgress) decodeJSON(typ, prefix string, data []byte) error {
+func (p *RolloutProgress) decodeJSON(data []byte) *ir.FieldError {
 	var seen [7]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "report_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "report_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("report_id"), err)
 			}
 			p.ReportID = v0
 		case "rollout_id":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "rollout_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("rollout_id"), err)
 			}
 			p.RolloutID = v0
 		case "state":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonString(typ, prefix, "state", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("state"), err)
 			}
 			p.State = v0
 		case "seq":
 			if seen[3] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[3] = true
-			v0, err := jsonInt(typ, prefix, "seq", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("seq"), err)
 			}
 			p.Seq = v0
 		case "wave":
 			if seen[4] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[4] = true
-			v0, err := jsonInt(typ, prefix, "wave", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("wave"), err)
 			}
 			p.Wave = v0
 		case "healthy":
 			if seen[5] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[5] = true
-			v0, err := jsonFloat(typ, prefix, "healthy", val, false)
+			v0, err := wire.Float(val, false)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("healthy"), err)
 			}
 			p.Healthy = v0
 		case "errors":
 			if seen[6] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[6] = true
-			elems0, err := jsonList(typ, prefix, "errors", val)
+			elems0, err := wire.List(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("errors"), err)
 			}
 			v0 := make([]int64, len(elems0))
 			for i0, ev0 := range elems0 {
-				v1, err := jsonInt(typ, prefix, index("errors", i0), ev0)
+				v1, err := wire.Int(ev0)
 				if err != nil {
-					return err
+					return wire.Under(wire.Member("errors")+wire.Index(i0), err)
 				}
 				v0[i0] = v1
 			}
 			p.Errors = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownRolloutProgress)
+			return wire.UnknownField(string(key), knownRolloutProgress)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "report_id")
+		return wire.MissingField("report_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "rollout_id")
+		return wire.MissingField("rollout_id")
 	}
 	if !seen[2] {
-		return missingField(typ, prefix, "state")
+		return wire.MissingField("state")
 	}
 	if !seen[3] {
-		return missingField(typ, prefix, "seq")
+		return wire.MissingField("seq")
 	}
 	if !seen[4] {
-		return missingField(typ, prefix, "wave")
+		return wire.MissingField("wave")
 	}
 	if !seen[5] {
-		return missingField(typ, prefix, "healthy")
+		return wire.MissingField("healthy")
 	}
 	return nil
 }
@@ -1168,39 +1179,39 @@ func (p *RolloutProgress) EntryType() string { return NameRolloutProgress }
 // Validate checks every constraint the schema declares for rollout.progress.
 func (p *RolloutProgress) Validate() error {
 	if !matchPattern0(p.ReportID) {
-		return fieldErr(NameRolloutProgress, "report_id", "=~\"^[a-z0-9][a-z0-9-]{0,31}$\"", "must match the pattern ^[a-z0-9][a-z0-9-]{0,31}$, got "+quoteTrunc(p.ReportID)+" (fix: change the value to match)")
+		return wire.Invalid(NameRolloutProgress, "report_id", "=~\"^[a-z0-9][a-z0-9-]{0,31}$\"", "must match the pattern ^[a-z0-9][a-z0-9-]{0,31}$, got "+wire.Quote(p.ReportID)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.RolloutID) {
-		return fieldErr(NameRolloutProgress, "rollout_id", "=~\"^[a-z0-9][a-z0-9-]{0,31}$\"", "must match the pattern ^[a-z0-9][a-z0-9-]{0,31}$, got "+quoteTrunc(p.RolloutID)+" (fix: change the value to match)")
+		return wire.Invalid(NameRolloutProgress, "rollout_id", "=~\"^[a-z0-9][a-z0-9-]{0,31}$\"", "must match the pattern ^[a-z0-9][a-z0-9-]{0,31}$, got "+wire.Quote(p.RolloutID)+" (fix: change the value to match)")
 	}
 	if p.State != "ROLLING" && p.State != "DONE" {
-		return fieldErr(NameRolloutProgress, "state", "\"ROLLING\" | \"DONE\"", "must be one of \"ROLLING\" | \"DONE\", got "+quoteTrunc(p.State)+" (fix: use one of the listed values)")
+		return wire.Invalid(NameRolloutProgress, "state", "\"ROLLING\" | \"DONE\"", "must be one of \"ROLLING\" | \"DONE\", got "+wire.Quote(p.State)+" (fix: use one of the listed values)")
 	}
 	if p.Wave < -3 {
-		return fieldErr(NameRolloutProgress, "wave", ">=-3", fmt.Sprintf("must be >= -3, got %d (fix: send a value in range)", p.Wave))
+		return wire.Invalid(NameRolloutProgress, "wave", ">=-3", fmt.Sprintf("must be >= -3, got %d (fix: send a value in range)", p.Wave))
 	}
 	if p.Wave > 99 {
-		return fieldErr(NameRolloutProgress, "wave", "<=99", fmt.Sprintf("must be <= 99, got %d (fix: send a value in range)", p.Wave))
+		return wire.Invalid(NameRolloutProgress, "wave", "<=99", fmt.Sprintf("must be <= 99, got %d (fix: send a value in range)", p.Wave))
 	}
 	if math.IsNaN(p.Healthy) || math.IsInf(p.Healthy, 0) {
-		return fieldErr(NameRolloutProgress, "healthy", "number", "must be a finite number (fix: send a finite number)")
+		return wire.Invalid(NameRolloutProgress, "healthy", "number", "must be a finite number (fix: send a finite number)")
 	}
 	if p.Healthy < 0.0 {
-		return fieldErr(NameRolloutProgress, "healthy", ">=0", fmt.Sprintf("must be >= 0, got %g (fix: send a value in range)", p.Healthy))
+		return wire.Invalid(NameRolloutProgress, "healthy", ">=0", fmt.Sprintf("must be >= 0, got %g (fix: send a value in range)", p.Healthy))
 	}
 	if p.Healthy > 1.0 {
-		return fieldErr(NameRolloutProgress, "healthy", "<=1", fmt.Sprintf("must be <= 1, got %g (fix: send a value in range)", p.Healthy))
+		return wire.Invalid(NameRolloutProgress, "healthy", "<=1", fmt.Sprintf("must be <= 1, got %g (fix: send a value in range)", p.Healthy))
 	}
 	if p.Errors != nil {
 		if n := len(p.Errors); n < 1 || n > 10 {
-			return fieldErr(NameRolloutProgress, "errors", "list.MinItems(1) & list.MaxItems(10)", fmt.Sprintf("must have 1 to 10 items, has %d (fix: send fewer or more items)", n))
+			return wire.Invalid(NameRolloutProgress, "errors", "list.MinItems(1) & list.MaxItems(10)", fmt.Sprintf("must have 1 to 10 items, has %d (fix: send fewer or more items)", n))
 		}
 		for i0, e0 := range p.Errors {
 			if e0 < 0 {
-				return fieldErr(NameRolloutProgress, index("errors", i0), ">=0", fmt.Sprintf("must be >= 0, got %d (fix: send a value in range)", e0))
+				return wire.Invalid(NameRolloutProgress, "errors"+wire.Index(i0), ">=0", fmt.Sprintf("must be >= 0, got %d (fix: send a value in range)", e0))
 			}
 			if e0 > 599 {
-				return fieldErr(NameRolloutProgress, index("errors", i0), "<=599", fmt.Sprintf("must be <= 599, got %d (fix: send a value in range)", e0))
+				return wire.Invalid(NameRolloutProgress, "errors"+wire.Index(i0), "<=599", fmt.Sprintf("must be <= 599, got %d (fix: send a value in range)", e0))
 			}
 			_ = e0
 		}
@@ -1214,17 +1225,17 @@ func (p *RolloutProgress) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *RolloutProgress) appendTo(b []byte) []byte {
-	b = appendString(b, p.ReportID)
-	b = appendString(b, p.RolloutID)
-	b = appendString(b, p.State)
-	b = binary.AppendVarint(b, p.Seq)
-	b = binary.AppendVarint(b, p.Wave)
-	b = appendFloat(b, p.Healthy)
+	b = wire.AppendString(b, p.ReportID)
+	b = wire.AppendString(b, p.RolloutID)
+	b = wire.AppendString(b, p.State)
+	b = wire.AppendInt(b, p.Seq)
+	b = wire.AppendInt(b, p.Wave)
+	b = wire.AppendFloat(b, p.Healthy)
 	if p.Errors != nil {
 		b = append(b, 1)
-		b = binary.AppendUvarint(b, uint64(len(p.Errors)))
+		b = wire.AppendUint(b, uint64(len(p.Errors)))
 		for i0 := range p.Errors {
-			b = binary.AppendVarint(b, p.Errors[i0])
+			b = wire.AppendInt(b, p.Errors[i0])
 		}
 	} else {
 		b = append(b, 0)
@@ -1232,26 +1243,26 @@ func (p *RolloutProgress) appendTo(b []byte) []byte {
 	return b
 }
 
-func (p *RolloutProgress) decodeBinary(d *decoder) {
-	p.ReportID = d.str("report_id")
-	p.RolloutID = d.str("rollout_id")
-	p.State = d.str("state")
-	p.Seq = d.varint("seq")
-	p.Wave = d.varint("wave")
-	p.Healthy = d.float("healthy")
-	if d.flag("errors") {
-		p.Errors = make([]int64, d.count("errors"))
+func (p *RolloutProgress) decodeBinary(d *wire.Decoder) {
+	p.ReportID = d.Str("report_id")
+	p.RolloutID = d.Str("rollout_id")
+	p.State = d.Str("state")
+	p.Seq = d.Int("seq")
+	p.Wave = d.Int("wave")
+	p.Healthy = d.Float("healthy")
+	if d.Bool("errors") {
+		p.Errors = make([]int64, d.Count("errors"))
 		for i0 := range p.Errors {
-			p.Errors[i0] = d.varint("errors")
+			p.Errors[i0] = d.Int("errors")
 		}
 	}
 }
 
 func parseBinaryRolloutProgress(data []byte) (ir.Payload, error) {
 	p := new(RolloutProgress)
-	d := decoder{b: data, typ: NameRolloutProgress}
+	d := wire.NewDecoder(NameRolloutProgress, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -1261,9 +1272,12 @@ func parseBinaryRolloutProgress(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONRolloutProgress(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameRolloutProgress, err)
+	}
 	p := new(RolloutProgress)
-	if err := p.decodeJSON(NameRolloutProgress, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameRolloutProgress, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -1311,55 +1325,56 @@ type RolloutReplan struct {
 	Seq *uint64 `json:"seq,omitempty"`
 }
 
-var knownRolloutReplan = []string{"report_id", "rollout_id", "seq"}
+const knownRolloutReplan = "report_id, rollout_id, seq"
 
-func (p *RolloutReplan) decodeJSON(typ, prefix string, data []byte) error {
+func (p *RolloutReplan) decodeJSON(data []byte) *ir.FieldError {
 	var seen [3]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "report_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "report_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("report_id"), err)
 			}
 			p.ReportID = v0
 		case "rollout_id":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "rollout_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("rollout_id"), err)
 			}
 			p.RolloutID = v0
 		case "seq":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonUint(typ, prefix, "seq", val)
+			v0, err := wire.Uint(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("seq"), err)
 			}
 			p.Seq = &v0
 		default:
-			return unknownField(typ, prefix, string(key), knownRolloutReplan)
+			return wire.UnknownField(string(key), knownRolloutReplan)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "report_id")
+		return wire.MissingField("report_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "rollout_id")
+		return wire.MissingField("rollout_id")
 	}
 	return nil
 }
@@ -1372,10 +1387,10 @@ func (p *RolloutReplan) EntryType() string { return NameRolloutReplan }
 // Validate checks every constraint the schema declares for rollout.replan.
 func (p *RolloutReplan) Validate() error {
 	if !matchPattern0(p.ReportID) {
-		return fieldErr(NameRolloutReplan, "report_id", "=~\"^[a-z0-9][a-z0-9-]{0,31}$\"", "must match the pattern ^[a-z0-9][a-z0-9-]{0,31}$, got "+quoteTrunc(p.ReportID)+" (fix: change the value to match)")
+		return wire.Invalid(NameRolloutReplan, "report_id", "=~\"^[a-z0-9][a-z0-9-]{0,31}$\"", "must match the pattern ^[a-z0-9][a-z0-9-]{0,31}$, got "+wire.Quote(p.ReportID)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.RolloutID) {
-		return fieldErr(NameRolloutReplan, "rollout_id", "=~\"^[a-z0-9][a-z0-9-]{0,31}$\"", "must match the pattern ^[a-z0-9][a-z0-9-]{0,31}$, got "+quoteTrunc(p.RolloutID)+" (fix: change the value to match)")
+		return wire.Invalid(NameRolloutReplan, "rollout_id", "=~\"^[a-z0-9][a-z0-9-]{0,31}$\"", "must match the pattern ^[a-z0-9][a-z0-9-]{0,31}$, got "+wire.Quote(p.RolloutID)+" (fix: change the value to match)")
 	}
 	return nil
 }
@@ -1386,31 +1401,31 @@ func (p *RolloutReplan) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *RolloutReplan) appendTo(b []byte) []byte {
-	b = appendString(b, p.ReportID)
-	b = appendString(b, p.RolloutID)
+	b = wire.AppendString(b, p.ReportID)
+	b = wire.AppendString(b, p.RolloutID)
 	if p.Seq != nil {
 		b = append(b, 1)
-		b = binary.AppendUvarint(b, *p.Seq)
+		b = wire.AppendUint(b, *p.Seq)
 	} else {
 		b = append(b, 0)
 	}
 	return b
 }
 
-func (p *RolloutReplan) decodeBinary(d *decoder) {
-	p.ReportID = d.str("report_id")
-	p.RolloutID = d.str("rollout_id")
-	if d.flag("seq") {
-		v0 := d.uvarint("seq")
+func (p *RolloutReplan) decodeBinary(d *wire.Decoder) {
+	p.ReportID = d.Str("report_id")
+	p.RolloutID = d.Str("rollout_id")
+	if d.Bool("seq") {
+		v0 := d.Uint("seq")
 		p.Seq = &v0
 	}
 }
 
 func parseBinaryRolloutReplan(data []byte) (ir.Payload, error) {
 	p := new(RolloutReplan)
-	d := decoder{b: data, typ: NameRolloutReplan}
+	d := wire.NewDecoder(NameRolloutReplan, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -1420,9 +1435,12 @@ func parseBinaryRolloutReplan(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONRolloutReplan(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameRolloutReplan, err)
+	}
 	p := new(RolloutReplan)
-	if err := p.decodeJSON(NameRolloutReplan, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameRolloutReplan, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -1468,54 +1486,55 @@ type RolloutBatch struct {
 	Steps []RolloutStep `json:"steps"`
 }
 
-var knownRolloutBatch = []string{"batch_id", "steps"}
+const knownRolloutBatch = "batch_id, steps"
 
-func (p *RolloutBatch) decodeJSON(typ, prefix string, data []byte) error {
+func (p *RolloutBatch) decodeJSON(data []byte) *ir.FieldError {
 	var seen [2]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "batch_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "batch_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("batch_id"), err)
 			}
 			p.BatchID = v0
 		case "steps":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			elems0, err := jsonList(typ, prefix, "steps", val)
+			elems0, err := wire.List(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("steps"), err)
 			}
 			v0 := make([]RolloutStep, len(elems0))
 			for i0, ev0 := range elems0 {
-				if err := jsonObject(typ, prefix, index("steps", i0), ev0); err != nil {
-					return err
+				if err := wire.Object(ev0); err != nil {
+					return wire.Under(wire.Member("steps")+wire.Index(i0), err)
 				}
-				if err := v0[i0].decodeJSON(typ, join(prefix, index("steps", i0)), ev0); err != nil {
-					return err
+				if err := v0[i0].decodeJSON(ev0); err != nil {
+					return wire.Under(wire.Member("steps")+wire.Index(i0), err)
 				}
 			}
 			p.Steps = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownRolloutBatch)
+			return wire.UnknownField(string(key), knownRolloutBatch)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "batch_id")
+		return wire.MissingField("batch_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "steps")
+		return wire.MissingField("steps")
 	}
 	return nil
 }
@@ -1528,14 +1547,14 @@ func (p *RolloutBatch) EntryType() string { return NameRolloutBatch }
 // Validate checks every constraint the schema declares for rollout.batch.
 func (p *RolloutBatch) Validate() error {
 	if !matchPattern0(p.BatchID) {
-		return fieldErr(NameRolloutBatch, "batch_id", "=~\"^[a-z0-9][a-z0-9-]{0,31}$\"", "must match the pattern ^[a-z0-9][a-z0-9-]{0,31}$, got "+quoteTrunc(p.BatchID)+" (fix: change the value to match)")
+		return wire.Invalid(NameRolloutBatch, "batch_id", "=~\"^[a-z0-9][a-z0-9-]{0,31}$\"", "must match the pattern ^[a-z0-9][a-z0-9-]{0,31}$, got "+wire.Quote(p.BatchID)+" (fix: change the value to match)")
 	}
 	if n := len(p.Steps); n < 1 || n > 64 {
-		return fieldErr(NameRolloutBatch, "steps", "list.MinItems(1) & list.MaxItems(64)", fmt.Sprintf("must have 1 to 64 items, has %d (fix: send fewer or more items)", n))
+		return wire.Invalid(NameRolloutBatch, "steps", "list.MinItems(1) & list.MaxItems(64)", fmt.Sprintf("must have 1 to 64 items, has %d (fix: send fewer or more items)", n))
 	}
 	for i0 := range p.Steps {
 		if err := p.Steps[i0].Validate(); err != nil {
-			return nest(NameRolloutBatch, index("steps", i0), err)
+			return wire.Nest(NameRolloutBatch, "steps"+wire.Index(i0), err)
 		}
 	}
 	return nil
@@ -1547,17 +1566,17 @@ func (p *RolloutBatch) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *RolloutBatch) appendTo(b []byte) []byte {
-	b = appendString(b, p.BatchID)
-	b = binary.AppendUvarint(b, uint64(len(p.Steps)))
+	b = wire.AppendString(b, p.BatchID)
+	b = wire.AppendUint(b, uint64(len(p.Steps)))
 	for i0 := range p.Steps {
 		b = p.Steps[i0].appendTo(b)
 	}
 	return b
 }
 
-func (p *RolloutBatch) decodeBinary(d *decoder) {
-	p.BatchID = d.str("batch_id")
-	p.Steps = make([]RolloutStep, d.count("steps"))
+func (p *RolloutBatch) decodeBinary(d *wire.Decoder) {
+	p.BatchID = d.Str("batch_id")
+	p.Steps = make([]RolloutStep, d.Count("steps"))
 	for i0 := range p.Steps {
 		p.Steps[i0].decodeBinary(d)
 	}
@@ -1565,9 +1584,9 @@ func (p *RolloutBatch) decodeBinary(d *decoder) {
 
 func parseBinaryRolloutBatch(data []byte) (ir.Payload, error) {
 	p := new(RolloutBatch)
-	d := decoder{b: data, typ: NameRolloutBatch}
+	d := wire.NewDecoder(NameRolloutBatch, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -1577,9 +1596,12 @@ func parseBinaryRolloutBatch(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONRolloutBatch(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameRolloutBatch, err)
+	}
 	p := new(RolloutBatch)
-	if err := p.decodeJSON(NameRolloutBatch, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameRolloutBatch, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -1636,109 +1658,111 @@ type RolloutSettingsSettings struct {
 	PauseOn []string `json:"pause_on,omitempty"`
 }
 
-var knownRolloutSettingsSettings = []string{"max_parallel", "strategy", "pause_on"}
+const knownRolloutSettingsSettings = "max_parallel, strategy, pause_on"
 
-func (p *RolloutSettingsSettings) decodeJSON(typ, prefix string, data []byte) error {
+func (p *RolloutSettingsSettings) decodeJSON(data []byte) *ir.FieldError {
 	var seen [3]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "max_parallel":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonInt(typ, prefix, "max_parallel", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("max_parallel"), err)
 			}
 			p.MaxParallel = v0
 		case "strategy":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "strategy", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("strategy"), err)
 			}
 			p.Strategy = v0
 		case "pause_on":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			elems0, err := jsonList(typ, prefix, "pause_on", val)
+			elems0, err := wire.List(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("pause_on"), err)
 			}
 			v0 := make([]string, len(elems0))
 			for i0, ev0 := range elems0 {
-				v1, err := jsonString(typ, prefix, index("pause_on", i0), ev0)
+				v1, err := wire.String(ev0)
 				if err != nil {
-					return err
+					return wire.Under(wire.Member("pause_on")+wire.Index(i0), err)
 				}
 				v0[i0] = v1
 			}
 			p.PauseOn = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownRolloutSettingsSettings)
+			return wire.UnknownField(string(key), knownRolloutSettingsSettings)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "max_parallel")
+		return wire.MissingField("max_parallel")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "strategy")
+		return wire.MissingField("strategy")
 	}
 	return nil
 }
 
-var knownRolloutSettings = []string{"version", "settings"}
+const knownRolloutSettings = "version, settings"
 
-func (p *RolloutSettings) decodeJSON(typ, prefix string, data []byte) error {
+func (p *RolloutSettings) decodeJSON(data []byte) *ir.FieldError {
 	var seen [2]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "version":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "version", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("version"), err)
 			}
 			p.Version = v0
 		case "settings":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			if err := jsonObject(typ, prefix, "settings", val); err != nil {
-				return err
+			if err := wire.Object(val); err != nil {
+				return wire.Under(wire.Member("settings"), err)
 			}
 			var v0 RolloutSettingsSettings
-			if err := v0.decodeJSON(typ, join(prefix, "settings"), val); err != nil {
-				return err
+			if err := v0.decodeJSON(val); err != nil {
+				return wire.Under(wire.Member("settings"), err)
 			}
 			p.Settings = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownRolloutSettings)
+			return wire.UnknownField(string(key), knownRolloutSettings)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "version")
+		return wire.MissingField("version")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "settings")
+		return wire.MissingField("settings")
 	}
 	return nil
 }
@@ -1751,24 +1775,24 @@ func (p *RolloutSettings) EntryType() string { return NameRolloutSettings }
 // Validate checks every constraint the schema declares for rollout.settings.
 func (p *RolloutSettings) Validate() error {
 	if !matchPattern4(p.Version) {
-		return fieldErr(NameRolloutSettings, "version", "=~\"^[0-9]{1,4}$\"", "must match the pattern ^[0-9]{1,4}$, got "+quoteTrunc(p.Version)+" (fix: change the value to match)")
+		return wire.Invalid(NameRolloutSettings, "version", "=~\"^[0-9]{1,4}$\"", "must match the pattern ^[0-9]{1,4}$, got "+wire.Quote(p.Version)+" (fix: change the value to match)")
 	}
 	if p.Settings.MaxParallel < 1 {
-		return fieldErr(NameRolloutSettings, "settings"+".max_parallel", ">=1", fmt.Sprintf("must be >= 1, got %d (fix: send a value in range)", p.Settings.MaxParallel))
+		return wire.Invalid(NameRolloutSettings, "settings"+".max_parallel", ">=1", fmt.Sprintf("must be >= 1, got %d (fix: send a value in range)", p.Settings.MaxParallel))
 	}
 	if p.Settings.MaxParallel > 64 {
-		return fieldErr(NameRolloutSettings, "settings"+".max_parallel", "<=64", fmt.Sprintf("must be <= 64, got %d (fix: send a value in range)", p.Settings.MaxParallel))
+		return wire.Invalid(NameRolloutSettings, "settings"+".max_parallel", "<=64", fmt.Sprintf("must be <= 64, got %d (fix: send a value in range)", p.Settings.MaxParallel))
 	}
 	if p.Settings.Strategy != "linear" && p.Settings.Strategy != "canary" {
-		return fieldErr(NameRolloutSettings, "settings"+".strategy", "\"linear\" | \"canary\"", "must be one of \"linear\" | \"canary\", got "+quoteTrunc(p.Settings.Strategy)+" (fix: use one of the listed values)")
+		return wire.Invalid(NameRolloutSettings, "settings"+".strategy", "\"linear\" | \"canary\"", "must be one of \"linear\" | \"canary\", got "+wire.Quote(p.Settings.Strategy)+" (fix: use one of the listed values)")
 	}
 	if p.Settings.PauseOn != nil {
 		if n := len(p.Settings.PauseOn); n > 2 {
-			return fieldErr(NameRolloutSettings, "settings"+".pause_on", "list.MaxItems(2)", fmt.Sprintf("must have at most 2 items, has %d (fix: send fewer or more items)", n))
+			return wire.Invalid(NameRolloutSettings, "settings"+".pause_on", "list.MaxItems(2)", fmt.Sprintf("must have at most 2 items, has %d (fix: send fewer or more items)", n))
 		}
 		for i1, e1 := range p.Settings.PauseOn {
 			if e1 != "error" && e1 != "slow" {
-				return fieldErr(NameRolloutSettings, index("settings"+".pause_on", i1), "\"error\" | \"slow\"", "must be one of \"error\" | \"slow\", got "+quoteTrunc(e1)+" (fix: use one of the listed values)")
+				return wire.Invalid(NameRolloutSettings, "settings"+".pause_on"+wire.Index(i1), "\"error\" | \"slow\"", "must be one of \"error\" | \"slow\", got "+wire.Quote(e1)+" (fix: use one of the listed values)")
 			}
 			_ = e1
 		}
@@ -1782,14 +1806,14 @@ func (p *RolloutSettings) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *RolloutSettings) appendTo(b []byte) []byte {
-	b = appendString(b, p.Version)
-	b = binary.AppendVarint(b, p.Settings.MaxParallel)
-	b = appendString(b, p.Settings.Strategy)
+	b = wire.AppendString(b, p.Version)
+	b = wire.AppendInt(b, p.Settings.MaxParallel)
+	b = wire.AppendString(b, p.Settings.Strategy)
 	if p.Settings.PauseOn != nil {
 		b = append(b, 1)
-		b = binary.AppendUvarint(b, uint64(len(p.Settings.PauseOn)))
+		b = wire.AppendUint(b, uint64(len(p.Settings.PauseOn)))
 		for i1 := range p.Settings.PauseOn {
-			b = appendString(b, p.Settings.PauseOn[i1])
+			b = wire.AppendString(b, p.Settings.PauseOn[i1])
 		}
 	} else {
 		b = append(b, 0)
@@ -1797,23 +1821,23 @@ func (p *RolloutSettings) appendTo(b []byte) []byte {
 	return b
 }
 
-func (p *RolloutSettings) decodeBinary(d *decoder) {
-	p.Version = d.str("version")
-	p.Settings.MaxParallel = d.varint("settings.max_parallel")
-	p.Settings.Strategy = d.str("settings.strategy")
-	if d.flag("settings.pause_on") {
-		p.Settings.PauseOn = make([]string, d.count("settings.pause_on"))
+func (p *RolloutSettings) decodeBinary(d *wire.Decoder) {
+	p.Version = d.Str("version")
+	p.Settings.MaxParallel = d.Int("settings.max_parallel")
+	p.Settings.Strategy = d.Str("settings.strategy")
+	if d.Bool("settings.pause_on") {
+		p.Settings.PauseOn = make([]string, d.Count("settings.pause_on"))
 		for i1 := range p.Settings.PauseOn {
-			p.Settings.PauseOn[i1] = d.str("settings.pause_on")
+			p.Settings.PauseOn[i1] = d.Str("settings.pause_on")
 		}
 	}
 }
 
 func parseBinaryRolloutSettings(data []byte) (ir.Payload, error) {
 	p := new(RolloutSettings)
-	d := decoder{b: data, typ: NameRolloutSettings}
+	d := wire.NewDecoder(NameRolloutSettings, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -1823,9 +1847,12 @@ func parseBinaryRolloutSettings(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONRolloutSettings(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameRolloutSettings, err)
+	}
 	p := new(RolloutSettings)
-	if err := p.decodeJSON(NameRolloutSettings, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameRolloutSettings, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err

@@ -71,7 +71,7 @@ var model = &ir.Schema{
 				{Name: "lease_id", Optional: false, Pos: ir.Pos{File: "cmd/writd/testdata/lease/schema/lease.cue", Line: 34, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "holder", Optional: false, Pos: ir.Pos{File: "cmd/writd/testdata/lease/schema/lease.cue", Line: 35, Col: 4}, Kind: ir.KindString, Patterns: []string{"^[a-z0-9][a-z0-9._-]{0,62}$"}},
 				{Name: "ttl_ms", Optional: false, Pos: ir.Pos{File: "cmd/writd/testdata/lease/schema/lease.cue", Line: 36, Col: 4}, Kind: ir.KindInt, Min: &ir.Bound{Value: "100", Exclusive: false}, Max: &ir.Bound{Value: "3600000", Exclusive: false}},
-				{Name: "note", Optional: true, Pos: ir.Pos{File: "cmd/writd/testdata/lease/schema/lease.cue", Line: 37, Col: 4}, Kind: ir.KindString, MinLen: nil, MaxLen: intp(512)},
+				{Name: "note", Optional: true, Pos: ir.Pos{File: "cmd/writd/testdata/lease/schema/lease.cue", Line: 37, Col: 4}, Kind: ir.KindString, MinLen: nil, MaxLen: new(512)},
 			},
 		},
 		{

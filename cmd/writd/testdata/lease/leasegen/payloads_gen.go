@@ -4,9 +4,9 @@
 package leasegen
 
 import (
-	"encoding/binary"
 	"fmt"
 	"github.com/writ-dev/writ/schema/ir"
+	"github.com/writ-dev/writ/schema/wire"
 	"math"
 	"regexp"
 	"strconv"
@@ -18,7 +18,6 @@ var (
 	_ = fmt.Sprintf
 	_ = utf8.RuneCountInString
 	_ = strconv.Itoa
-	_ = binary.AppendUvarint
 	_ = regexp.MustCompile
 )
 
@@ -210,68 +209,69 @@ type LeaseAcquire struct {
 	Note *string `json:"note,omitempty"`
 }
 
-var knownLeaseAcquire = []string{"lease_id", "holder", "ttl_ms", "note"}
+const knownLeaseAcquire = "lease_id, holder, ttl_ms, note"
 
-func (p *LeaseAcquire) decodeJSON(typ, prefix string, data []byte) error {
+func (p *LeaseAcquire) decodeJSON(data []byte) *ir.FieldError {
 	var seen [4]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "lease_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "lease_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("lease_id"), err)
 			}
 			p.LeaseID = v0
 		case "holder":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "holder", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("holder"), err)
 			}
 			p.Holder = v0
 		case "ttl_ms":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonInt(typ, prefix, "ttl_ms", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("ttl_ms"), err)
 			}
 			p.TTLMs = v0
 		case "note":
 			if seen[3] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[3] = true
-			v0, err := jsonString(typ, prefix, "note", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("note"), err)
 			}
 			p.Note = &v0
 		default:
-			return unknownField(typ, prefix, string(key), knownLeaseAcquire)
+			return wire.UnknownField(string(key), knownLeaseAcquire)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "lease_id")
+		return wire.MissingField("lease_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "holder")
+		return wire.MissingField("holder")
 	}
 	if !seen[2] {
-		return missingField(typ, prefix, "ttl_ms")
+		return wire.MissingField("ttl_ms")
 	}
 	return nil
 }
@@ -284,21 +284,21 @@ func (p *LeaseAcquire) EntryType() string { return NameLeaseAcquire }
 // Validate checks every constraint the schema declares for lease.acquire.
 func (p *LeaseAcquire) Validate() error {
 	if !matchPattern0(p.LeaseID) {
-		return fieldErr(NameLeaseAcquire, "lease_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.LeaseID)+" (fix: change the value to match)")
+		return wire.Invalid(NameLeaseAcquire, "lease_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.LeaseID)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.Holder) {
-		return fieldErr(NameLeaseAcquire, "holder", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.Holder)+" (fix: change the value to match)")
+		return wire.Invalid(NameLeaseAcquire, "holder", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.Holder)+" (fix: change the value to match)")
 	}
 	if p.TTLMs < 100 {
-		return fieldErr(NameLeaseAcquire, "ttl_ms", ">=100", fmt.Sprintf("must be >= 100, got %d (fix: send a value in range)", p.TTLMs))
+		return wire.Invalid(NameLeaseAcquire, "ttl_ms", ">=100", fmt.Sprintf("must be >= 100, got %d (fix: send a value in range)", p.TTLMs))
 	}
 	if p.TTLMs > 3600000 {
-		return fieldErr(NameLeaseAcquire, "ttl_ms", "<=3600000", fmt.Sprintf("must be <= 3600000, got %d (fix: send a value in range)", p.TTLMs))
+		return wire.Invalid(NameLeaseAcquire, "ttl_ms", "<=3600000", fmt.Sprintf("must be <= 3600000, got %d (fix: send a value in range)", p.TTLMs))
 	}
 	if p.Note != nil {
 		v0 := *p.Note
 		if n := utf8.RuneCountInString(v0); n > 512 {
-			return fieldErr(NameLeaseAcquire, "note", "strings.MaxRunes(512)", fmt.Sprintf("must have at most 512 characters, has %d (fix: shorten or lengthen the value)", n))
+			return wire.Invalid(NameLeaseAcquire, "note", "strings.MaxRunes(512)", fmt.Sprintf("must have at most 512 characters, has %d (fix: shorten or lengthen the value)", n))
 		}
 	}
 	return nil
@@ -310,33 +310,33 @@ func (p *LeaseAcquire) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *LeaseAcquire) appendTo(b []byte) []byte {
-	b = appendString(b, p.LeaseID)
-	b = appendString(b, p.Holder)
-	b = binary.AppendVarint(b, p.TTLMs)
+	b = wire.AppendString(b, p.LeaseID)
+	b = wire.AppendString(b, p.Holder)
+	b = wire.AppendInt(b, p.TTLMs)
 	if p.Note != nil {
 		b = append(b, 1)
-		b = appendString(b, *p.Note)
+		b = wire.AppendString(b, *p.Note)
 	} else {
 		b = append(b, 0)
 	}
 	return b
 }
 
-func (p *LeaseAcquire) decodeBinary(d *decoder) {
-	p.LeaseID = d.str("lease_id")
-	p.Holder = d.str("holder")
-	p.TTLMs = d.varint("ttl_ms")
-	if d.flag("note") {
-		v0 := d.str("note")
+func (p *LeaseAcquire) decodeBinary(d *wire.Decoder) {
+	p.LeaseID = d.Str("lease_id")
+	p.Holder = d.Str("holder")
+	p.TTLMs = d.Int("ttl_ms")
+	if d.Bool("note") {
+		v0 := d.Str("note")
 		p.Note = &v0
 	}
 }
 
 func parseBinaryLeaseAcquire(data []byte) (ir.Payload, error) {
 	p := new(LeaseAcquire)
-	d := decoder{b: data, typ: NameLeaseAcquire}
+	d := wire.NewDecoder(NameLeaseAcquire, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -346,9 +346,12 @@ func parseBinaryLeaseAcquire(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONLeaseAcquire(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameLeaseAcquire, err)
+	}
 	p := new(LeaseAcquire)
-	if err := p.decodeJSON(NameLeaseAcquire, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameLeaseAcquire, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -391,45 +394,46 @@ type LeaseRelease struct {
 	Holder string `json:"holder"`
 }
 
-var knownLeaseRelease = []string{"lease_id", "holder"}
+const knownLeaseRelease = "lease_id, holder"
 
-func (p *LeaseRelease) decodeJSON(typ, prefix string, data []byte) error {
+func (p *LeaseRelease) decodeJSON(data []byte) *ir.FieldError {
 	var seen [2]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "lease_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "lease_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("lease_id"), err)
 			}
 			p.LeaseID = v0
 		case "holder":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "holder", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("holder"), err)
 			}
 			p.Holder = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownLeaseRelease)
+			return wire.UnknownField(string(key), knownLeaseRelease)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "lease_id")
+		return wire.MissingField("lease_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "holder")
+		return wire.MissingField("holder")
 	}
 	return nil
 }
@@ -442,10 +446,10 @@ func (p *LeaseRelease) EntryType() string { return NameLeaseRelease }
 // Validate checks every constraint the schema declares for lease.release.
 func (p *LeaseRelease) Validate() error {
 	if !matchPattern0(p.LeaseID) {
-		return fieldErr(NameLeaseRelease, "lease_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.LeaseID)+" (fix: change the value to match)")
+		return wire.Invalid(NameLeaseRelease, "lease_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.LeaseID)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.Holder) {
-		return fieldErr(NameLeaseRelease, "holder", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.Holder)+" (fix: change the value to match)")
+		return wire.Invalid(NameLeaseRelease, "holder", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.Holder)+" (fix: change the value to match)")
 	}
 	return nil
 }
@@ -456,21 +460,21 @@ func (p *LeaseRelease) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *LeaseRelease) appendTo(b []byte) []byte {
-	b = appendString(b, p.LeaseID)
-	b = appendString(b, p.Holder)
+	b = wire.AppendString(b, p.LeaseID)
+	b = wire.AppendString(b, p.Holder)
 	return b
 }
 
-func (p *LeaseRelease) decodeBinary(d *decoder) {
-	p.LeaseID = d.str("lease_id")
-	p.Holder = d.str("holder")
+func (p *LeaseRelease) decodeBinary(d *wire.Decoder) {
+	p.LeaseID = d.Str("lease_id")
+	p.Holder = d.Str("holder")
 }
 
 func parseBinaryLeaseRelease(data []byte) (ir.Payload, error) {
 	p := new(LeaseRelease)
-	d := decoder{b: data, typ: NameLeaseRelease}
+	d := wire.NewDecoder(NameLeaseRelease, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -480,9 +484,12 @@ func parseBinaryLeaseRelease(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONLeaseRelease(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameLeaseRelease, err)
+	}
 	p := new(LeaseRelease)
-	if err := p.decodeJSON(NameLeaseRelease, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameLeaseRelease, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -527,58 +534,59 @@ type LeaseExpired struct {
 	Seq uint64 `json:"seq"`
 }
 
-var knownLeaseExpired = []string{"report_id", "lease_id", "seq"}
+const knownLeaseExpired = "report_id, lease_id, seq"
 
-func (p *LeaseExpired) decodeJSON(typ, prefix string, data []byte) error {
+func (p *LeaseExpired) decodeJSON(data []byte) *ir.FieldError {
 	var seen [3]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "report_id":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "report_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("report_id"), err)
 			}
 			p.ReportID = v0
 		case "lease_id":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			v0, err := jsonString(typ, prefix, "lease_id", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("lease_id"), err)
 			}
 			p.LeaseID = v0
 		case "seq":
 			if seen[2] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[2] = true
-			v0, err := jsonUint(typ, prefix, "seq", val)
+			v0, err := wire.Uint(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("seq"), err)
 			}
 			p.Seq = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownLeaseExpired)
+			return wire.UnknownField(string(key), knownLeaseExpired)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "report_id")
+		return wire.MissingField("report_id")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "lease_id")
+		return wire.MissingField("lease_id")
 	}
 	if !seen[2] {
-		return missingField(typ, prefix, "seq")
+		return wire.MissingField("seq")
 	}
 	return nil
 }
@@ -591,10 +599,10 @@ func (p *LeaseExpired) EntryType() string { return NameLeaseExpired }
 // Validate checks every constraint the schema declares for lease.expired.
 func (p *LeaseExpired) Validate() error {
 	if !matchPattern0(p.ReportID) {
-		return fieldErr(NameLeaseExpired, "report_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.ReportID)+" (fix: change the value to match)")
+		return wire.Invalid(NameLeaseExpired, "report_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.ReportID)+" (fix: change the value to match)")
 	}
 	if !matchPattern0(p.LeaseID) {
-		return fieldErr(NameLeaseExpired, "lease_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+quoteTrunc(p.LeaseID)+" (fix: change the value to match)")
+		return wire.Invalid(NameLeaseExpired, "lease_id", "=~\"^[a-z0-9][a-z0-9._-]{0,62}$\"", "must match the pattern ^[a-z0-9][a-z0-9._-]{0,62}$, got "+wire.Quote(p.LeaseID)+" (fix: change the value to match)")
 	}
 	return nil
 }
@@ -605,23 +613,23 @@ func (p *LeaseExpired) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *LeaseExpired) appendTo(b []byte) []byte {
-	b = appendString(b, p.ReportID)
-	b = appendString(b, p.LeaseID)
-	b = binary.AppendUvarint(b, p.Seq)
+	b = wire.AppendString(b, p.ReportID)
+	b = wire.AppendString(b, p.LeaseID)
+	b = wire.AppendUint(b, p.Seq)
 	return b
 }
 
-func (p *LeaseExpired) decodeBinary(d *decoder) {
-	p.ReportID = d.str("report_id")
-	p.LeaseID = d.str("lease_id")
-	p.Seq = d.uvarint("seq")
+func (p *LeaseExpired) decodeBinary(d *wire.Decoder) {
+	p.ReportID = d.Str("report_id")
+	p.LeaseID = d.Str("lease_id")
+	p.Seq = d.Uint("seq")
 }
 
 func parseBinaryLeaseExpired(data []byte) (ir.Payload, error) {
 	p := new(LeaseExpired)
-	d := decoder{b: data, typ: NameLeaseExpired}
+	d := wire.NewDecoder(NameLeaseExpired, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -631,9 +639,12 @@ func parseBinaryLeaseExpired(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONLeaseExpired(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameLeaseExpired, err)
+	}
 	p := new(LeaseExpired)
-	if err := p.decodeJSON(NameLeaseExpired, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameLeaseExpired, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -682,78 +693,80 @@ type LeaseConfigSettings struct {
 	MaxTTLMs int64 `json:"max_ttl_ms"`
 }
 
-var knownLeaseConfigSettings = []string{"max_ttl_ms"}
+const knownLeaseConfigSettings = "max_ttl_ms"
 
-func (p *LeaseConfigSettings) decodeJSON(typ, prefix string, data []byte) error {
+func (p *LeaseConfigSettings) decodeJSON(data []byte) *ir.FieldError {
 	var seen [1]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "max_ttl_ms":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonInt(typ, prefix, "max_ttl_ms", val)
+			v0, err := wire.Int(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("max_ttl_ms"), err)
 			}
 			p.MaxTTLMs = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownLeaseConfigSettings)
+			return wire.UnknownField(string(key), knownLeaseConfigSettings)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "max_ttl_ms")
+		return wire.MissingField("max_ttl_ms")
 	}
 	return nil
 }
 
-var knownLeaseConfig = []string{"version", "settings"}
+const knownLeaseConfig = "version, settings"
 
-func (p *LeaseConfig) decodeJSON(typ, prefix string, data []byte) error {
+func (p *LeaseConfig) decodeJSON(data []byte) *ir.FieldError {
 	var seen [2]bool
-	err := eachField(typ, prefix, data, func(key, val []byte) error {
+	m := wire.MembersOf(data)
+	for m.Next() {
+		key, val := m.Key(), m.Value()
 		switch string(key) {
 		case "version":
 			if seen[0] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[0] = true
-			v0, err := jsonString(typ, prefix, "version", val)
+			v0, err := wire.String(val)
 			if err != nil {
-				return err
+				return wire.Under(wire.Member("version"), err)
 			}
 			p.Version = v0
 		case "settings":
 			if seen[1] {
-				return duplicateField(typ, prefix, string(key))
+				return wire.DuplicateField(string(key))
 			}
 			seen[1] = true
-			if err := jsonObject(typ, prefix, "settings", val); err != nil {
-				return err
+			if err := wire.Object(val); err != nil {
+				return wire.Under(wire.Member("settings"), err)
 			}
 			var v0 LeaseConfigSettings
-			if err := v0.decodeJSON(typ, join(prefix, "settings"), val); err != nil {
-				return err
+			if err := v0.decodeJSON(val); err != nil {
+				return wire.Under(wire.Member("settings"), err)
 			}
 			p.Settings = v0
 		default:
-			return unknownField(typ, prefix, string(key), knownLeaseConfig)
+			return wire.UnknownField(string(key), knownLeaseConfig)
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := m.Err(); err != nil {
 		return err
 	}
 	if !seen[0] {
-		return missingField(typ, prefix, "version")
+		return wire.MissingField("version")
 	}
 	if !seen[1] {
-		return missingField(typ, prefix, "settings")
+		return wire.MissingField("settings")
 	}
 	return nil
 }
@@ -766,13 +779,13 @@ func (p *LeaseConfig) EntryType() string { return NameLeaseConfig }
 // Validate checks every constraint the schema declares for lease.config.
 func (p *LeaseConfig) Validate() error {
 	if !matchPattern1(p.Version) {
-		return fieldErr(NameLeaseConfig, "version", "=~\"^[0-9]{1,9}(\\\\.[0-9]{1,9}){0,2}$\"", "must match the pattern ^[0-9]{1,9}(\\.[0-9]{1,9}){0,2}$, got "+quoteTrunc(p.Version)+" (fix: change the value to match)")
+		return wire.Invalid(NameLeaseConfig, "version", "=~\"^[0-9]{1,9}(\\\\.[0-9]{1,9}){0,2}$\"", "must match the pattern ^[0-9]{1,9}(\\.[0-9]{1,9}){0,2}$, got "+wire.Quote(p.Version)+" (fix: change the value to match)")
 	}
 	if p.Settings.MaxTTLMs < 100 {
-		return fieldErr(NameLeaseConfig, "settings"+".max_ttl_ms", ">=100", fmt.Sprintf("must be >= 100, got %d (fix: send a value in range)", p.Settings.MaxTTLMs))
+		return wire.Invalid(NameLeaseConfig, "settings"+".max_ttl_ms", ">=100", fmt.Sprintf("must be >= 100, got %d (fix: send a value in range)", p.Settings.MaxTTLMs))
 	}
 	if p.Settings.MaxTTLMs > 3600000 {
-		return fieldErr(NameLeaseConfig, "settings"+".max_ttl_ms", "<=3600000", fmt.Sprintf("must be <= 3600000, got %d (fix: send a value in range)", p.Settings.MaxTTLMs))
+		return wire.Invalid(NameLeaseConfig, "settings"+".max_ttl_ms", "<=3600000", fmt.Sprintf("must be <= 3600000, got %d (fix: send a value in range)", p.Settings.MaxTTLMs))
 	}
 	return nil
 }
@@ -783,21 +796,21 @@ func (p *LeaseConfig) AppendBinary(b []byte) ([]byte, error) {
 }
 
 func (p *LeaseConfig) appendTo(b []byte) []byte {
-	b = appendString(b, p.Version)
-	b = binary.AppendVarint(b, p.Settings.MaxTTLMs)
+	b = wire.AppendString(b, p.Version)
+	b = wire.AppendInt(b, p.Settings.MaxTTLMs)
 	return b
 }
 
-func (p *LeaseConfig) decodeBinary(d *decoder) {
-	p.Version = d.str("version")
-	p.Settings.MaxTTLMs = d.varint("settings.max_ttl_ms")
+func (p *LeaseConfig) decodeBinary(d *wire.Decoder) {
+	p.Version = d.Str("version")
+	p.Settings.MaxTTLMs = d.Int("settings.max_ttl_ms")
 }
 
 func parseBinaryLeaseConfig(data []byte) (ir.Payload, error) {
 	p := new(LeaseConfig)
-	d := decoder{b: data, typ: NameLeaseConfig}
+	d := wire.NewDecoder(NameLeaseConfig, data)
 	p.decodeBinary(&d)
-	if err := d.finish(); err != nil {
+	if err := d.Finish(); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -807,9 +820,12 @@ func parseBinaryLeaseConfig(data []byte) (ir.Payload, error) {
 }
 
 func parseJSONLeaseConfig(data []byte) (ir.Payload, error) {
+	if err := wire.Document(data); err != nil {
+		return nil, wire.Root(NameLeaseConfig, err)
+	}
 	p := new(LeaseConfig)
-	if err := p.decodeJSON(NameLeaseConfig, "", data); err != nil {
-		return nil, err
+	if err := p.decodeJSON(data); err != nil {
+		return nil, wire.Root(NameLeaseConfig, err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
