@@ -238,7 +238,10 @@ func TestRaftCluster3_RestartedNodeDrainsOutbox_FakeEvaluator(t *testing.T) {
 		t.Skip("real cluster")
 	}
 	const n = 30
-	c := newRaftClusterOn(t, "127.0.7.%d")
+	// A minute's commit timeout, so that the 30s drain bound below tells
+	// a prompt re-proposal from one that waits out the timeout even on a
+	// loaded machine (an 8s bound against 10s failed at load ~50).
+	c := startRaftCluster(t, "127.0.7.%d", nil, &rcluster{t: t, eval: pipelinetest.NewFakeEvaluator(), commitTimeout: time.Minute})
 	lead := c.leader(10 * time.Second)
 	keep := (lead + 1) % 3
 	usage := func(i int, id string, seq int) {
@@ -273,7 +276,7 @@ func TestRaftCluster3_RestartedNodeDrainsOutbox_FakeEvaluator(t *testing.T) {
 	}
 	start := time.Now()
 	for c.nodes[keep].p.Outbox().Depth != 0 {
-		if time.Since(start) > 8*time.Second {
+		if time.Since(start) > 30*time.Second {
 			t.Fatalf("restarted node's outbox not drained after %s: %+v", time.Since(start), c.nodes[keep].p.Status(context.Background()))
 		}
 		time.Sleep(10 * time.Millisecond)
