@@ -45,7 +45,10 @@ type Node struct {
 	// supervisor would.
 	joinExits  []string
 	joinExited bool // the last exit was one; waitReady restarts the node
-	client     writv1.WritClient
+	// fatalExpected: a disk fault makes the node stop by itself; its exit
+	// is check fsync-error-stops's, not an exit nobody caused.
+	fatalExpected bool
+	client        writv1.WritClient
 }
 
 // Cluster is a cluster of real writd processes, one per host address.
@@ -151,15 +154,25 @@ func (n *Node) onExit(e proccluster.Exit) {
 	if e.Expected {
 		return
 	}
-	why, join := joinFailure(n.Log)
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.fatalExpected {
+		return
+	}
+	why, join := joinFailure(n.Log)
 	if join {
 		n.joinExited = true
 		n.joinExits = append(n.joinExits, fmt.Sprintf("%s exited (%v) on restart: %s", n.Name, e.Err, why))
 	} else {
 		n.exits = append(n.exits, fmt.Sprintf("%s exited on its own (%v)", n.Name, e.Err))
 	}
+}
+
+// expectFatal says whether n's next exit is one a fault causes.
+func (n *Node) expectFatal(on bool) {
+	n.mu.Lock()
+	n.fatalExpected = on
+	n.mu.Unlock()
 }
 
 // Kill SIGKILLs n and waits for the process to end.

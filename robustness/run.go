@@ -199,7 +199,7 @@ func Run(ctx context.Context, cfg Config) *Result {
 			cid++
 		}
 	}
-	ne := &nemesis{cl: cl, fw: fw, h: h, rng: rng, kinds: kinds}
+	ne := &nemesis{cl: cl, fw: fw, h: h, rng: rng, kinds: kinds, dir: dir}
 	sleepCtx(ctx, 500*time.Millisecond) // traffic before the first fault
 	for _, kind := range ne.schedule(cfg.Seed, cfg.Faults) {
 		res.Faults = append(res.Faults, ne.inject(ctx, kind))
@@ -276,7 +276,7 @@ func Run(ctx context.Context, cfg Config) *Result {
 	g := checkLogs(cl, exits)
 	orph := checkOrphans(cfg.Bins.Plugins, 10*time.Second)
 	mark("orphans")
-	res.Checks = []CheckResult{checkFaults(res.Faults), hcheck, a, b, c, sc, lc, gc, g, orph}
+	res.Checks = []CheckResult{checkFaults(res.Faults), hcheck, a, b, c, sc, lc, gc, checkFsync(res.Faults, ops), g, orph}
 	if !res.Passed() {
 		writeHistory(filepath.Join(dir, "history.jsonl"), ops)
 	}
