@@ -162,3 +162,21 @@ func TestRobustnessCatchesAckBeforeFsync(t *testing.T) {
 	}
 	t.Fatalf("facts-exactly-once failed, but not on a fact committed nowhere: %v", c.Detail)
 }
+
+// TestRobustnessCatchesConfigFailedAfterActivate: a writd built with the
+// canary_configfailedafteractivate tag answers FAILED for a configuration
+// change whose activation committed; check (f) config-activation must see
+// a change reported FAILED that is activated on every node.
+func TestRobustnessCatchesConfigFailedAfterActivate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real writd processes: skipped with -short")
+	}
+	t.Parallel()
+	c := canaryRun(t, "canary_configfailedafteractivate", "config-activation", "reports an activated configuration change as failed", Config{
+		Seed: 7, Hosts: []string{"127.0.80.11", "127.0.80.12", "127.0.80.13"},
+		Faults: 1, Kinds: []string{KillFollower}, ClientsPerNode: 1, Instances: 2, HealTimeout: 20 * time.Second,
+	})
+	if !strings.Contains(strings.Join(c.Detail, "\n"), "reported FAILED") {
+		t.Fatalf("config-activation failed, but not on a change reported failed that activated: %v", c.Detail)
+	}
+}

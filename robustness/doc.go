@@ -17,6 +17,9 @@
 //	(d) reads and writes of every machine instance key are linearizable
 //	    (porcupine; a history it cannot decide counts as a failure);
 //	(e) no instance leaves a terminal state and no stale order applies;
+//	(f) a config change confirmed to its requester is active on every
+//	    node, one reported failed on none, and no node reloads a change
+//	    that did not activate (W5);
 //	(W10) a node whose fsyncs fail (strace injecting EIO) stops with
 //	    writd's fatal exit and answers no fact RECEIVED after the failure;
 //	(g) no node log holds a panic, a fatal error or a data race, no node

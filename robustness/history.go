@@ -10,6 +10,7 @@ const (
 	outReceived = "RECEIVED" // a fact acknowledged as received
 	outOK       = "OK"       // a read that answered
 	outError    = "ERROR"    // no answer: transport failure or deadline (unknown outcome)
+	outFailed   = "FAILED"   // a config change the node said did not activate
 )
 
 // Op is one client call: what was asked of which node, when (nanoseconds
