@@ -48,7 +48,10 @@ type Node struct {
 	// fatalExpected: a disk fault makes the node stop by itself; its exit
 	// is check fsync-error-stops's, not an exit nobody caused.
 	fatalExpected bool
-	client        writv1.WritClient
+	// wiped: its data directory was wiped (replace-node); it joins through
+	// another node from then on, even the bootstrap node.
+	wiped  bool
+	client writv1.WritClient
 }
 
 // Cluster is a cluster of real writd processes, one per host address.
@@ -134,14 +137,19 @@ func (c *Cluster) Start(n *Node) error {
 		// nemesis restarts it, it is not replaced).
 		"--membership-profile", "local", "--membership-failed-grace", "1h")
 	args = append(args, c.plugins...)
-	if n != c.nodes[0] {
-		// Plaintext peers and API: the suite tests the write path under
-		// faults; the secured configuration has its own tests.
-		args = append(args, proccluster.JoinFlags(c.nodes[0].Gossip)...)
-	}
 	n.mu.Lock()
 	n.joinExited = false
+	wiped := n.wiped
 	n.mu.Unlock()
+	if n != c.nodes[0] || wiped {
+		// Plaintext peers and API: the suite tests the write path under
+		// faults; the secured configuration has its own tests.
+		seed := c.nodes[0]
+		if n == seed {
+			seed = c.nodes[1]
+		}
+		args = append(args, proccluster.JoinFlags(seed.Gossip)...)
+	}
 	if err := n.Start(proccluster.Spec{Bin: c.bins.Writd, Args: args, OnExit: n.onExit}); err != nil {
 		return fmt.Errorf("robustness: %w", err)
 	}

@@ -4,7 +4,8 @@
 // are drawn from the schema's catalog (any schema, through
 // conformance.Generator), injects faults (SIGKILL, SIGSTOP/SIGCONT,
 // nftables partitions between node addresses, slow and failing fsync
-// through strace attached to a node) and then checks, after
+// through strace attached to a node, a node replaced with a wiped data
+// directory) and then checks, after
 // healing, that the history every client recorded is one the contract
 // allows:
 //

@@ -30,7 +30,7 @@ const (
 )
 
 // FaultKinds are every kind the nemesis draws from.
-var FaultKinds = []string{KillLeader, KillFollower, KillTwo, StopLeader, PartitionLeader, PartitionFollower, KillIsolated, PartitionOneWay, KillPlugin, SlowFsync}
+var FaultKinds = []string{KillLeader, KillFollower, KillTwo, StopLeader, PartitionLeader, PartitionFollower, KillIsolated, PartitionOneWay, KillPlugin, SlowFsync, ReplaceNode}
 
 // ExtraKinds may be named in WRITTEST_ROBUSTNESS_KINDS but are not drawn by
 // default: each fails runs on an open defect it found (docs/robustness.md,
@@ -205,6 +205,13 @@ func (ne *nemesis) inject(ctx context.Context, kind string) Fault {
 		if e := ne.fw.heal(); e != nil && err == nil {
 			err = e
 		}
+	case ReplaceNode:
+		victim := follower
+		if ne.rng.IntN(2) == 0 {
+			victim = leader
+		}
+		victims = []*Node{victim}
+		d, err = ne.replaceNode(ctx, victim)
 	case KillIsolated:
 		victims = []*Node{follower}
 		err = ne.fw.cut([]string{follower.Host}, hostsBut(ne.cl, follower), true)
