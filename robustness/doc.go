@@ -2,8 +2,9 @@
 // writd processes (each with its real handler plugin processes) on
 // loopback addresses, drives them with concurrent clients whose payloads
 // are drawn from the schema's catalog (any schema, through
-// conformance.Generator), injects faults (SIGKILL, SIGSTOP/SIGCONT,
-// nftables partitions between node addresses, slow and failing fsync
+// conformance.Generator), injects faults (SIGKILL of one node, two, all
+// or the fact receiver, SIGSTOP/SIGCONT, nftables partitions between node
+// addresses (isolation, one-way, bridge), slow and failing fsync
 // through strace attached to a node, a node replaced with a wiped data
 // directory) and then checks, after
 // healing, that the history every client recorded is one the contract

@@ -30,7 +30,7 @@ const (
 )
 
 // FaultKinds are every kind the nemesis draws from.
-var FaultKinds = []string{KillLeader, KillFollower, KillTwo, StopLeader, PartitionLeader, PartitionFollower, KillIsolated, PartitionOneWay, KillPlugin, SlowFsync, ReplaceNode}
+var FaultKinds = []string{KillLeader, KillFollower, KillTwo, StopLeader, PartitionLeader, PartitionFollower, KillIsolated, PartitionOneWay, KillPlugin, SlowFsync, ReplaceNode, KillAll, KillReceiver, PartitionBridge}
 
 // ExtraKinds may be named in WRITTEST_ROBUSTNESS_KINDS but are not drawn by
 // default: each fails runs on an open defect it found (docs/robustness.md,
@@ -38,7 +38,7 @@ var FaultKinds = []string{KillLeader, KillFollower, KillTwo, StopLeader, Partiti
 var ExtraKinds = []string{FailFsync, FailFsyncOutbox, FailFsyncIsolated}
 
 func isPartition(kind string) bool {
-	return kind == PartitionLeader || kind == PartitionFollower || kind == KillIsolated || kind == PartitionOneWay || kind == FailFsyncIsolated
+	return kind == PartitionLeader || kind == PartitionFollower || kind == KillIsolated || kind == PartitionOneWay || kind == FailFsyncIsolated || kind == PartitionBridge
 }
 
 // Fault is one injected fault, timed on the history's base.
@@ -205,6 +205,19 @@ func (ne *nemesis) inject(ctx context.Context, kind string) Fault {
 		if e := ne.fw.heal(); e != nil && err == nil {
 			err = e
 		}
+	case KillAll:
+		victims = ne.cl.nodes
+		d, err = ne.killRestart(ctx, victims)
+	case KillReceiver:
+		var victim *Node
+		if victim, err = ne.receiver(); err != nil {
+			break
+		}
+		victims = []*Node{victim}
+		d, err = ne.killRestart(ctx, victims)
+	case PartitionBridge:
+		victims = []*Node{leader, follower}
+		d, err = ne.bridge(ctx, leader, follower)
 	case ReplaceNode:
 		victim := follower
 		if ne.rng.IntN(2) == 0 {
