@@ -52,6 +52,9 @@ type Node struct {
 	// another node from then on, even the bootstrap node.
 	wiped  bool
 	client writv1.WritClient
+	// metrics is the node's metrics listener (pprof on), which the
+	// sampler reads goroutine counts from.
+	metrics string
 }
 
 // Cluster is a cluster of real writd processes, one per host address.
@@ -69,9 +72,10 @@ type Cluster struct {
 
 // ports are fixed per host: every node has its own address.
 const (
-	apiPort    = 7301
-	raftPort   = 7302
-	gossipPort = 7303
+	apiPort     = 7301
+	raftPort    = 7302
+	gossipPort  = 7303
+	metricsPort = 7304
 )
 
 // StartCluster starts one writd per host in root/<node>, the first
@@ -99,7 +103,8 @@ func StartCluster(ctx context.Context, bins Binaries, schemaDir, root string, ho
 	for i, h := range hosts {
 		name := "n" + strconv.Itoa(i+1)
 		n := &Node{Host: h, Node: proccluster.NewNode(name, filepath.Join(root, name),
-			net.JoinHostPort(h, strconv.Itoa(apiPort)), net.JoinHostPort(h, strconv.Itoa(raftPort)), net.JoinHostPort(h, strconv.Itoa(gossipPort)))}
+			net.JoinHostPort(h, strconv.Itoa(apiPort)), net.JoinHostPort(h, strconv.Itoa(raftPort)), net.JoinHostPort(h, strconv.Itoa(gossipPort))),
+			metrics: net.JoinHostPort(h, strconv.Itoa(metricsPort))}
 		if n.client, err = n.Dial(grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
 			return c, fmt.Errorf("robustness: %w", err)
 		}
@@ -135,7 +140,9 @@ func (c *Cluster) Start(n *Node) error {
 		"--pipeline-commit-timeout", c.timing.CommitTimeout.String(),
 		// Gossip notices failures fast; a killed node stays a voter (the
 		// nemesis restarts it, it is not replaced).
-		"--membership-profile", "local", "--membership-failed-grace", "1h")
+		"--membership-profile", "local", "--membership-failed-grace", "1h",
+		// The sampler reads goroutine counts from pprof.
+		"--metrics-addr", n.metrics, "--debug-pprof")
 	args = append(args, c.plugins...)
 	n.mu.Lock()
 	n.joinExited = false

@@ -36,9 +36,12 @@ const (
 	FailFsyncIsolated = "fail-fsync-isolated"
 )
 
-// writdExitFatal is writd's exit code for a fatal storage error (restart
-// recovers from disk; docs/operator.md).
-const writdExitFatal = 1
+// writd's exit codes (docs/operator.md): a fatal storage error (restart
+// recovers from disk), and a node that could not start.
+const (
+	writdExitFatal = 1
+	writdExitStart = 2
+)
 
 // fsyncStopWithin bounds how long a node whose fsyncs fail may take to
 // stop: it fails at its next fsync (a follower under the workload's
@@ -202,7 +205,9 @@ func (ne *nemesis) straceLog(victim *Node) string {
 	return filepath.Join(ne.dir, fmt.Sprintf("strace-%s-%d.log", victim.Name, ne.traces))
 }
 
-// fatalLine is the last "writd: fatal" line of a node log ("" if none).
+// fatalLine is the last one-line message writd printed when it stopped by
+// itself ("writd: fatal: …", or why it could not start) in a node log
+// ("" if none).
 func fatalLine(log string) string {
 	b, err := os.ReadFile(log)
 	if err != nil {
@@ -213,7 +218,7 @@ func fatalLine(log string) string {
 	}
 	last := ""
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "writd: fatal") {
+		if strings.HasPrefix(l, "writd: ") && !strings.HasPrefix(l, "writd: SIG") {
 			last = l
 		}
 	}

@@ -16,7 +16,9 @@ import (
 // and the leader removes the node from the raft configuration), its data
 // directory wiped, then started again with the same name and addresses,
 // joining through another node: it is added as a new member (a learner,
-// then a voter) and catches up by snapshot.
+// then a voter) and catches up by snapshot. Not in the default mix while
+// a node replaced this way can stop on its predecessor's removal
+// (docs/robustness.md, "Found by the suite").
 const ReplaceNode = "replace-node"
 
 // membershipWithin bounds each step of a membership change: the leave,

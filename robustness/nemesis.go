@@ -30,12 +30,12 @@ const (
 )
 
 // FaultKinds are every kind the nemesis draws from.
-var FaultKinds = []string{KillLeader, KillFollower, KillTwo, StopLeader, PartitionLeader, PartitionFollower, KillIsolated, PartitionOneWay, KillPlugin, SlowFsync, ReplaceNode, KillAll, KillReceiver, PartitionBridge}
+var FaultKinds = []string{KillLeader, KillFollower, KillTwo, StopLeader, PartitionLeader, PartitionFollower, KillIsolated, PartitionOneWay, KillPlugin, SlowFsync, KillAll, KillReceiver, PartitionBridge, DiskFull}
 
 // ExtraKinds may be named in WRITTEST_ROBUSTNESS_KINDS but are not drawn by
 // default: each fails runs on an open defect it found (docs/robustness.md,
 // "Found by the suite"); they join FaultKinds once it is fixed.
-var ExtraKinds = []string{FailFsync, FailFsyncOutbox, FailFsyncIsolated}
+var ExtraKinds = []string{FailFsync, FailFsyncOutbox, FailFsyncIsolated, ReplaceNode}
 
 func isPartition(kind string) bool {
 	return kind == PartitionLeader || kind == PartitionFollower || kind == KillIsolated || kind == PartitionOneWay || kind == FailFsyncIsolated || kind == PartitionBridge
@@ -51,6 +51,8 @@ type Fault struct {
 	Error  string   `json:"error,omitempty"`
 	// Fsync is what a disk fault (slow-fsync, fail-fsync…) did.
 	Fsync *FsyncFault `json:"fsync,omitempty"`
+	// DiskFull is what a disk-full fault did.
+	DiskFull *DiskFullFault `json:"disk_full,omitempty"`
 }
 
 // nemesis injects faults into a cluster, one at a time, each held and
@@ -218,6 +220,13 @@ func (ne *nemesis) inject(ctx context.Context, kind string) Fault {
 	case PartitionBridge:
 		victims = []*Node{leader, follower}
 		d, err = ne.bridge(ctx, leader, follower)
+	case DiskFull:
+		victim := follower
+		if ne.rng.IntN(2) == 0 {
+			victim = leader
+		}
+		victims = []*Node{victim}
+		d, f.DiskFull, err = ne.diskFull(ctx, victim)
 	case ReplaceNode:
 		victim := follower
 		if ne.rng.IntN(2) == 0 {

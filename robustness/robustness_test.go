@@ -96,9 +96,10 @@ func faultKinds(t *testing.T) []string {
 	}
 	parts := !slices.ContainsFunc(kinds, isPartition) || havePartitions(t, named)
 	disks := !slices.ContainsFunc(kinds, isFsync) || haveStrace(t, named)
+	full := !slices.Contains(kinds, DiskFull) || haveTmpfs(t, named)
 	var out []string
 	for _, k := range kinds {
-		if (parts || !isPartition(k)) && (disks || !isFsync(k)) {
+		if (parts || !isPartition(k)) && (disks || !isFsync(k)) && (full || k != DiskFull) {
 			out = append(out, k)
 		}
 	}
@@ -119,6 +120,21 @@ func havePartitions(t *testing.T, named bool) bool {
 		t.Fatalf("network partitions cannot run: %v (fix: run as root with apt-get available, install nftables, or set WRITTEST_ROBUSTNESS_NO_PARTITIONS=1 to run without them)", err)
 	}
 	t.Logf("partitions NOT RUN: %v (WRITTEST_ROBUSTNESS_NO_PARTITIONS=1)", err)
+	return false
+}
+
+// haveTmpfs reports whether disk-full can run (root mounts its tmpfs);
+// it fails t when a named kind needs it.
+func haveTmpfs(t *testing.T, named bool) bool {
+	t.Helper()
+	err := diskFullAvailable()
+	switch {
+	case err == nil:
+		return true
+	case named:
+		t.Fatalf("disk-full cannot run: %v", err)
+	}
+	t.Logf("disk-full NOT RUN: %v", err)
 	return false
 }
 
@@ -236,6 +252,9 @@ func runTier(t *testing.T, tr tier) {
 	wg.Wait()
 	if sum.Failed == 0 && os.Getenv("WRITTEST_ROBUSTNESS_DIR") == "" {
 		os.RemoveAll(root)
+	}
+	for _, g := range sum.Growth {
+		t.Logf("growth flagged: %s", g)
 	}
 	fmt.Println(sum.Line())
 }

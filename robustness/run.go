@@ -59,7 +59,10 @@ type Result struct {
 	// JoinExits are restarts that ended in writd's documented seed-join
 	// failure (exit 2) because the seed was down or partitioned away too;
 	// the heal restarted the node. Reported, not a failure.
-	JoinExits []string          `json:"join_exits,omitempty"`
+	JoinExits []string `json:"join_exits,omitempty"`
+	// Resources is every node's RSS and goroutine count (sampled every
+	// 2 s, and when quiet at start and after heal).
+	Resources []NodeUsage       `json:"resources,omitempty"`
 	Duration  string            `json:"duration"`
 	Phases    map[string]string `json:"phases"`
 	Error     string            `json:"error,omitempty"`
@@ -122,6 +125,7 @@ type runner struct {
 	fw    *firewall
 	h     *History
 	w     *workload
+	smp   *sampler
 	phase time.Time
 }
 
@@ -171,6 +175,9 @@ func Run(ctx context.Context, cfg Config) *Result {
 		res.Error = "cluster did not start: " + err.Error()
 		return res
 	}
+	r.smp = newSampler(r.cl)
+	r.smp.mark(ctx, false)
+	defer func() { res.Resources = r.smp.result() }()
 	r.mark("start")
 	r.fw = newFirewall()
 	defer func() { _ = r.fw.heal() }()
@@ -247,6 +254,8 @@ func (r *runner) drive(ctx context.Context) error {
 		}
 	}
 	wg.Add(1)
+	go func() { defer wg.Done(); r.smp.run(wctx, 2*time.Second) }()
+	wg.Add(1)
 	go func(id int) { defer wg.Done(); w.configClient(wctx, id, rand.New(rand.NewPCG(cfg.Seed, uint64(id)))) }(cid)
 	ne := &nemesis{cl: r.cl, fw: r.fw, h: r.h, rng: r.rng, kinds: kinds, dir: r.dir}
 	sleepCtx(ctx, 500*time.Millisecond) // traffic before the first fault
@@ -284,6 +293,7 @@ func (r *runner) heal(ctx context.Context) (CheckResult, int64, error) {
 	}
 	r.res.Recovery = time.Since(healStart).Round(time.Millisecond).String()
 	r.res.StateHash = hash
+	r.smp.mark(ctx, true)
 	r.mark("heal")
 	return hcheck, r.h.now(), nil
 }
@@ -324,7 +334,7 @@ func (r *runner) check(ctx context.Context, ops []Op, convergedAt int64) []Check
 		lc.fail("%s", k)
 	}
 	gc := checkGuards(r.gen.Catalog(), r.w.targets, ops, finals, cmds)
-	return []CheckResult{a, b, c, sc, lc, gc, checkConfig(ops, cfgOuts, cfgFinal), checkFsync(res.Faults, ops)}
+	return []CheckResult{a, b, c, sc, lc, gc, checkConfig(ops, cfgOuts, cfgFinal), checkFsync(res.Faults, ops), checkDiskFull(res.Faults)}
 }
 
 func writeHistory(path string, ops []Op) {
@@ -353,6 +363,11 @@ type Summary struct {
 	// Configs counts the config changes by their answer (COMMITTED,
 	// FAILED, anything else).
 	Configs, ConfigsConfirmed, ConfigsFailed int
+	// MaxRSS and MaxGoroutines are the most any node reached; Growth
+	// lists the nodes whose process grew past the flag's bound.
+	MaxRSS        int64
+	MaxGoroutines int
+	Growth        []string
 }
 
 // Add folds one run into the summary.
@@ -395,6 +410,13 @@ func (s *Summary) Add(r *Result) {
 		s.Recovery = append(s.Recovery, d)
 	}
 	s.JoinExits += len(r.JoinExits)
+	for _, u := range r.Resources {
+		s.MaxRSS = max(s.MaxRSS, u.MaxRSS)
+		s.MaxGoroutines = max(s.MaxGoroutines, u.MaxGoroutines)
+		if u.Growth != "" {
+			s.Growth = append(s.Growth, fmt.Sprintf("seed %d %s: %s", r.Seed, u.Node, u.Growth))
+		}
+	}
 	s.KeysChecked += r.Lin.Checked
 	s.KeysLin += r.Lin.Linearized
 	s.Uncertain.add(r.Uncertain)
@@ -409,10 +431,10 @@ func (s *Summary) Line() string {
 		total += n
 	}
 	sort.Strings(kinds)
-	return fmt.Sprintf("robustness: runs=%d failed=%d faults=%d (%s) ops=%d acknowledged-lost=%d facts-lost=%d keys-linearizable=%d/%d uncertain=%d (committed=%d not-committed=%d rejected=%d) told-not-committed=%d (confirmed=%d) unresolved=%d disagreeing=%d configs=%d (confirmed=%d failed=%d) seed-join-exits=%d recovery %s",
+	return fmt.Sprintf("robustness: runs=%d failed=%d faults=%d (%s) ops=%d acknowledged-lost=%d facts-lost=%d keys-linearizable=%d/%d uncertain=%d (committed=%d not-committed=%d rejected=%d) told-not-committed=%d (confirmed=%d) unresolved=%d disagreeing=%d configs=%d (confirmed=%d failed=%d) seed-join-exits=%d rss-max=%dMiB goroutines-max=%d growth-flags=%d recovery %s",
 		s.Runs, s.Failed, total, strings.Join(kinds, " "), s.Ops, s.AckLost, s.FactsLost, s.KeysLin, s.KeysChecked,
 		s.Uncertain.Total, s.Uncertain.Committed, s.Uncertain.NotCommitted, s.Uncertain.Rejected, s.Uncertain.Told, s.Uncertain.ToldConfirmed,
-		s.Uncertain.Unresolved, s.Uncertain.Disagreeing, s.Configs, s.ConfigsConfirmed, s.ConfigsFailed, s.JoinExits, percentiles(s.Recovery))
+		s.Uncertain.Unresolved, s.Uncertain.Disagreeing, s.Configs, s.ConfigsConfirmed, s.ConfigsFailed, s.JoinExits, s.MaxRSS>>20, s.MaxGoroutines, len(s.Growth), percentiles(s.Recovery))
 }
 
 // percentiles describes durations as p50/p99/max.
