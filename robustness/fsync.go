@@ -201,8 +201,7 @@ func dropUnsynced(path string, synced int64) (int64, error) {
 
 // straceLog is a fresh strace output file for victim in the run directory.
 func (ne *nemesis) straceLog(victim *Node) string {
-	ne.traces++
-	return filepath.Join(ne.dir, fmt.Sprintf("strace-%s-%d.log", victim.Name, ne.traces))
+	return filepath.Join(ne.dir, fmt.Sprintf("strace-%s-%d.log", victim.Name, ne.h.now()))
 }
 
 // fatalLine is the last one-line message writd printed when it stopped by

@@ -30,7 +30,7 @@ const (
 )
 
 // FaultKinds are every kind the nemesis draws from.
-var FaultKinds = []string{KillLeader, KillFollower, KillTwo, StopLeader, PartitionLeader, PartitionFollower, KillIsolated, PartitionOneWay, KillPlugin, SlowFsync, KillAll, KillReceiver, PartitionBridge, DiskFull}
+var FaultKinds = []string{KillLeader, KillFollower, KillTwo, StopLeader, PartitionLeader, PartitionFollower, KillIsolated, PartitionOneWay, KillPlugin, SlowFsync, KillAll, KillReceiver, PartitionBridge, DiskFull, Combined}
 
 // ExtraKinds may be named in WRITTEST_ROBUSTNESS_KINDS but are not drawn by
 // default: each fails runs on an open defect it found (docs/robustness.md,
@@ -38,7 +38,7 @@ var FaultKinds = []string{KillLeader, KillFollower, KillTwo, StopLeader, Partiti
 var ExtraKinds = []string{FailFsync, FailFsyncOutbox, FailFsyncIsolated, ReplaceNode}
 
 func isPartition(kind string) bool {
-	return kind == PartitionLeader || kind == PartitionFollower || kind == KillIsolated || kind == PartitionOneWay || kind == FailFsyncIsolated || kind == PartitionBridge
+	return kind == PartitionLeader || kind == PartitionFollower || kind == KillIsolated || kind == PartitionOneWay || kind == FailFsyncIsolated || kind == PartitionBridge || kind == Combined
 }
 
 // Fault is one injected fault, timed on the history's base.
@@ -53,6 +53,8 @@ type Fault struct {
 	Fsync *FsyncFault `json:"fsync,omitempty"`
 	// DiskFull is what a disk-full fault did.
 	DiskFull *DiskFullFault `json:"disk_full,omitempty"`
+	// Parts are the faults a combined fault injected at once.
+	Parts []Fault `json:"parts,omitempty"`
 }
 
 // nemesis injects faults into a cluster, one at a time, each held and
@@ -63,10 +65,8 @@ type nemesis struct {
 	h     *History
 	rng   *rand.Rand
 	kinds []string
-	// dir is the run directory (strace logs go there); traces counts
-	// them.
-	dir    string
-	traces int
+	// dir is the run directory (strace logs go there).
+	dir string
 }
 
 // schedule draws n fault kinds.
@@ -108,6 +108,9 @@ func (ne *nemesis) hold(lo, hi float64, min time.Duration) time.Duration {
 
 // inject runs one fault of kind to completion (inject, hold, heal).
 func (ne *nemesis) inject(ctx context.Context, kind string) Fault {
+	if kind == Combined {
+		return ne.combined(ctx)
+	}
 	f := Fault{Kind: kind}
 	leader, others := ne.pick(ctx)
 	follower := others[ne.rng.IntN(len(others))]

@@ -27,8 +27,11 @@ type Config struct {
 	// Root is where the run's directory is made (run-<seed>); it is removed
 	// when every check passes, except run.json.
 	Root string
-	// Faults is how many faults the nemesis injects.
-	Faults int
+	// Faults is how many faults the nemesis injects; with FaultsFor set it
+	// goes on injecting drawn faults, one after the other, until that long
+	// has passed since the first (a soak segment).
+	Faults    int
+	FaultsFor time.Duration
 	// Kinds are the fault kinds drawn from (default FaultKinds).
 	Kinds []string
 	// ClientsPerNode is how many concurrent clients address each node.
@@ -259,7 +262,13 @@ func (r *runner) drive(ctx context.Context) error {
 	go func(id int) { defer wg.Done(); w.configClient(wctx, id, rand.New(rand.NewPCG(cfg.Seed, uint64(id)))) }(cid)
 	ne := &nemesis{cl: r.cl, fw: r.fw, h: r.h, rng: r.rng, kinds: kinds, dir: r.dir}
 	sleepCtx(ctx, 500*time.Millisecond) // traffic before the first fault
-	for _, kind := range ne.schedule(cfg.Seed, cfg.Faults) {
+	kinds = ne.schedule(cfg.Seed, cfg.Faults)
+	until := time.Now().Add(cfg.FaultsFor)
+	for i := 0; ctx.Err() == nil && (i < len(kinds) || time.Now().Before(until)); i++ {
+		kind := ne.kinds[r.rng.IntN(len(ne.kinds))]
+		if i < len(kinds) {
+			kind = kinds[i]
+		}
 		r.res.Faults = append(r.res.Faults, ne.inject(ctx, kind))
 		sleepCtx(ctx, time.Duration(200+r.rng.IntN(800))*time.Millisecond)
 	}
