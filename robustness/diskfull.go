@@ -16,7 +16,8 @@ import (
 
 // DiskFull fills the disk of one node: the node (the leader or a follower)
 // is stopped, its data directory moved onto a tmpfs mounted in its place
-// with 16–48 KiB free, and started again under traffic. It must stop
+// with 16–48 KiB free, and started again under traffic, the nemesis
+// reporting facts to it until it fills. It must stop
 // with writd's fatal exit (1) or go on refusing what it cannot write,
 // acknowledging nothing it did not write; the tmpfs is then grown (space
 // returns), the node restarted on it and it must become ready; last, its
@@ -76,12 +77,24 @@ func (ne *nemesis) diskFull(ctx context.Context, victim *Node) (time.Duration, *
 		victim.expectFatal(false)
 		return time.Since(t0), rec, err
 	}
+	// Facts reported to the node fill it whatever the rest of the
+	// traffic and the snapshot interval are.
+	lctx, stopLoad := context.WithCancel(ctx)
+	loaded := make(chan struct{})
+	go func() {
+		defer close(loaded)
+		if ne.load != nil {
+			ne.load(lctx, victim)
+		}
+	}()
 	select {
 	case <-victim.Done():
 		rec.Stopped, rec.ExitCode = true, victim.ExitCode()
 	case <-time.After(diskFullWithin):
 	case <-ctx.Done():
 	}
+	stopLoad()
+	<-loaded
 	rec.Full = mnt.free() < 8<<10
 	rec.Said = fatalLine(victim.Log)
 	if !rec.Stopped {

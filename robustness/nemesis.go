@@ -67,6 +67,9 @@ type nemesis struct {
 	kinds []string
 	// dir is the run directory (strace logs go there).
 	dir string
+	// load, if set, writes to a node until ctx ends (recorded in the
+	// history like every other call).
+	load func(ctx context.Context, n *Node)
 }
 
 // schedule draws n fault kinds.

@@ -260,7 +260,14 @@ func (r *runner) drive(ctx context.Context) error {
 	go func() { defer wg.Done(); r.smp.run(wctx, 2*time.Second) }()
 	wg.Add(1)
 	go func(id int) { defer wg.Done(); w.configClient(wctx, id, rand.New(rand.NewPCG(cfg.Seed, uint64(id)))) }(cid)
-	ne := &nemesis{cl: r.cl, fw: r.fw, h: r.h, rng: r.rng, kinds: kinds, dir: r.dir}
+	loadRng := rand.New(rand.NewPCG(cfg.Seed, uint64(cid+1)))
+	var loadMu sync.Mutex
+	load := func(ctx context.Context, n *Node) {
+		loadMu.Lock() // one flood at a time: the rng is not shared
+		defer loadMu.Unlock()
+		w.flood(ctx, cid+1, n, loadRng)
+	}
+	ne := &nemesis{cl: r.cl, fw: r.fw, h: r.h, rng: r.rng, kinds: kinds, dir: r.dir, load: load}
 	sleepCtx(ctx, 500*time.Millisecond) // traffic before the first fault
 	kinds = ne.schedule(cfg.Seed, cfg.Faults)
 	until := time.Now().Add(cfg.FaultsFor)

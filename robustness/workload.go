@@ -197,3 +197,22 @@ func (w *workload) get(ctx context.Context, client int, n *Node, key string, ser
 	w.h.add(op)
 	return op.Outcome
 }
+
+// flood reports facts to n, one after another, until ctx ends (a fault
+// that needs the node to write, such as disk-full, calls it); they are
+// recorded as client id's calls and checked as any other.
+func (w *workload) flood(ctx context.Context, id int, n *Node, rng *rand.Rand) {
+	for ctx.Err() == nil {
+		inst := w.insts[rng.IntN(len(w.insts))]
+		v, _ := w.orders.LoadOrStore(inst, new(atomic.Uint64))
+		order := v.(*atomic.Uint64).Add(1)
+		fid := fmt.Sprintf("%s-f%d", w.run, w.seq.Add(1))
+		d, ok := w.draw(func(g *conformance.Generator) (conformance.Drawn, bool) { return g.Fact(inst, fid, order) })
+		if !ok {
+			return
+		}
+		if w.report(ctx, id, n, d) == outError {
+			sleepCtx(ctx, 20*time.Millisecond)
+		}
+	}
+}
