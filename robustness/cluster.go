@@ -218,6 +218,22 @@ func (c *Cluster) Heal() error {
 	return errors.Join(errs...)
 }
 
+// Revive starts again every node whose last exit was writd's documented
+// seed-join failure (a restart while its seed was down or cut off), as a
+// supervisor would, so that the next fault finds every node running.
+func (c *Cluster) Revive() error {
+	var errs []error
+	for _, n := range c.nodes {
+		n.mu.Lock()
+		again := n.joinExited
+		n.mu.Unlock()
+		if again && !n.Running() {
+			errs = append(errs, c.Start(n))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // joinFailure reports whether the log's tail holds writd's documented
 // seed-join failure.
 func joinFailure(log string) (string, bool) {

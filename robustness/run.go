@@ -276,6 +276,11 @@ func (r *runner) drive(ctx context.Context) error {
 		if i < len(kinds) {
 			kind = kinds[i]
 		}
+		if err := r.cl.Revive(); err != nil {
+			stopClients()
+			wg.Wait()
+			return err
+		}
 		r.res.Faults = append(r.res.Faults, ne.inject(ctx, kind))
 		sleepCtx(ctx, time.Duration(200+r.rng.IntN(800))*time.Millisecond)
 	}
