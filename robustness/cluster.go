@@ -218,20 +218,30 @@ func (c *Cluster) Heal() error {
 	return errors.Join(errs...)
 }
 
-// Revive starts again every node whose last exit was writd's documented
-// seed-join failure (a restart while its seed was down or cut off), as a
-// supervisor would, so that the next fault finds every node running.
-func (c *Cluster) Revive() error {
-	var errs []error
-	for _, n := range c.nodes {
-		n.mu.Lock()
-		again := n.joinExited
-		n.mu.Unlock()
-		if again && !n.Running() {
-			errs = append(errs, c.Start(n))
+// WaitUp waits up to d until every node's API answers (it has joined:
+// writd serves its API only after its gossip join), starting again, as a
+// supervisor would, a node whose last exit was writd's documented
+// seed-join failure (a restart while its seed was down or cut off), so
+// that the next fault finds every node running. Readiness is not
+// required: a fault may come while the cluster still recovers.
+func (c *Cluster) WaitUp(ctx context.Context, d time.Duration) error {
+	return poll(ctx, d, func() (bool, string) {
+		for _, n := range c.nodes {
+			n.mu.Lock()
+			again := n.joinExited
+			n.mu.Unlock()
+			if !n.Running() {
+				if again {
+					_ = c.Start(n)
+				}
+				return false, n.Name + " is not running"
+			}
+			if _, err := c.Status(ctx, n); err != nil {
+				return false, n.Name + ": " + err.Error()
+			}
 		}
-	}
-	return errors.Join(errs...)
+		return true, ""
+	})
 }
 
 // joinFailure reports whether the log's tail holds writd's documented

@@ -276,11 +276,10 @@ func (r *runner) drive(ctx context.Context) error {
 		if i < len(kinds) {
 			kind = kinds[i]
 		}
-		if err := r.cl.Revive(); err != nil {
-			stopClients()
-			wg.Wait()
-			return err
-		}
+		// A node that is down now (not by a fault in progress) would make
+		// the next fault miss its victim; one still down after 30 s is
+		// left to the fault, which then fails faults-injected.
+		_ = r.cl.WaitUp(ctx, 30*time.Second)
 		r.res.Faults = append(r.res.Faults, ne.inject(ctx, kind))
 		sleepCtx(ctx, time.Duration(200+r.rng.IntN(800))*time.Millisecond)
 	}
