@@ -301,9 +301,16 @@ func (c *Cluster) Status(ctx context.Context, n *Node) (*writv1.StatusResponse, 
 	return c.pc.Status(ctx, n.Node)
 }
 
-// WaitHealthy waits until every node is ready and one is the leader.
+// WaitHealthy waits until every node is ready and one is the leader. It
+// first waits until every node's API answers, starting again any node
+// down with the seed-join exit: nodes restarted at once (kill-all) can all
+// exit so while their seed is still starting, and the seed is never ready
+// without them.
 func (c *Cluster) WaitHealthy(ctx context.Context, d time.Duration) error {
 	deadline := time.Now().Add(d)
+	if err := c.WaitUp(ctx, d); err != nil {
+		return err
+	}
 	for _, n := range c.nodes {
 		if err := c.pc.WaitReady(ctx, n.Node, time.Until(deadline)); err != nil {
 			return fmt.Errorf("robustness: %w", err)
