@@ -25,8 +25,9 @@ import (
 const DiskFull = "disk-full"
 
 // diskFullWithin bounds how long the nemesis waits for the node to fill
-// its disk and stop.
-const diskFullWithin = 20 * time.Second
+// its disk and stop (on a loaded machine the facts it is sent can take
+// most of a minute to fill even 48 KiB).
+const diskFullWithin = 60 * time.Second
 
 // DiskFullFault is what a disk-full fault did.
 type DiskFullFault struct {
@@ -87,15 +88,24 @@ func (ne *nemesis) diskFull(ctx context.Context, victim *Node) (time.Duration, *
 			ne.load(lctx, victim)
 		}
 	}()
-	select {
-	case <-victim.Done():
+	// Until the node stops, or its disk is full and it has had 5 s more
+	// to stop (it may go on refusing instead), at most diskFullWithin.
+	var fullSince time.Time
+	_ = poll(ctx, diskFullWithin, func() (bool, string) {
+		if !victim.Running() {
+			return true, ""
+		}
+		if fullSince.IsZero() && mnt.free() < 8<<10 {
+			fullSince = time.Now()
+		}
+		return !fullSince.IsZero() && time.Since(fullSince) > 5*time.Second, fmt.Sprintf("%d bytes free", mnt.free())
+	})
+	if !victim.Running() {
 		rec.Stopped, rec.ExitCode = true, victim.ExitCode()
-	case <-time.After(diskFullWithin):
-	case <-ctx.Done():
 	}
 	stopLoad()
 	<-loaded
-	rec.Full = mnt.free() < 8<<10
+	rec.Full = !fullSince.IsZero() || mnt.free() < 8<<10
 	rec.Said = fatalLine(victim.Log)
 	if !rec.Stopped {
 		_, _ = victim.Stop(10 * time.Second)
