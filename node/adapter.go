@@ -259,6 +259,9 @@ func (w *writer) ConfigUpgrade(ctx context.Context, c api.ConfigChange, progress
 		}
 		return api.ConfigProgress{Phase: writv1.ConfigProgress_FAILED, Outcome: toOutcome(out.Status), Index: out.Index, Message: out.Reason}, nil
 	}
+	if canaryConfigFailedAfterActivate {
+		return api.ConfigProgress{Phase: writv1.ConfigProgress_FAILED, Outcome: api.NotCommitted, Index: out.Index, Message: "canary: activation committed, answered failed"}, nil
+	}
 	tag := versionOf(c.Document)
 	by, of := w.replicated(out.Index)
 	if d.Name != config.ClusterType {

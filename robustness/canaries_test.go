@@ -101,7 +101,7 @@ func TestRobustnessCatchesOutcomeStaleCache(t *testing.T) {
 		t.Skip("runs real writd processes: skipped with -short")
 	}
 	t.Parallel()
-	if kinds := faultKinds(t); len(kinds) < len(FaultKinds) {
+	if !havePartitions(t, false) {
 		t.Skip("needs partitions (NOT RUN without nftables)")
 	}
 	canaryRun(t, "canary_outcomestalecache", "uncertain-resolved", "answers Outcome from a stale local cache", Config{
@@ -126,5 +126,57 @@ func TestRobustnessCatchesTerminalStateLeft(t *testing.T) {
 	})
 	if !strings.Contains(strings.Join(c.Detail, "\n"), "left terminal state") {
 		t.Fatalf("guards failed, but not on a terminal state left: %v", c.Detail)
+	}
+}
+
+// TestRobustnessCatchesAckBeforeFsync: a writd built with the
+// canary_ackbeforefsync tag acknowledges each batch of facts before
+// writing and fsyncing it (it is written with the next batch). SIGKILL
+// alone rarely shows it: the page cache keeps what was written, and the
+// batch held unwritten is committed through the log a moment after its
+// acknowledgement unless the node is cut off. fail-fsync-isolated cuts a
+// follower off (its facts wait in its outbox), fails its fsyncs, and
+// before the restart drops what was appended to its outbox after the
+// failure began, as a power loss after the EIO would: the batch the
+// canary acknowledged before any fsync is gone, and facts-exactly-once
+// must say so. (The drop is drawn per fault, so two faults a seed.)
+func TestRobustnessCatchesAckBeforeFsync(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real writd processes: skipped with -short")
+	}
+	t.Parallel()
+	if !havePartitions(t, false) || !haveStrace(t, false) {
+		t.Skip("needs partitions and strace (NOT RUN without nftables or strace)")
+	}
+	c := canaryRun(t, "canary_ackbeforefsync", "facts-exactly-once", "acknowledges facts before their fsync", Config{
+		Seed: 6, Hosts: []string{"127.0.80.1", "127.0.80.2", "127.0.80.3"},
+		Faults: 2, Kinds: []string{FailFsyncIsolated}, ClientsPerNode: 3, Instances: 2, HealTimeout: 20 * time.Second,
+	})
+	// Caught means a received fact every node answers for and none has
+	// committed, not a node that could not be asked.
+	for _, d := range c.Detail {
+		if !strings.Contains(d, "unreadable") && !strings.Contains(d, "COMMITTED") {
+			t.Logf("lost: %s", d)
+			return
+		}
+	}
+	t.Fatalf("facts-exactly-once failed, but not on a fact committed nowhere: %v", c.Detail)
+}
+
+// TestRobustnessCatchesConfigFailedAfterActivate: a writd built with the
+// canary_configfailedafteractivate tag answers FAILED for a configuration
+// change whose activation committed; check (f) config-activation must see
+// a change reported FAILED that is activated on every node.
+func TestRobustnessCatchesConfigFailedAfterActivate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real writd processes: skipped with -short")
+	}
+	t.Parallel()
+	c := canaryRun(t, "canary_configfailedafteractivate", "config-activation", "reports an activated configuration change as failed", Config{
+		Seed: 7, Hosts: []string{"127.0.80.11", "127.0.80.12", "127.0.80.13"},
+		Faults: 1, Kinds: []string{KillFollower}, ClientsPerNode: 1, Instances: 2, HealTimeout: 20 * time.Second,
+	})
+	if !strings.Contains(strings.Join(c.Detail, "\n"), "reported FAILED") {
+		t.Fatalf("config-activation failed, but not on a change reported failed that activated: %v", c.Detail)
 	}
 }

@@ -57,9 +57,14 @@ func outcomes(ctx context.Context, cl *Cluster, ids []string) map[string][]nodeO
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// A node may lose its leader for a moment after heal (an
+			// election on a loaded machine): a failed call is retried after
+			// a pause, within a budget per node so that a node that does
+			// not answer at all costs at most that.
+			budget := 15 * time.Second
 			for _, id := range ids {
 				var o nodeOutcome
-				for try := 0; try < 3; try++ {
+				for try := 0; try < 8; try++ {
 					cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 					r, err := n.client.Outcome(cctx, &writv1.OutcomeRequest{RequestId: id})
 					cancel()
@@ -68,6 +73,15 @@ func outcomes(ctx context.Context, cl *Cluster, ids []string) map[string][]nodeO
 						break
 					}
 					o = nodeOutcome{err: err}
+					if budget <= 0 {
+						if try >= 2 {
+							break
+						}
+						continue
+					}
+					pause := 250 * time.Millisecond
+					budget -= pause
+					sleepCtx(ctx, pause)
 				}
 				mu.Lock()
 				res[id][i] = o

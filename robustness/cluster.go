@@ -45,7 +45,16 @@ type Node struct {
 	// supervisor would.
 	joinExits  []string
 	joinExited bool // the last exit was one; waitReady restarts the node
-	client     writv1.WritClient
+	// fatalExpected: a disk fault makes the node stop by itself; its exit
+	// is check fsync-error-stops's, not an exit nobody caused.
+	fatalExpected bool
+	// wiped: its data directory was wiped (replace-node); it joins through
+	// another node from then on, even the bootstrap node.
+	wiped  bool
+	client writv1.WritClient
+	// metrics is the node's metrics listener (pprof on), which the
+	// sampler reads goroutine counts from.
+	metrics string
 }
 
 // Cluster is a cluster of real writd processes, one per host address.
@@ -63,9 +72,10 @@ type Cluster struct {
 
 // ports are fixed per host: every node has its own address.
 const (
-	apiPort    = 7301
-	raftPort   = 7302
-	gossipPort = 7303
+	apiPort     = 7301
+	raftPort    = 7302
+	gossipPort  = 7303
+	metricsPort = 7304
 )
 
 // StartCluster starts one writd per host in root/<node>, the first
@@ -93,7 +103,8 @@ func StartCluster(ctx context.Context, bins Binaries, schemaDir, root string, ho
 	for i, h := range hosts {
 		name := "n" + strconv.Itoa(i+1)
 		n := &Node{Host: h, Node: proccluster.NewNode(name, filepath.Join(root, name),
-			net.JoinHostPort(h, strconv.Itoa(apiPort)), net.JoinHostPort(h, strconv.Itoa(raftPort)), net.JoinHostPort(h, strconv.Itoa(gossipPort)))}
+			net.JoinHostPort(h, strconv.Itoa(apiPort)), net.JoinHostPort(h, strconv.Itoa(raftPort)), net.JoinHostPort(h, strconv.Itoa(gossipPort))),
+			metrics: net.JoinHostPort(h, strconv.Itoa(metricsPort))}
 		if n.client, err = n.Dial(grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
 			return c, fmt.Errorf("robustness: %w", err)
 		}
@@ -129,16 +140,23 @@ func (c *Cluster) Start(n *Node) error {
 		"--pipeline-commit-timeout", c.timing.CommitTimeout.String(),
 		// Gossip notices failures fast; a killed node stays a voter (the
 		// nemesis restarts it, it is not replaced).
-		"--membership-profile", "local", "--membership-failed-grace", "1h")
+		"--membership-profile", "local", "--membership-failed-grace", "1h",
+		// The sampler reads goroutine counts from pprof.
+		"--metrics-addr", n.metrics, "--debug-pprof")
 	args = append(args, c.plugins...)
-	if n != c.nodes[0] {
-		// Plaintext peers and API: the suite tests the write path under
-		// faults; the secured configuration has its own tests.
-		args = append(args, proccluster.JoinFlags(c.nodes[0].Gossip)...)
-	}
 	n.mu.Lock()
 	n.joinExited = false
+	wiped := n.wiped
 	n.mu.Unlock()
+	if n != c.nodes[0] || wiped {
+		// Plaintext peers and API: the suite tests the write path under
+		// faults; the secured configuration has its own tests.
+		seed := c.nodes[0]
+		if n == seed {
+			seed = c.nodes[1]
+		}
+		args = append(args, proccluster.JoinFlags(seed.Gossip)...)
+	}
 	if err := n.Start(proccluster.Spec{Bin: c.bins.Writd, Args: args, OnExit: n.onExit}); err != nil {
 		return fmt.Errorf("robustness: %w", err)
 	}
@@ -151,15 +169,25 @@ func (n *Node) onExit(e proccluster.Exit) {
 	if e.Expected {
 		return
 	}
-	why, join := joinFailure(n.Log)
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.fatalExpected {
+		return
+	}
+	why, join := joinFailure(n.Log)
 	if join {
 		n.joinExited = true
 		n.joinExits = append(n.joinExits, fmt.Sprintf("%s exited (%v) on restart: %s", n.Name, e.Err, why))
 	} else {
 		n.exits = append(n.exits, fmt.Sprintf("%s exited on its own (%v)", n.Name, e.Err))
 	}
+}
+
+// expectFatal says whether n's next exit is one a fault causes.
+func (n *Node) expectFatal(on bool) {
+	n.mu.Lock()
+	n.fatalExpected = on
+	n.mu.Unlock()
 }
 
 // Kill SIGKILLs n and waits for the process to end.
@@ -188,6 +216,32 @@ func (c *Cluster) Heal() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// WaitUp waits up to d until every node's API answers (it has joined:
+// writd serves its API only after its gossip join), starting again, as a
+// supervisor would, a node whose last exit was writd's documented
+// seed-join failure (a restart while its seed was down or cut off), so
+// that the next fault finds every node running. Readiness is not
+// required: a fault may come while the cluster still recovers.
+func (c *Cluster) WaitUp(ctx context.Context, d time.Duration) error {
+	return poll(ctx, d, func() (bool, string) {
+		for _, n := range c.nodes {
+			n.mu.Lock()
+			again := n.joinExited
+			n.mu.Unlock()
+			if !n.Running() {
+				if again {
+					_ = c.Start(n)
+				}
+				return false, n.Name + " is not running"
+			}
+			if _, err := c.Status(ctx, n); err != nil {
+				return false, n.Name + ": " + err.Error()
+			}
+		}
+		return true, ""
+	})
 }
 
 // joinFailure reports whether the log's tail holds writd's documented
@@ -247,9 +301,16 @@ func (c *Cluster) Status(ctx context.Context, n *Node) (*writv1.StatusResponse, 
 	return c.pc.Status(ctx, n.Node)
 }
 
-// WaitHealthy waits until every node is ready and one is the leader.
+// WaitHealthy waits until every node is ready and one is the leader. It
+// first waits until every node's API answers, starting again any node
+// down with the seed-join exit: nodes restarted at once (kill-all) can all
+// exit so while their seed is still starting, and the seed is never ready
+// without them.
 func (c *Cluster) WaitHealthy(ctx context.Context, d time.Duration) error {
 	deadline := time.Now().Add(d)
+	if err := c.WaitUp(ctx, d); err != nil {
+		return err
+	}
 	for _, n := range c.nodes {
 		if err := c.pc.WaitReady(ctx, n.Node, time.Until(deadline)); err != nil {
 			return fmt.Errorf("robustness: %w", err)

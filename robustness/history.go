@@ -10,6 +10,7 @@ const (
 	outReceived = "RECEIVED" // a fact acknowledged as received
 	outOK       = "OK"       // a read that answered
 	outError    = "ERROR"    // no answer: transport failure or deadline (unknown outcome)
+	outFailed   = "FAILED"   // a config change the node said did not activate
 )
 
 // Op is one client call: what was asked of which node, when (nanoseconds
@@ -17,7 +18,7 @@ const (
 type Op struct {
 	Client  int    `json:"client"`
 	Node    string `json:"node"`
-	Kind    string `json:"kind"` // submit, report, get (linearizable), sget (serializable)
+	Kind    string `json:"kind"` // submit, report, get (linearizable), sget (serializable), config
 	Type    string `json:"type,omitempty"`
 	ID      string `json:"id,omitempty"`  // request ID or fact ID
 	Key     string `json:"key,omitempty"` // the machine key addressed or read

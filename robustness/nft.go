@@ -2,7 +2,6 @@ package robustness
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -26,30 +25,10 @@ type firewall struct {
 // partitionsAvailable reports whether nft can be run, installing nftables
 // with apt-get when it is missing and the process may (root).
 func partitionsAvailable() error {
-	if _, err := exec.LookPath("nft"); err == nil {
-		return removeStaleTables()
-	}
-	if os.Geteuid() != 0 {
-		return errors.New("nft is not installed and the suite is not root, so it cannot install nftables")
-	}
-	if _, err := exec.Command("apt-get", "install", "-y", "nftables").CombinedOutput(); err != nil {
-		// A fresh machine may have no package lists yet.
-		if out, err := exec.Command("apt-get", "update").CombinedOutput(); err != nil {
-			return fmt.Errorf("apt-get update: %v: %s", err, lastLine(out))
-		}
-		if out, err := exec.Command("apt-get", "install", "-y", "nftables").CombinedOutput(); err != nil {
-			return fmt.Errorf("apt-get install -y nftables: %v: %s", err, lastLine(out))
-		}
-	}
-	if _, err := exec.LookPath("nft"); err != nil {
-		return errors.New("nftables installed but nft is not on PATH")
+	if err := ensureTool("nft", "nftables"); err != nil {
+		return err
 	}
 	return removeStaleTables()
-}
-
-func lastLine(b []byte) string {
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	return lines[len(lines)-1]
 }
 
 func nft(args ...string) error {

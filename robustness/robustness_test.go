@@ -15,7 +15,6 @@ import (
 // The CI tier's nodes run on 127.0.47.1–3, the canaries' on 127.0.48.1–3
 // and 127.0.48.11–13: the three tests run in parallel.
 var (
-	ciHosts      = []string{"127.0.47.1", "127.0.47.2", "127.0.47.3"}
 	canaryHosts  = []string{"127.0.48.1", "127.0.48.2", "127.0.48.3"}
 	canaryHosts2 = []string{"127.0.48.11", "127.0.48.12", "127.0.48.13"}
 )
@@ -78,38 +77,80 @@ func binaries(t *testing.T, tags string) Binaries {
 	return Binaries{Writd: w, Plugins: []string{p}}
 }
 
-// faultKinds is every kind, or every kind but partitions when nftables
-// cannot be had and WRITTEST_ROBUSTNESS_NO_PARTITIONS=1 says that is accepted.
+// faultKinds is every kind of the default mix (or those
+// WRITTEST_ROBUSTNESS_KINDS names), less partitions when nftables cannot be
+// had and WRITTEST_ROBUSTNESS_NO_PARTITIONS=1 says that is accepted, and less
+// disk faults when strace is absent and the suite is not root (it cannot
+// install it).
 func faultKinds(t *testing.T) []string {
 	t.Helper()
-	if v := os.Getenv("WRITTEST_ROBUSTNESS_KINDS"); v != "" {
-		for _, k := range strings.Split(v, ",") {
-			if !slices.Contains(FaultKinds, k) {
-				t.Fatalf("WRITTEST_ROBUSTNESS_KINDS: unknown fault kind %q (use any of %s)", k, strings.Join(FaultKinds, ","))
-			}
-			if isPartition(k) {
-				if err := partitionsAvailable(); err != nil {
-					t.Fatalf("fault kind %s needs partitions: %v", k, err)
-				}
+	kinds := FaultKinds
+	named := os.Getenv("WRITTEST_ROBUSTNESS_KINDS") != ""
+	if named {
+		kinds = strings.Split(os.Getenv("WRITTEST_ROBUSTNESS_KINDS"), ",")
+		for _, k := range kinds {
+			if !slices.Contains(FaultKinds, k) && !slices.Contains(ExtraKinds, k) {
+				t.Fatalf("WRITTEST_ROBUSTNESS_KINDS: unknown fault kind %q (use any of %s)", k, strings.Join(append(slices.Clone(FaultKinds), ExtraKinds...), ","))
 			}
 		}
-		return strings.Split(v, ",")
 	}
-	err := partitionsAvailable()
-	if err == nil {
-		return FaultKinds
-	}
-	if os.Getenv("WRITTEST_ROBUSTNESS_NO_PARTITIONS") != "1" {
-		t.Fatalf("network partitions cannot run: %v (fix: run as root with apt-get available, install nftables, or set WRITTEST_ROBUSTNESS_NO_PARTITIONS=1 to run without them)", err)
-	}
-	t.Logf("partitions NOT RUN: %v (WRITTEST_ROBUSTNESS_NO_PARTITIONS=1)", err)
+	parts := !slices.ContainsFunc(kinds, isPartition) || havePartitions(t, named)
+	disks := !slices.ContainsFunc(kinds, isFsync) || haveStrace(t, named)
+	full := !slices.Contains(kinds, DiskFull) || haveTmpfs(t, named)
 	var out []string
-	for _, k := range FaultKinds {
-		if !isPartition(k) {
+	for _, k := range kinds {
+		if (parts || !isPartition(k)) && (disks || !isFsync(k)) && (full || k != DiskFull) {
 			out = append(out, k)
 		}
 	}
 	return out
+}
+
+// havePartitions reports whether nftables partitions can run; it fails t
+// when they cannot and nothing allows that.
+func havePartitions(t *testing.T, named bool) bool {
+	t.Helper()
+	err := partitionsAvailable()
+	switch {
+	case err == nil:
+		return true
+	case named:
+		t.Fatalf("the named fault kinds need partitions: %v", err)
+	case os.Getenv("WRITTEST_ROBUSTNESS_NO_PARTITIONS") != "1":
+		t.Fatalf("network partitions cannot run: %v (fix: run as root with apt-get available, install nftables, or set WRITTEST_ROBUSTNESS_NO_PARTITIONS=1 to run without them)", err)
+	}
+	t.Logf("partitions NOT RUN: %v (WRITTEST_ROBUSTNESS_NO_PARTITIONS=1)", err)
+	return false
+}
+
+// haveTmpfs reports whether disk-full can run (root mounts its tmpfs);
+// it fails t when a named kind needs it.
+func haveTmpfs(t *testing.T, named bool) bool {
+	t.Helper()
+	err := diskFullAvailable()
+	switch {
+	case err == nil:
+		return true
+	case named:
+		t.Fatalf("disk-full cannot run: %v", err)
+	}
+	t.Logf("disk-full NOT RUN: %v", err)
+	return false
+}
+
+// haveStrace reports whether strace can run (installing it as root); it
+// fails t when it cannot as root, or when a named kind needs it.
+func haveStrace(t *testing.T, named bool) bool {
+	t.Helper()
+	err := straceAvailable()
+	switch {
+	case err == nil:
+		return true
+	case named || os.Geteuid() == 0:
+		t.Fatalf("disk faults (strace) cannot run: %v", err)
+	}
+	t.Logf("disk faults NOT RUN: %v (install strace, or run as root so the suite installs it)", err)
+	return false
 }
 
 func runRoot(t *testing.T) string {
@@ -157,14 +198,17 @@ type tier struct {
 	runs, faults, lanes, clientsPerNode, instances int
 }
 
-// laneHosts are the addresses of lane i: 127.0.47.(10i+1..3).
-func laneHosts(i int) []string {
-	if i == 0 {
-		return ciHosts
+// laneHosts are the addresses of lane i: 127.0.N.(10i+1..3), N 47 unless
+// WRITTEST_ROBUSTNESS_NET names another (so that a second copy of the
+// tier can run beside the first).
+func laneHosts(t *testing.T, i int) []string {
+	net := envInt(t, "WRITTEST_ROBUSTNESS_NET", 47)
+	if net < 1 || net > 254 {
+		t.Fatalf("WRITTEST_ROBUSTNESS_NET=%d: give 1..254", net)
 	}
 	var out []string
 	for n := 1; n <= 3; n++ {
-		out = append(out, fmt.Sprintf("127.0.47.%d", 10*i+n))
+		out = append(out, fmt.Sprintf("127.0.%d.%d", net, 10*i+n))
 	}
 	return out
 }
@@ -180,6 +224,10 @@ func runTier(t *testing.T, tr tier) {
 	var mu sync.Mutex
 	var sum Summary
 	var wg sync.WaitGroup
+	hosts := make([][]string, lanes)
+	for lane := range lanes {
+		hosts[lane] = laneHosts(t, lane)
+	}
 	for lane := range lanes {
 		wg.Add(1)
 		go func() {
@@ -187,7 +235,7 @@ func runTier(t *testing.T, tr tier) {
 			for i := lane; i < tr.runs; i += lanes {
 				seed := tr.base + uint64(i)
 				r := Run(context.Background(), Config{
-					Seed: seed, SchemaDir: envOr("WRITTEST_ROBUSTNESS_SCHEMA", jobsSchema), Bins: bins, Hosts: laneHosts(lane), Root: root,
+					Seed: seed, SchemaDir: envOr("WRITTEST_ROBUSTNESS_SCHEMA", jobsSchema), Bins: bins, Hosts: hosts[lane], Root: root,
 					Faults: tr.faults, Kinds: kinds, ClientsPerNode: tr.clientsPerNode, Instances: tr.instances,
 					Reproduce: fmt.Sprintf("WRITTEST_ROBUSTNESS_SEED=%d WRITTEST_ROBUSTNESS_RUNS=1 WRITTEST_ROBUSTNESS_FAULTS=%d go test -count=1 -run 'TestRobustness$' ./robustness/", seed, tr.faults),
 				})
@@ -204,6 +252,9 @@ func runTier(t *testing.T, tr tier) {
 	wg.Wait()
 	if sum.Failed == 0 && os.Getenv("WRITTEST_ROBUSTNESS_DIR") == "" {
 		os.RemoveAll(root)
+	}
+	for _, g := range sum.Growth {
+		t.Logf("growth flagged: %s", g)
 	}
 	fmt.Println(sum.Line())
 }
@@ -253,8 +304,7 @@ func TestRobustnessCatchesFactLostOnRestart(t *testing.T) {
 		t.Skip("runs real writd processes: skipped with -short")
 	}
 	t.Parallel()
-	kinds := faultKinds(t)
-	if len(kinds) < len(FaultKinds) {
+	if !havePartitions(t, false) {
 		t.Skip("needs partitions (NOT RUN without nftables)")
 	}
 	bins := binaries(t, "canary_factlostonrestart")

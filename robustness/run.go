@@ -3,6 +3,7 @@ package robustness
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -26,8 +27,11 @@ type Config struct {
 	// Root is where the run's directory is made (run-<seed>); it is removed
 	// when every check passes, except run.json.
 	Root string
-	// Faults is how many faults the nemesis injects.
-	Faults int
+	// Faults is how many faults the nemesis injects; with FaultsFor set it
+	// goes on injecting drawn faults, one after the other, until that long
+	// has passed since the first (a soak segment).
+	Faults    int
+	FaultsFor time.Duration
 	// Kinds are the fault kinds drawn from (default FaultKinds).
 	Kinds []string
 	// ClientsPerNode is how many concurrent clients address each node.
@@ -58,7 +62,10 @@ type Result struct {
 	// JoinExits are restarts that ended in writd's documented seed-join
 	// failure (exit 2) because the seed was down or partitioned away too;
 	// the heal restarted the node. Reported, not a failure.
-	JoinExits []string          `json:"join_exits,omitempty"`
+	JoinExits []string `json:"join_exits,omitempty"`
+	// Resources is every node's RSS and goroutine count (sampled every
+	// 2 s, and when quiet at start and after heal).
+	Resources []NodeUsage       `json:"resources,omitempty"`
 	Duration  string            `json:"duration"`
 	Phases    map[string]string `json:"phases"`
 	Error     string            `json:"error,omitempty"`
@@ -109,64 +116,61 @@ func drawTiming(rng *rand.Rand) Timing {
 	}
 }
 
+// runner is one run in progress: its configuration and result, the
+// cluster, the firewall, the history and the workload.
+type runner struct {
+	cfg   Config
+	res   *Result
+	dir   string
+	rng   *rand.Rand
+	gen   *conformance.Generator
+	cl    *Cluster
+	fw    *firewall
+	h     *History
+	w     *workload
+	smp   *sampler
+	phase time.Time
+}
+
+// mark records how long the phase that ends now took.
+func (r *runner) mark(name string) {
+	r.res.Phases[name] = time.Since(r.phase).Round(time.Millisecond).String()
+	r.phase = time.Now()
+}
+
 // Run runs one seed: cluster, workload, nemesis, heal, checks, report.
 func Run(ctx context.Context, cfg Config) *Result {
 	start := time.Now()
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5eed))
 	res := &Result{Seed: cfg.Seed, Schema: cfg.SchemaDir, Timing: drawTiming(rng), Hosts: cfg.Hosts, Ops: map[string]int{}, Reproduce: cfg.Reproduce, Phases: map[string]string{}}
-	phase := time.Now()
-	mark := func(name string) {
-		res.Phases[name] = time.Since(phase).Round(time.Millisecond).String()
-		phase = time.Now()
-	}
-	dir := filepath.Join(cfg.Root, fmt.Sprintf("run-%d", cfg.Seed))
-	_ = os.RemoveAll(dir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	r := &runner{cfg: cfg, res: res, rng: rng, phase: time.Now(), dir: filepath.Join(cfg.Root, fmt.Sprintf("run-%d", cfg.Seed))}
+	_ = os.RemoveAll(r.dir)
+	if err := os.MkdirAll(r.dir, 0o700); err != nil {
 		res.Error = err.Error()
 		return res
 	}
-	defer func() {
-		res.Duration = time.Since(start).Round(time.Millisecond).String()
-		if !res.Passed() {
-			res.Dir = dir
-		}
-		b, _ := json.MarshalIndent(res, "", "  ")
-		if res.Passed() {
-			// Only run.json is kept for a passing run.
-			ents, _ := os.ReadDir(dir)
-			for _, e := range ents {
-				_ = os.RemoveAll(filepath.Join(dir, e.Name()))
-			}
-		}
-		_ = os.WriteFile(filepath.Join(dir, "run.json"), b, 0o600)
-	}()
-	kinds := cfg.Kinds
-	if len(kinds) == 0 {
-		kinds = FaultKinds
-	}
-	gen, err := conformance.NewGenerator(cfg.SchemaDir, cfg.Seed)
-	if err != nil {
+	defer r.report(start)
+	var err error
+	if r.gen, err = conformance.NewGenerator(cfg.SchemaDir, cfg.Seed); err != nil {
 		res.Error = err.Error()
 		return res
 	}
-	defer gen.Close()
+	defer r.gen.Close()
 	// Each run starts its own copy of the plugin binaries, so that the
 	// orphan check (g) finds this run's plugin processes by their
 	// executable and never another run's (runs in one test binary, and
 	// tests, share the built binaries and run in parallel).
-	bins, err := runPlugins(cfg.Bins, filepath.Join(dir, "bin"))
-	if err != nil {
+	if r.cfg.Bins, err = runPlugins(cfg.Bins, filepath.Join(r.dir, "bin")); err != nil {
 		res.Error = err.Error()
 		return res
 	}
-	cfg.Bins = bins
-	cl, err := StartCluster(ctx, cfg.Bins, gen.Dir(), dir, cfg.Hosts, res.Timing)
+	r.cl, err = StartCluster(ctx, r.cfg.Bins, r.gen.Dir(), r.dir, cfg.Hosts, res.Timing)
 	closed := false
 	var exits []string
 	closeCluster := func() {
 		if !closed {
 			closed = true
-			exits = cl.Close()
+			exits = r.cl.Close()
 		}
 	}
 	defer closeCluster()
@@ -174,24 +178,77 @@ func Run(ctx context.Context, cfg Config) *Result {
 		res.Error = "cluster did not start: " + err.Error()
 		return res
 	}
-	mark("start")
-	fw := newFirewall()
-	defer func() { _ = fw.heal() }()
+	r.smp = newSampler(r.cl)
+	r.smp.mark(ctx, false)
+	defer func() { res.Resources = r.smp.result() }()
+	r.mark("start")
+	r.fw = newFirewall()
+	defer func() { _ = r.fw.heal() }()
+	if err := r.drive(ctx); err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	hcheck, convergedAt, err := r.heal(ctx)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	ops := r.h.Ops()
+	checks := r.check(ctx, ops, convergedAt)
+	r.mark("checks")
+	closeCluster()
+	r.mark("close")
+	res.JoinExits = r.cl.JoinExits()
+	g := checkLogs(r.cl, exits)
+	orph := checkOrphans(r.cfg.Bins.Plugins, 10*time.Second)
+	r.mark("orphans")
+	res.Checks = append(append([]CheckResult{checkFaults(res.Faults), hcheck}, checks...), g, orph)
+	if !res.Passed() {
+		writeHistory(filepath.Join(r.dir, "history.jsonl"), ops)
+	}
+	return res
+}
 
-	h := newHistory()
-	w := &workload{cl: cl, h: h, timeout: res.Timing.CommitTimeout, gen: gen, run: fmt.Sprintf("s%d", cfg.Seed)}
+// report writes run.json; of a passing run's directory only it is kept.
+func (r *runner) report(start time.Time) {
+	res := r.res
+	res.Duration = time.Since(start).Round(time.Millisecond).String()
+	if !res.Passed() {
+		res.Dir = r.dir
+	}
+	b, _ := json.MarshalIndent(res, "", "  ")
+	if res.Passed() {
+		ents, _ := os.ReadDir(r.dir)
+		for _, e := range ents {
+			_ = os.RemoveAll(filepath.Join(r.dir, e.Name()))
+		}
+	}
+	_ = os.WriteFile(filepath.Join(r.dir, "run.json"), b, 0o600)
+}
+
+// drive creates the instances, runs the clients (ClientsPerNode per node
+// and one config client) and injects the faults one after the other; it
+// returns once the clients have stopped.
+func (r *runner) drive(ctx context.Context) error {
+	cfg := r.cfg
+	kinds := cfg.Kinds
+	if len(kinds) == 0 {
+		kinds = FaultKinds
+	}
+	r.h = newHistory()
+	w := &workload{cl: r.cl, h: r.h, timeout: r.res.Timing.CommitTimeout, gen: r.gen, run: fmt.Sprintf("s%d", cfg.Seed)}
+	r.w = w
 	for i := 0; i < max(1, cfg.Instances); i++ {
 		w.insts = append(w.insts, fmt.Sprintf("rk-%d", i))
 	}
 	w.setup(ctx)
 	if len(w.targets) == 0 {
-		res.Error = "the schema has no request type that creates a machine instance: nothing to drive"
-		return res
+		return errors.New("the schema has no request type that creates a machine instance: nothing to drive")
 	}
 	wctx, stopClients := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	cid := 1
-	for _, n := range cl.nodes {
+	for _, n := range r.cl.nodes {
 		for k := 0; k < max(1, cfg.ClientsPerNode); k++ {
 			wg.Add(1)
 			crng := rand.New(rand.NewPCG(cfg.Seed, uint64(cid)))
@@ -199,63 +256,92 @@ func Run(ctx context.Context, cfg Config) *Result {
 			cid++
 		}
 	}
-	ne := &nemesis{cl: cl, fw: fw, h: h, rng: rng, kinds: kinds}
+	wg.Add(1)
+	go func() { defer wg.Done(); r.smp.run(wctx, 2*time.Second) }()
+	wg.Add(1)
+	go func(id int) { defer wg.Done(); w.configClient(wctx, id, rand.New(rand.NewPCG(cfg.Seed, uint64(id)))) }(cid)
+	loadRng := rand.New(rand.NewPCG(cfg.Seed, uint64(cid+1)))
+	var loadMu sync.Mutex
+	load := func(ctx context.Context, n *Node) {
+		loadMu.Lock() // one flood at a time: the rng is not shared
+		defer loadMu.Unlock()
+		w.flood(ctx, cid+1, n, loadRng)
+	}
+	ne := &nemesis{cl: r.cl, fw: r.fw, h: r.h, rng: r.rng, kinds: kinds, dir: r.dir, load: load}
 	sleepCtx(ctx, 500*time.Millisecond) // traffic before the first fault
-	for _, kind := range ne.schedule(cfg.Seed, cfg.Faults) {
-		res.Faults = append(res.Faults, ne.inject(ctx, kind))
-		sleepCtx(ctx, time.Duration(200+rng.IntN(800))*time.Millisecond)
+	kinds = ne.schedule(cfg.Seed, cfg.Faults)
+	until := time.Now().Add(cfg.FaultsFor)
+	for i := 0; ctx.Err() == nil && (i < len(kinds) || time.Now().Before(until)); i++ {
+		kind := ne.kinds[r.rng.IntN(len(ne.kinds))]
+		if i < len(kinds) {
+			kind = kinds[i]
+		}
+		// A node that is down now (not by a fault in progress) would make
+		// the next fault miss its victim; one still down after 30 s is
+		// left to the fault, which then fails faults-injected.
+		_ = r.cl.WaitUp(ctx, 30*time.Second)
+		r.res.Faults = append(r.res.Faults, ne.inject(ctx, kind))
+		sleepCtx(ctx, time.Duration(200+r.rng.IntN(800))*time.Millisecond)
 	}
 	stopClients()
 	wg.Wait()
-	mark("faults")
+	r.mark("faults")
+	return nil
+}
 
-	// Heal everything, then wait for the cluster to recover and converge.
+// heal heals everything, then waits for the cluster to recover and
+// converge: check converged, and the moment it did on the history's base.
+func (r *runner) heal(ctx context.Context) (CheckResult, int64, error) {
 	healStart := time.Now()
-	if err := fw.heal(); err != nil {
-		res.Error = err.Error()
-		return res
-	}
-	if err := cl.Heal(); err != nil {
-		res.Error = "heal: " + err.Error()
-		return res
-	}
 	hcheck := CheckResult{Name: "converged", Pass: true, Cases: 1}
-	healTimeout := cfg.HealTimeout
+	if err := r.fw.heal(); err != nil {
+		return hcheck, 0, err
+	}
+	if err := r.cl.Heal(); err != nil {
+		return hcheck, 0, fmt.Errorf("heal: %w", err)
+	}
+	healTimeout := r.cfg.HealTimeout
 	if healTimeout <= 0 {
 		healTimeout = 60 * time.Second
 	}
-	if err := cl.WaitHealthy(ctx, healTimeout); err != nil {
+	if err := r.cl.WaitHealthy(ctx, healTimeout); err != nil {
 		hcheck.fail("after heal: %v", err)
 	}
-	hash, err := cl.Converge(ctx, healTimeout)
+	hash, err := r.cl.Converge(ctx, healTimeout)
 	if err != nil {
 		hcheck.fail("state hashes: %v", err)
 	}
-	res.Recovery = time.Since(healStart).Round(time.Millisecond).String()
-	convergedAt := h.now()
-	res.StateHash = hash
-	mark("heal")
+	r.res.Recovery = time.Since(healStart).Round(time.Millisecond).String()
+	r.res.StateHash = hash
+	r.smp.mark(ctx, true)
+	r.mark("heal")
+	return hcheck, r.h.now(), nil
+}
 
-	ops := h.Ops()
+// check asks every node for the outcome of every ID, settles what no
+// answer decided, reads the final state and runs the history checks.
+func (r *runner) check(ctx context.Context, ops []Op, convergedAt int64) []CheckResult {
+	res, cl := r.res, r.cl
 	for _, op := range ops {
 		res.Ops[op.Kind+" "+op.Outcome]++
 	}
 	ids, order := byID(ops)
 	outs := outcomes(ctx, cl, order)
-	mark("outcomes")
+	cfgFinal := readConfigFinal(ctx, cl)
+	cfgOuts := outcomes(ctx, cl, configIDs(ops, cfgFinal))
+	r.mark("outcomes")
 	// Settle what no answer decided, then ask every node again.
 	open := undecided(ids, order)
 	settleErr := settleAll(ctx, cl, open, res.Timing.CommitTimeout)
 	for id, o := range outcomes(ctx, cl, open) {
 		outs[id] = o
 	}
-	mark("settle")
+	r.mark("settle")
 	a, b, c, cmds := checkAcknowledged(ids, order, outs, convergedAt)
 	sc, unc := checkSettled(ids, open, outs, settleErr)
 	res.Uncertain = unc
-
-	finals := finalRecords(ctx, cl, w.targets)
-	lin := checkLinearizable(ops, revisionsOf(finals), h.now(), cmds, dir, 20*time.Second)
+	finals := finalRecords(ctx, cl, r.w.targets)
+	lin := checkLinearizable(ops, revisionsOf(finals), r.h.now(), cmds, r.dir, 20*time.Second)
 	res.Lin = lin
 	lc := CheckResult{Name: "linearizable", Pass: lin.ok(), Cases: lin.Checked}
 	for _, k := range lin.Illegal {
@@ -267,20 +353,8 @@ func Run(ctx context.Context, cfg Config) *Result {
 	for _, k := range lin.Uncheckable {
 		lc.fail("%s", k)
 	}
-	gc := checkGuards(gen.Catalog(), w.targets, ops, finals, cmds)
-
-	mark("checks")
-	closeCluster()
-	mark("close")
-	res.JoinExits = cl.JoinExits()
-	g := checkLogs(cl, exits)
-	orph := checkOrphans(cfg.Bins.Plugins, 10*time.Second)
-	mark("orphans")
-	res.Checks = []CheckResult{checkFaults(res.Faults), hcheck, a, b, c, sc, lc, gc, g, orph}
-	if !res.Passed() {
-		writeHistory(filepath.Join(dir, "history.jsonl"), ops)
-	}
-	return res
+	gc := checkGuards(r.gen.Catalog(), r.w.targets, ops, finals, cmds)
+	return []CheckResult{a, b, c, sc, lc, gc, checkConfig(ops, cfgOuts, cfgFinal), checkFsync(res.Faults, ops), checkDiskFull(res.Faults)}
 }
 
 func writeHistory(path string, ops []Op) {
@@ -306,6 +380,14 @@ type Summary struct {
 	Uncertain            Uncertain
 	Recovery             []time.Duration
 	JoinExits            int
+	// Configs counts the config changes by their answer (COMMITTED,
+	// FAILED, anything else).
+	Configs, ConfigsConfirmed, ConfigsFailed int
+	// MaxRSS and MaxGoroutines are the most any node reached; Growth
+	// lists the nodes whose process grew past the flag's bound.
+	MaxRSS        int64
+	MaxGoroutines int
+	Growth        []string
 }
 
 // Add folds one run into the summary.
@@ -320,8 +402,17 @@ func (s *Summary) Add(r *Result) {
 	for _, f := range r.Faults {
 		s.Faults[f.Kind]++
 	}
-	for _, n := range r.Ops {
+	for k, n := range r.Ops {
 		s.Ops += n
+		if strings.HasPrefix(k, "config ") {
+			s.Configs += n
+			switch k {
+			case "config COMMITTED":
+				s.ConfigsConfirmed += n
+			case "config " + outFailed:
+				s.ConfigsFailed += n
+			}
+		}
 	}
 	for _, c := range r.Checks {
 		switch c.Name {
@@ -339,6 +430,13 @@ func (s *Summary) Add(r *Result) {
 		s.Recovery = append(s.Recovery, d)
 	}
 	s.JoinExits += len(r.JoinExits)
+	for _, u := range r.Resources {
+		s.MaxRSS = max(s.MaxRSS, u.MaxRSS)
+		s.MaxGoroutines = max(s.MaxGoroutines, u.MaxGoroutines)
+		if u.Growth != "" {
+			s.Growth = append(s.Growth, fmt.Sprintf("seed %d %s: %s", r.Seed, u.Node, u.Growth))
+		}
+	}
 	s.KeysChecked += r.Lin.Checked
 	s.KeysLin += r.Lin.Linearized
 	s.Uncertain.add(r.Uncertain)
@@ -353,10 +451,10 @@ func (s *Summary) Line() string {
 		total += n
 	}
 	sort.Strings(kinds)
-	return fmt.Sprintf("robustness: runs=%d failed=%d faults=%d (%s) ops=%d acknowledged-lost=%d facts-lost=%d keys-linearizable=%d/%d uncertain=%d (committed=%d not-committed=%d rejected=%d) told-not-committed=%d (confirmed=%d) unresolved=%d disagreeing=%d seed-join-exits=%d recovery %s",
+	return fmt.Sprintf("robustness: runs=%d failed=%d faults=%d (%s) ops=%d acknowledged-lost=%d facts-lost=%d keys-linearizable=%d/%d uncertain=%d (committed=%d not-committed=%d rejected=%d) told-not-committed=%d (confirmed=%d) unresolved=%d disagreeing=%d configs=%d (confirmed=%d failed=%d) seed-join-exits=%d rss-max=%dMiB goroutines-max=%d growth-flags=%d recovery %s",
 		s.Runs, s.Failed, total, strings.Join(kinds, " "), s.Ops, s.AckLost, s.FactsLost, s.KeysLin, s.KeysChecked,
 		s.Uncertain.Total, s.Uncertain.Committed, s.Uncertain.NotCommitted, s.Uncertain.Rejected, s.Uncertain.Told, s.Uncertain.ToldConfirmed,
-		s.Uncertain.Unresolved, s.Uncertain.Disagreeing, s.JoinExits, percentiles(s.Recovery))
+		s.Uncertain.Unresolved, s.Uncertain.Disagreeing, s.Configs, s.ConfigsConfirmed, s.ConfigsFailed, s.JoinExits, s.MaxRSS>>20, s.MaxGoroutines, len(s.Growth), percentiles(s.Recovery))
 }
 
 // percentiles describes durations as p50/p99/max.

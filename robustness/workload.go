@@ -77,40 +77,55 @@ func (w *workload) client(ctx context.Context, id int, home *Node, rng *rand.Ran
 		if rng.IntN(4) == 0 {
 			n = w.cl.nodes[rng.IntN(len(w.cl.nodes))]
 		}
+		var out string
 		if retry != nil {
 			// The last answer decided nothing: retry under the same ID,
 			// on another node.
 			d, rid := *retry, retryID
 			retry = nil
-			w.submit(ctx, id, n, d, rid)
-			continue
+			out = w.submit(ctx, id, n, d, rid)
+		} else {
+			out = w.call(ctx, id, n, rng, &retry, &retryID)
 		}
-		switch k := rng.IntN(100); {
-		case k < 40:
-			inst := w.insts[rng.IntN(len(w.insts))]
-			d, ok := w.draw(func(g *conformance.Generator) (conformance.Drawn, bool) { return g.Request(inst) })
-			if !ok {
-				continue
-			}
-			rid := w.newID(id)
-			if out := w.submit(ctx, id, n, d, rid); (out == writv1.Outcome_UNCERTAIN.String() || out == outError) && rng.IntN(2) == 0 {
-				retry, retryID = &d, rid
-			}
-		case k < 55:
-			inst := w.insts[rng.IntN(len(w.insts))]
-			v, _ := w.orders.LoadOrStore(inst, new(atomic.Uint64))
-			order := v.(*atomic.Uint64).Add(1)
-			fid := fmt.Sprintf("%s-f%d", w.run, w.seq.Add(1))
-			d, ok := w.draw(func(g *conformance.Generator) (conformance.Drawn, bool) { return g.Fact(inst, fid, order) })
-			if !ok {
-				continue
-			}
-			w.report(ctx, id, n, d)
-		case k < 92:
-			w.get(ctx, id, n, w.targets[rng.IntN(len(w.targets))].key, false)
-		default:
-			w.get(ctx, id, n, w.targets[rng.IntN(len(w.targets))].key, true)
+		if out == outError {
+			// No answer (the node is down or cut off): back off a little,
+			// as a client would, instead of spinning on a refused
+			// connection (each such call is one more ID to settle).
+			sleepCtx(ctx, time.Duration(20+rng.IntN(30))*time.Millisecond)
 		}
+	}
+}
+
+// call makes one drawn call and returns its outcome; a request whose
+// answer decided nothing is left in retry half the time.
+func (w *workload) call(ctx context.Context, id int, n *Node, rng *rand.Rand, retry **conformance.Drawn, retryID *string) string {
+	switch k := rng.IntN(100); {
+	case k < 40:
+		inst := w.insts[rng.IntN(len(w.insts))]
+		d, ok := w.draw(func(g *conformance.Generator) (conformance.Drawn, bool) { return g.Request(inst) })
+		if !ok {
+			return ""
+		}
+		rid := w.newID(id)
+		out := w.submit(ctx, id, n, d, rid)
+		if (out == writv1.Outcome_UNCERTAIN.String() || out == outError) && rng.IntN(2) == 0 {
+			*retry, *retryID = &d, rid
+		}
+		return out
+	case k < 55:
+		inst := w.insts[rng.IntN(len(w.insts))]
+		v, _ := w.orders.LoadOrStore(inst, new(atomic.Uint64))
+		order := v.(*atomic.Uint64).Add(1)
+		fid := fmt.Sprintf("%s-f%d", w.run, w.seq.Add(1))
+		d, ok := w.draw(func(g *conformance.Generator) (conformance.Drawn, bool) { return g.Fact(inst, fid, order) })
+		if !ok {
+			return ""
+		}
+		return w.report(ctx, id, n, d)
+	case k < 92:
+		return w.get(ctx, id, n, w.targets[rng.IntN(len(w.targets))].key, false)
+	default:
+		return w.get(ctx, id, n, w.targets[rng.IntN(len(w.targets))].key, true)
 	}
 }
 
@@ -137,7 +152,7 @@ func (w *workload) submit(ctx context.Context, client int, n *Node, d conformanc
 	return op.Outcome
 }
 
-func (w *workload) report(ctx context.Context, client int, n *Node, d conformance.Drawn) {
+func (w *workload) report(ctx context.Context, client int, n *Node, d conformance.Drawn) string {
 	op := Op{Client: client, Node: n.Name, Kind: "report", Type: d.Type, ID: d.ID,
 		Key: pipeline.MachineKey(d.Machine, d.Instance), Payload: string(d.Payload)}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -158,9 +173,10 @@ func (w *workload) report(ctx context.Context, client int, n *Node, d conformanc
 		}
 	}
 	w.h.add(op)
+	return op.Outcome
 }
 
-func (w *workload) get(ctx context.Context, client int, n *Node, key string, serializable bool) {
+func (w *workload) get(ctx context.Context, client int, n *Node, key string, serializable bool) string {
 	op := Op{Client: client, Node: n.Name, Kind: "get", Key: key}
 	if serializable {
 		op.Kind = "sget"
@@ -179,4 +195,24 @@ func (w *workload) get(ctx context.Context, client int, n *Node, key string, ser
 		}
 	}
 	w.h.add(op)
+	return op.Outcome
+}
+
+// flood reports facts to n, one after another, until ctx ends (a fault
+// that needs the node to write, such as disk-full, calls it); they are
+// recorded as client id's calls and checked as any other.
+func (w *workload) flood(ctx context.Context, id int, n *Node, rng *rand.Rand) {
+	for ctx.Err() == nil {
+		inst := w.insts[rng.IntN(len(w.insts))]
+		v, _ := w.orders.LoadOrStore(inst, new(atomic.Uint64))
+		order := v.(*atomic.Uint64).Add(1)
+		fid := fmt.Sprintf("%s-f%d", w.run, w.seq.Add(1))
+		d, ok := w.draw(func(g *conformance.Generator) (conformance.Drawn, bool) { return g.Fact(inst, fid, order) })
+		if !ok {
+			return
+		}
+		if w.report(ctx, id, n, d) == outError {
+			sleepCtx(ctx, 20*time.Millisecond)
+		}
+	}
 }

@@ -1,0 +1,55 @@
+package robustness
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/pprof"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestSamplerReadsRSSAndGoroutines reads this process's RSS from /proc and
+// its goroutine count from a real pprof handler, as the sampler does from
+// writd's metrics listener.
+func TestSamplerReadsRSSAndGoroutines(t *testing.T) {
+	if rss := rssOf(os.Getpid()); rss <= 0 {
+		t.Fatalf("RSS of this process: %d", rss)
+	}
+	if rss := rssOf(1 << 30); rss != -1 {
+		t.Fatalf("RSS of no process: %d", rss)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	if n := goroutinesOf(context.Background(), addr); n < 2 {
+		t.Fatalf("goroutines: %d", n)
+	}
+	srv.Close()
+	if n := goroutinesOf(context.Background(), addr); n != -1 {
+		t.Fatalf("goroutines of a closed listener: %d", n)
+	}
+}
+
+// TestGrowth_FakeUsage flags a process whose goroutines or RSS more than
+// doubled between the quiet samples, and nothing else.
+func TestGrowth_FakeUsage(t *testing.T) {
+	a := &Usage{Pid: 7, RSS: 100 << 20, Goroutines: 80}
+	for _, c := range []struct {
+		b    *Usage
+		want string
+	}{
+		{&Usage{Pid: 7, RSS: 120 << 20, Goroutines: 95}, ""},
+		{&Usage{Pid: 7, RSS: 120 << 20, Goroutines: 400}, "goroutines 80 → 400"},
+		{&Usage{Pid: 7, RSS: 300 << 20, Goroutines: 80}, "RSS 100 → 300 MiB"},
+		{&Usage{Pid: 8, RSS: 300 << 20, Goroutines: 400}, ""}, // another process
+		{nil, ""},
+	} {
+		if got := growth(a, c.b); got != c.want {
+			t.Errorf("growth(%+v, %+v) = %q, want %q", a, c.b, got, c.want)
+		}
+	}
+}
