@@ -208,6 +208,9 @@ type Member struct {
 	RaftAddr string
 	Voter    bool   // false: learner
 	Match    uint64 // leader's view of the member's replicated index (0 if unknown)
+	// Incarnation identifies the member's data directory: a node rebuilt
+	// under the same ID has a new one (0: not recorded).
+	Incarnation uint64
 }
 
 var (

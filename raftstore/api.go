@@ -224,7 +224,7 @@ func (n *Node) Members() []kv.Member {
 	out := make([]kv.Member, 0, len(n.members))
 	ids := make([]uint64, 0, len(n.members))
 	for id, m := range n.members {
-		out = append(out, kv.Member{ID: m.ID, RaftAddr: m.Addr, Voter: !m.Learner})
+		out = append(out, kv.Member{ID: m.ID, RaftAddr: m.Addr, Voter: !m.Learner, Incarnation: m.Inc})
 		ids = append(ids, id)
 	}
 	n.mu.Unlock()
@@ -254,8 +254,21 @@ func (n *Node) member(id string) (memberInfo, bool, error) {
 
 // AddLearner adds a non-voting member that receives the log. It is a no-op
 // if id is already a learner at raftAddr. It returns once the change is
-// applied on this node.
+// applied on this node. It records no incarnation for the member: prefer
+// AddLearnerIncarnation.
 func (n *Node) AddLearner(ctx context.Context, id, raftAddr string) error {
+	return n.AddLearnerIncarnation(ctx, id, raftAddr, 0)
+}
+
+// AddLearnerIncarnation adds a non-voting member that receives the log,
+// recording inc, the incarnation the node announces (its Incarnation; 0:
+// unknown). It is a no-op if id is already a learner of that incarnation
+// at raftAddr. A member of another recorded incarnation is a node that
+// was rebuilt under the same name while its predecessor still holds the
+// seat: it is refused, remove the predecessor first (its raft ID is the
+// same, and the leader's view of that ID's log belongs to the
+// predecessor). It returns once the change is applied on this node.
+func (n *Node) AddLearnerIncarnation(ctx context.Context, id, raftAddr string, inc uint64) error {
 	if id == "" || raftAddr == "" {
 		return errors.New("raftstore: add learner: id and raftAddr are required")
 	}
@@ -264,16 +277,19 @@ func (n *Node) AddLearner(ctx context.Context, id, raftAddr string) error {
 		return err
 	}
 	if ok {
+		if inc != 0 && m.Inc != 0 && m.Inc != inc {
+			return fmt.Errorf("raftstore: add learner: %q is a member as incarnation %016x, not %016x: remove that earlier incarnation first", id, m.Inc, inc)
+		}
 		if !m.Learner {
 			return fmt.Errorf("raftstore: add learner: %q is already a voter", id)
 		}
-		if m.Addr == raftAddr {
+		if m.Addr == raftAddr && (inc == 0 || m.Inc == inc) {
 			return nil
 		}
 	}
 	return n.confChange(ctx, &raftpb.ConfChange{
 		Type: new(raftpb.ConfChangeAddLearnerNode), NodeId: new(RaftID(id)),
-		Context: encodeMemberContext(id, raftAddr),
+		Context: encodeMemberContextInc(id, raftAddr, inc),
 	})
 }
 
@@ -291,7 +307,7 @@ func (n *Node) Promote(ctx context.Context, id string) error {
 	}
 	return n.confChange(ctx, &raftpb.ConfChange{
 		Type: new(raftpb.ConfChangeAddNode), NodeId: new(RaftID(id)),
-		Context: encodeMemberContext(id, m.Addr),
+		Context: encodeMemberContextInc(id, m.Addr, m.Inc),
 	})
 }
 
@@ -324,7 +340,7 @@ func (n *Node) Remove(ctx context.Context, id string) error {
 	}
 	return n.confChange(ctx, &raftpb.ConfChange{
 		Type: new(raftpb.ConfChangeRemoveNode), NodeId: new(RaftID(id)),
-		Context: encodeMemberContext(id, m.Addr),
+		Context: encodeMemberContextInc(id, m.Addr, m.Inc),
 	})
 }
 

@@ -147,7 +147,7 @@ func (n *Node) applyEntry(atx *applyTx, e *raftpb.Entry, cur uint64, st *applyEf
 		if cs := n.applyConfChange(cc); cs != nil {
 			n.confState = cs
 		}
-		self := n.applyMemberChange(cc)
+		self := n.applyMemberChange(cc, idx)
 		if idx > cur {
 			st.membersChanged = true
 			n.confSinceSnap = true

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
@@ -23,6 +24,8 @@ type Peer struct {
 // Config configures a Node. Zero values take the documented defaults.
 type Config struct {
 	// NodeID names this node; it is mapped to raft's uint64 ID by RaftID.
+	// A node rebuilt under the same NodeID (new data directory) is told
+	// apart from its predecessor by its Incarnation.
 	NodeID string
 	// DataDir holds wal/, snap/ and state.db.
 	DataDir string
@@ -119,6 +122,9 @@ func (c *Config) withDefaults() (Config, error) {
 	out := *c
 	if out.NodeID == "" {
 		return out, errors.New("raftstore: config: NodeID is empty; set a unique node ID")
+	}
+	if strings.Contains(out.NodeID, walMetaSep) {
+		return out, fmt.Errorf("raftstore: config: NodeID %q contains a NUL byte; choose another ID", out.NodeID)
 	}
 	if out.DataDir == "" {
 		return out, errors.New("raftstore: config: DataDir is empty; set a directory for the log and state")

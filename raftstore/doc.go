@@ -213,8 +213,13 @@
 // # Membership
 //
 // Node IDs are strings; RaftID maps them to raft's uint64 IDs with FNV-1a.
-// A conf change carries the member's ID and raft address in its context,
-// so the member table is rebuilt by replay and shipped in snapshots.
+// A conf change carries the member's ID, raft address and incarnation in
+// its context, so the member table is rebuilt by replay and shipped in
+// snapshots. The incarnation (incarnation.go) tells a member rebuilt under
+// its own name (new data directory, same raft ID) from its predecessor: a
+// node stops with ErrRemoved only on a removal that names its own
+// incarnation (or none), so a rebuilt member catching up from the log
+// applies its predecessor's removal and goes on to the entry that adds it.
 // AddLearner, Promote, Remove and TransferLeadership run on the leader, one
 // conf change at a time, and return once the change is applied locally. A
 // conf change first waits until raft itself has recorded as applied what

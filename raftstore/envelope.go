@@ -61,19 +61,45 @@ func decodeEnvelope(data []byte) (origin, req uint64, cmds []kv.Command, err err
 	return origin, req, cmds, nil
 }
 
-// Conf change context: the member's string ID and raft address.
+// Conf change context: the member's string ID and raft address, then its
+// incarnation (a uvarint, omitted when unknown). Older versions read the
+// first two and ignore the rest.
 func encodeMemberContext(id, addr string) []byte {
-	return appendLP(appendLP(nil, id), addr)
+	return encodeMemberContextInc(id, addr, 0)
+}
+
+// encodeMemberContextInc is encodeMemberContext naming the member's
+// incarnation too (0: unknown, not written).
+func encodeMemberContextInc(id, addr string, inc uint64) []byte {
+	b := appendLP(appendLP(nil, id), addr)
+	if inc != 0 {
+		b = binary.AppendUvarint(b, inc)
+	}
+	return b
 }
 
 func decodeMemberContext(b []byte) (id, addr string, err error) {
+	id, addr, _, err = decodeMemberContextInc(b)
+	return id, addr, err
+}
+
+// decodeMemberContextInc decodes a member context; inc is 0 when it names
+// no incarnation (written by an older version, or for a static peer).
+func decodeMemberContextInc(b []byte) (id, addr string, inc uint64, err error) {
 	idb, rest, ok := readLP(b)
 	if !ok {
-		return "", "", errors.New("raftstore: conf change context: bad id")
+		return "", "", 0, errors.New("raftstore: conf change context: bad id")
 	}
-	ab, _, ok := readLP(rest)
+	ab, rest, ok := readLP(rest)
 	if !ok {
-		return "", "", errors.New("raftstore: conf change context: bad address")
+		return "", "", 0, errors.New("raftstore: conf change context: bad address")
 	}
-	return string(idb), string(ab), nil
+	if len(rest) > 0 {
+		v, k := binary.Uvarint(rest)
+		if k <= 0 {
+			return "", "", 0, errors.New("raftstore: conf change context: bad incarnation")
+		}
+		inc = v
+	}
+	return string(idb), string(ab), inc, nil
 }

@@ -43,6 +43,10 @@ var (
 type Node struct {
 	cfg Config
 	id  uint64
+	// inc is the incarnation of this data directory: drawn when its WAL is
+	// created and kept in the WAL's metadata (0 for a WAL written by an
+	// older version). See Incarnation.
+	inc uint64
 	log *slog.Logger
 	// rn is the raft state machine. Every call into it holds rnMu, never
 	// while writing to disk, so proposals and messages stepped while the
@@ -180,7 +184,13 @@ func Start(c Config) (*Node, error) {
 			if p.ID == cfg.NodeID {
 				a = addr
 			}
-			rpeers[i] = raft.Peer{ID: RaftID(p.ID), Context: encodeMemberContext(p.ID, a)}
+			// Every static peer bootstraps the same entries, so only a
+			// single-node bootstrap can name its incarnation.
+			var inc uint64
+			if len(peers) == 1 {
+				inc = n.inc
+			}
+			rpeers[i] = raft.Peer{ID: RaftID(p.ID), Context: encodeMemberContextInc(p.ID, a, inc)}
 		}
 		if err := n.rn.Bootstrap(rpeers); err != nil {
 			_ = lis.Close()
@@ -290,9 +300,14 @@ func (n *Node) open() error {
 	if err != nil {
 		return fmt.Errorf("raftstore: replay WAL: %w", err)
 	}
-	if string(meta) != cfg.NodeID {
-		return fmt.Errorf("raftstore: WAL in %s belongs to node %q, not %q; use that node's ID or another DataDir", walDir, meta, cfg.NodeID)
+	owner, inc, err := decodeWALMetadata(meta)
+	if err != nil {
+		return fmt.Errorf("raftstore: WAL in %s: %w", walDir, err)
 	}
+	if owner != cfg.NodeID {
+		return fmt.Errorf("raftstore: WAL in %s belongs to node %q, not %q; use that node's ID or another DataDir", walDir, owner, cfg.NodeID)
+	}
+	n.inc = inc
 	if snapshot == nil && len(ents) == 0 && raft.IsEmptyHardState(hs) && applied == 0 {
 		// Created but never written (stopped before the first Ready):
 		// start over as a fresh node so that bootstrap runs again.
@@ -350,7 +365,8 @@ func (n *Node) open() error {
 
 func (n *Node) createWAL() error {
 	walDir := filepath.Join(n.cfg.DataDir, "wal")
-	w, err := wal.Create(zap.NewNop(), walDir, []byte(n.cfg.NodeID))
+	n.inc = newIncarnation()
+	w, err := wal.Create(zap.NewNop(), walDir, encodeWALMetadata(n.cfg.NodeID, n.inc))
 	if err != nil {
 		return fmt.Errorf("raftstore: create WAL in %s: %w", walDir, err)
 	}
@@ -701,16 +717,22 @@ func (n *Node) applier() {
 }
 
 // applyMemberChange updates the member table and the transport; it reports
-// whether this node was removed.
-func (n *Node) applyMemberChange(cc *raftpb.ConfChange) bool {
+// whether this node was removed. The removal of an earlier incarnation of
+// this node (see incarnation.go) is applied like any change to the
+// configuration, and does not stop it.
+func (n *Node) applyMemberChange(cc *raftpb.ConfChange, idx uint64) bool {
 	id := cc.GetNodeId()
+	sid, addr, inc, cerr := decodeMemberContextInc(cc.GetContext())
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	switch cc.GetType() {
 	case raftpb.ConfChangeAddNode, raftpb.ConfChangeAddLearnerNode, raftpb.ConfChangeUpdateNode:
 		m := n.members[id]
-		if sid, addr, err := decodeMemberContext(cc.GetContext()); err == nil {
+		if cerr == nil {
 			m.ID, m.Addr = sid, addr
+			if inc != 0 {
+				m.Inc = inc
+			}
 		}
 		switch cc.GetType() {
 		case raftpb.ConfChangeAddNode:
@@ -725,7 +747,12 @@ func (n *Node) applyMemberChange(cc *raftpb.ConfChange) bool {
 	case raftpb.ConfChangeRemoveNode:
 		delete(n.members, id)
 		if id == n.id {
-			return true
+			if cerr != nil || n.removesThisNode(inc) {
+				return true
+			}
+			n.log.Info("raftstore: applied the removal of an earlier incarnation of this node; it is not this node's removal",
+				"index", idx, "removed_incarnation", fmt.Sprintf("%016x", inc), "incarnation", fmt.Sprintf("%016x", n.inc))
+			break
 		}
 		n.tr.removePeer(id)
 	}

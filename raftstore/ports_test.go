@@ -28,10 +28,17 @@ type votersPort interface {
 	TransferLeadership(ctx context.Context, toID string) error
 }
 
+// incarnationPort mirrors membership.IncarnationVoters.
+type incarnationPort interface {
+	Incarnation() uint64
+	AddLearnerIncarnation(ctx context.Context, id, raftAddr string, incarnation uint64) error
+}
+
 var (
-	_ logPort     = (*Node)(nil)
-	_ votersPort  = (*Node)(nil)
-	_ kv.Proposal = (*proposal)(nil)
+	_ logPort         = (*Node)(nil)
+	_ votersPort      = (*Node)(nil)
+	_ incarnationPort = (*Node)(nil)
+	_ kv.Proposal     = (*proposal)(nil)
 )
 
 func TestImportRules(t *testing.T) {

@@ -912,6 +912,8 @@ type memberInfo struct {
 	ID      string
 	Addr    string
 	Learner bool
+	// Inc is the incarnation of the member's data directory (0: unknown).
+	Inc uint64
 }
 
 func encodeMembers(m map[uint64]memberInfo) []byte {
@@ -932,7 +934,7 @@ func encodeMembers(m map[uint64]memberInfo) []byte {
 			b = append(b, 0)
 		}
 	}
-	return b
+	return appendIncarnations(b, ids, m)
 }
 
 func appendLP(b []byte, s string) []byte {
@@ -969,6 +971,11 @@ func decodeMembers(b []byte) (map[uint64]memberInfo, error) {
 		}
 		m[id] = memberInfo{ID: string(sid), Addr: string(addr), Learner: b[0] == 1}
 		b = b[1:]
+	}
+	if len(b) > 0 {
+		if err := decodeIncarnations(b, m); err != nil {
+			return nil, err
+		}
 	}
 	return m, nil
 }
