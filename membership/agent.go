@@ -49,6 +49,9 @@ type Agent struct {
 // the event drain and the reconciler. voters may be nil and attached later
 // with SetVoters; until then the agent only gossips and reports.
 func Start(cfg Config, voters Voters) (*Agent, error) {
+	if iv, ok := voters.(IncarnationVoters); ok && cfg.Incarnation == 0 {
+		cfg.Incarnation = iv.Incarnation()
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -448,7 +451,11 @@ func (a *Agent) reconcileOnce() bool {
 	var err error
 	switch act.kind {
 	case actAddLearner:
-		err = v.AddLearner(ctx, act.id, act.raftAddr)
+		if iv, ok := v.(IncarnationVoters); ok && act.inc != 0 {
+			err = iv.AddLearnerIncarnation(ctx, act.id, act.raftAddr, act.inc)
+		} else {
+			err = v.AddLearner(ctx, act.id, act.raftAddr)
+		}
 	case actPromote:
 		if pv, ok := v.(PeerVerifier); ok {
 			err = pv.VerifyPeer(ctx, act.id, memberAddr(members, act.id))

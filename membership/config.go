@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +28,10 @@ const (
 	TagFingerprint = "fp"
 	TagVersion     = "ver"
 	TagRole        = "role"
+	// TagIncarnation is the incarnation of the node's raft data directory
+	// (16 hex digits; absent: unknown): a node rebuilt under the same ID
+	// announces a new one.
+	TagIncarnation = "inc"
 )
 
 // Roles a node may announce in its role tag.
@@ -85,6 +90,9 @@ type Config struct {
 	Fingerprint string
 	Version     string
 	Role        string
+	// Incarnation is announced in the inc tag (0: none). Start takes it
+	// from the Voters when they implement IncarnationVoters and it is 0.
+	Incarnation uint64
 
 	// Profile selects failure-detection timings: ProfileLAN (default) or
 	// ProfileLocal.
@@ -246,7 +254,26 @@ func (c Config) tags() map[string]string {
 	if c.Version != "" {
 		t[TagVersion] = c.Version
 	}
+	if c.Incarnation != 0 {
+		t[TagIncarnation] = formatIncarnation(c.Incarnation)
+	}
 	return t
+}
+
+func formatIncarnation(inc uint64) string { return fmt.Sprintf("%016x", inc) }
+
+// tagIncarnation parses a member's inc tag: 0 when it has none, an error
+// when it is malformed.
+func tagIncarnation(tags map[string]string) (uint64, error) {
+	s, ok := tags[TagIncarnation]
+	if !ok {
+		return 0, nil
+	}
+	v, err := strconv.ParseUint(s, 16, 64)
+	if err != nil || v == 0 || len(s) != 16 {
+		return 0, fmt.Errorf("tag %q is %q, not 16 hex digits naming a non-zero incarnation", TagIncarnation, s)
+	}
+	return v, nil
 }
 
 // EncodedTagSize is the size serf gives tags on the wire (a magic byte plus

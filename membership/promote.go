@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/writ-dev/writ/kv"
 )
 
 // ErrNotLeader is returned (wrapped) by Agent.Promote on a node that is not
@@ -28,6 +30,7 @@ func (a *Agent) Promote(ctx context.Context, id string) error {
 	members := v.Members()
 	voters, found := 0, false
 	var match uint64
+	var seat kv.Member
 	for _, m := range members {
 		if m.Voter {
 			voters++
@@ -39,7 +42,7 @@ func (a *Agent) Promote(ctx context.Context, id string) error {
 		if m.Voter {
 			return fmt.Errorf("membership: promote %s: it is already a voter", id)
 		}
-		match = m.Match
+		match, seat = m.Match, m
 	}
 	if !found {
 		return fmt.Errorf("membership: promote %s: not in the raft configuration: a node is admitted as a learner first (see writctl members)", id)
@@ -55,6 +58,9 @@ func (a *Agent) Promote(ctx context.Context, id string) error {
 	}
 	if g.Status != GossipAlive {
 		return fmt.Errorf("membership: promote %s: gossip reports it %s, not alive", id, orUnknown(g.Status))
+	}
+	if inc, old := staleIncarnation(p.self, seat, g, true); old {
+		return fmt.Errorf("membership: promote %s: the configuration holds its earlier incarnation %s, and the node now runs %s: the leader removes the earlier one and adds the node again", id, formatIncarnation(seat.Incarnation), formatIncarnation(inc))
 	}
 	if g.Tags[TagRole] != RoleVoter {
 		return fmt.Errorf("membership: promote %s: it announces role %q: only a node started with role voter is promoted", id, g.Tags[TagRole])

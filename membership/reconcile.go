@@ -27,6 +27,21 @@ type Voters interface {
 	Remove(ctx context.Context, id string) error
 }
 
+// IncarnationVoters is optionally implemented by a Voters whose members
+// carry an incarnation: a number that identifies a node's data directory,
+// so that a node rebuilt under its old ID (a new, empty data directory) is
+// told apart from its predecessor, whose raft ID it shares. The agent
+// announces Incarnation in its inc tag and adds a node with the
+// incarnation its tag names; kv.Member.Incarnation reports what the
+// configuration recorded.
+type IncarnationVoters interface {
+	// Incarnation is this node's incarnation (0: none).
+	Incarnation() uint64
+	// AddLearnerIncarnation is AddLearner recording the member's
+	// incarnation.
+	AddLearnerIncarnation(ctx context.Context, id, raftAddr string, incarnation uint64) error
+}
+
 // CommitIndexer is optionally implemented by a Voters: the leader's commit
 // index, used to decide that a learner has caught up. Without it the
 // reconciler uses the highest Match among voters.
@@ -87,6 +102,7 @@ type action struct {
 	kind     actionKind
 	id       string
 	raftAddr string
+	inc      uint64 // add-learner: the incarnation the node announces
 	reason   string
 }
 
@@ -152,6 +168,10 @@ func refusals(p policy, gossip []gossipMember, raft []kv.Member) map[string]stri
 			out[g.Name] = fmt.Sprintf("raft address %s is already used by member %s", ra, owner)
 			continue
 		}
+		if _, err := tagIncarnation(g.Tags); err != nil {
+			out[g.Name] = err.Error()
+			continue
+		}
 		if role := g.Tags[TagRole]; role != RoleVoter && role != RoleLearner {
 			out[g.Name] = fmt.Sprintf("role %q is unknown (want %q or %q)", role, RoleVoter, RoleLearner)
 			continue
@@ -185,11 +205,17 @@ func decide(p policy, now time.Time, gossip []gossipMember, raft []kv.Member, co
 		s := status(id)
 		return s == GossipAlive || s == GossipLeaving
 	}
+	stale := func(m kv.Member) (uint64, bool) {
+		g, ok := byName[m.ID]
+		return staleIncarnation(p.self, m, g, ok)
+	}
 	voters, aliveVoters := 0, 0
 	for _, m := range raft {
 		if m.Voter {
 			voters++
-			if alive(m.ID) {
+			// An earlier incarnation's data directory is gone: it is not
+			// alive, whatever gossip says of its name.
+			if _, old := stale(m); alive(m.ID) && !old {
 				aliveVoters++
 			}
 		}
@@ -217,6 +243,10 @@ func decide(p policy, now time.Time, gossip []gossipMember, raft []kv.Member, co
 		if status(m.ID) == GossipLeft {
 			return action{kind: actRemove, id: m.ID, reason: "left the cluster"}, ""
 		}
+	}
+	// 1b. Earlier incarnations of a node rebuilt under its own name.
+	if act, ok := removeStale(sorted, canRemove, stale); ok {
+		return act, ""
 	}
 	// 2. Failed members past the grace period; learners first.
 	for _, wantVoter := range []bool{false, true} {
@@ -267,6 +297,9 @@ func decide(p policy, now time.Time, gossip []gossipMember, raft []kv.Member, co
 			if _, bad := refused[m.ID]; bad {
 				continue
 			}
+			if _, old := stale(m); old {
+				continue
+			}
 			if m.Match == 0 || m.Match+p.promoteLag < commit {
 				if note == "" {
 					note = fmt.Sprintf("waiting: learner %s at %d, commit %d", m.ID, m.Match, commit)
@@ -294,9 +327,46 @@ func decide(p policy, now time.Time, gossip []gossipMember, raft []kv.Member, co
 		if _, bad := refused[n]; bad {
 			continue
 		}
-		return action{kind: actAddLearner, id: n, raftAddr: g.Tags[TagRaftAddr], reason: "new alive member"}, ""
+		inc, _ := tagIncarnation(g.Tags) // refusals refused a malformed one
+		return action{kind: actAddLearner, id: n, raftAddr: g.Tags[TagRaftAddr], inc: inc, reason: "new alive member"}, ""
 	}
 	return action{}, note
+}
+
+// removeStale picks the removal of an earlier incarnation of a node that
+// now runs with a new data directory under the same name, learners first:
+// the seat must be emptied before the new incarnation is added, since it
+// shares the raft ID, and the leader's view of that ID's log belongs to the
+// predecessor.
+func removeStale(sorted []kv.Member, canRemove bool, stale func(kv.Member) (uint64, bool)) (action, bool) {
+	if !canRemove {
+		return action{}, false
+	}
+	for _, wantVoter := range []bool{false, true} {
+		for _, m := range sorted {
+			if inc, old := stale(m); old && m.Voter == wantVoter {
+				return action{kind: actRemove, id: m.ID, reason: fmt.Sprintf("an earlier incarnation (%s): the node now runs incarnation %s",
+					formatIncarnation(m.Incarnation), formatIncarnation(inc))}, true
+			}
+		}
+	}
+	return action{}, false
+}
+
+// staleIncarnation reports whether raft member m is an earlier incarnation
+// of the node its name now runs as: the configuration recorded one
+// incarnation, and the alive gossip member g of that name (known: present)
+// announces another (inc). Members without a recorded or announced
+// incarnation are never stale; neither is this node.
+func staleIncarnation(self string, m kv.Member, g gossipMember, known bool) (inc uint64, stale bool) {
+	if m.ID == self || m.Incarnation == 0 || !known || g.Status != GossipAlive {
+		return 0, false
+	}
+	inc, err := tagIncarnation(g.Tags)
+	if err != nil || inc == 0 || inc == m.Incarnation {
+		return 0, false
+	}
+	return inc, true
 }
 
 func orUnknown(s string) string {
