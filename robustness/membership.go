@@ -16,9 +16,11 @@ import (
 // and the leader removes the node from the raft configuration), its data
 // directory wiped, then started again with the same name and addresses,
 // joining through another node: it is added as a new member (a learner,
-// then a voter) and catches up by snapshot. Not in the default mix while
-// a node replaced this way can stop on its predecessor's removal
-// (docs/robustness.md, "Found by the suite").
+// then a voter) of a new incarnation and catches up, by snapshot or from
+// log entries that hold its predecessor's removal (which once stopped it:
+// docs/robustness.md, "Found by the suite", 5). Not in the default mix
+// while it loses facts left in the wiped outbox and a stale gossip leave
+// can remove the new incarnation (ibid., 6 and 7).
 const ReplaceNode = "replace-node"
 
 // membershipWithin bounds each step of a membership change: the leave,
