@@ -69,7 +69,7 @@ func notReceived(id string, err error) Ack {
 			"report it again with the same ID, which is deduplicated", cause)}
 	case cause != nil:
 		return Ack{ID: id, Status: StatusUnavailable, Reason: fmt.Sprintf("%v: nothing of this fact was written "+
-			"(the outbox had already failed), and this node stops to recover from disk: report it to another node", cause)}
+			"(none of it reached the file before the outbox failed), and this node stops to recover from disk: report it to another node", cause)}
 	}
 	return Ack{ID: id, Status: StatusUnavailable, Reason: err.Error(), Overloaded: errors.Is(err, ErrOutboxFull)}
 }
