@@ -374,17 +374,27 @@ func TestAgent_LocalProfileDetectsKilledNodeQuickly(t *testing.T) {
 		c.Profile = ProfileLocal
 		return c
 	}
-	n1 := startAgent(t, local("d1", "127.0.2.27"), nil)
-	startAgent(t, local("d2", "127.0.2.28", n1.Addr()), nil)
-	n3 := startAgent(t, local("d3", "127.0.2.29", n1.Addr()), nil)
-	proctest.WaitFor(t, 10*time.Second, "3 alive", func() bool { return aliveCount(n1) == 3 })
-	time.Sleep(500 * time.Millisecond)
-	killed := time.Now()
-	_ = n3.Shutdown()
-	proctest.WaitFor(t, 10*time.Second, "d3 failed", func() bool { return gossipStatusOf(n1, "d3") == GossipFailed })
-	took := time.Since(killed)
-	t.Logf("killed node detected as failed after %s", took)
-	if took > 3*time.Second {
-		t.Errorf("detection took %s, want about 1s on the local profile", took)
+	// Up to three trials, each on fresh agents and addresses: one under
+	// 3s shows the profile's timings (the LAN profile's cannot get there),
+	// while a single trial on a machine at load ~45 took 5.7s.
+	var tooks []time.Duration
+	for trial := 0; trial < 3; trial++ {
+		ip := func(i int) string { return fmt.Sprintf("127.0.2.%d", 38+3*trial+i) }
+		n1 := startAgent(t, local("d1", ip(0)), nil)
+		n2 := startAgent(t, local("d2", ip(1), n1.Addr()), nil)
+		n3 := startAgent(t, local("d3", ip(2), n1.Addr()), nil)
+		proctest.WaitFor(t, 10*time.Second, "3 alive", func() bool { return aliveCount(n1) == 3 })
+		time.Sleep(500 * time.Millisecond)
+		killed := time.Now()
+		_ = n3.Shutdown()
+		proctest.WaitFor(t, 10*time.Second, "d3 failed", func() bool { return gossipStatusOf(n1, "d3") == GossipFailed })
+		took := time.Since(killed)
+		t.Logf("trial %d: killed node detected as failed after %s", trial+1, took)
+		_, _ = n1.Shutdown(), n2.Shutdown()
+		if took <= 3*time.Second {
+			return
+		}
+		tooks = append(tooks, took)
 	}
+	t.Errorf("detection took %v in three trials, want about 1s on the local profile", tooks)
 }

@@ -174,6 +174,9 @@ func (w *writer) Watch(ctx context.Context, f api.WatchFilter, send func(api.Wat
 			}
 			return err
 		}
+		if canaryWatchDrops && ev.Index%37 == 0 {
+			continue
+		}
 		if err := send(api.WatchEvent{Index: ev.Index, Type: ev.Type, Class: ev.Class.String(), Key: ev.Key, ID: ev.ID, Status: eventStatus(ev), Reason: ev.Reason}); err != nil {
 			return err
 		}

@@ -270,21 +270,14 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 			n.fatal <- fmt.Errorf("api: %w", err)
 		}
 	}()
-	go func() {
-		<-n.rs.Done()
-		select {
-		case <-n.done:
-		default:
-			n.fatal <- fmt.Errorf("raft stopped: %w", n.rs.Err())
-		}
-	}()
+	n.watchStorage()
 	go n.watchRefusal()
 	n.log.Info("writd: started", "api", n.APIAddr(), "raft", n.rs.Addr(), "gossip", n.mem.Addr(), "data_dir", n.dataDir, "bootstrap", cfg.Bootstrap)
 	return n, nil
 }
 
 // Fatal delivers errors after which the node cannot continue (raft storage
-// failure, API server failure).
+// failure, a fact outbox write or fsync failure, API server failure).
 func (n *Node) Fatal() <-chan error { return n.fatal }
 
 // APIAddr is the bound API address.

@@ -44,9 +44,55 @@ func (p *Pipeline) Report(ctx context.Context, en Entry) Ack {
 		return Ack{ID: ps.id, Status: o.Status, Reason: o.Reason, Field: o.Field, Rule: o.Rule}
 	}
 	if err := p.acceptFacts([]validated{ps}); err != nil {
-		return Ack{ID: ps.id, Status: StatusUnavailable, Reason: err.Error(), Overloaded: errors.Is(err, ErrOutboxFull)}
+		return notReceived(ps.id, err)
 	}
 	return Ack{Received: true, ID: ps.id}
+}
+
+// notReceived is the Ack for facts (a fact, or a receipt's fact items) the
+// outbox did not make durable. A record that may be in the file makes the
+// outcome unknown (UNCERTAIN, W2): the node stops on the failure, reloads
+// the outbox when it starts again and commits what it finds. Otherwise
+// nothing was written (UNAVAILABLE; RESOURCE_EXHAUSTED at a bound).
+func notReceived(id string, err error) Ack {
+	cause := error(nil)
+	if oe := (*OutboxError)(nil); errors.As(err, &oe) {
+		cause = oe
+	}
+	switch {
+	case errors.Is(err, ErrOutboxUncertain):
+		if cause == nil {
+			cause = err
+		}
+		return Ack{ID: id, Status: StatusUncertain, Reason: fmt.Sprintf("%v after the fact's record was written: "+
+			"not acknowledged, and it may still commit (this node stops and reloads its outbox from disk when it restarts): "+
+			"report it again with the same ID, which is deduplicated", cause)}
+	case cause != nil:
+		return Ack{ID: id, Status: StatusUnavailable, Reason: fmt.Sprintf("%v: nothing of this fact was written "+
+			"(none of it reached the file before the outbox failed), and this node stops to recover from disk: report it to another node", cause)}
+	}
+	return Ack{ID: id, Status: StatusUnavailable, Reason: err.Error(), Overloaded: errors.Is(err, ErrOutboxFull)}
+}
+
+// OutboxFailed is closed when a write or fsync of the fact outbox failed.
+// The node must then stop, as on a WAL failure, and recover from disk when
+// restarted (W10); OutboxErr says what failed. The failure is logged once,
+// at ERROR, when it happens.
+func (p *Pipeline) OutboxFailed() <-chan struct{} { return p.outbox.Failed() }
+
+// OutboxErr is the outbox's storage failure (an *OutboxError), nil while
+// there is none.
+func (p *Pipeline) OutboxErr() error {
+	if e := p.outbox.storageErr(); e != nil {
+		return e
+	}
+	return nil
+}
+
+// logOutboxFailure is the one ERROR line of an outbox failure.
+func (p *Pipeline) logOutboxFailure(e *OutboxError) {
+	p.lg.Error("pipeline: outbox write/fsync failed; nothing more is acknowledged, and the node stops and recovers from disk on restart",
+		"file", e.Path, "op", e.Op, "err", e.cause())
 }
 
 // acceptFacts makes facts durable, then queues them.
@@ -170,7 +216,8 @@ func (p *Pipeline) factDoneLocked(e *entry, index uint64, why string) {
 	e.finished = true
 	p.unlatchLocked(e)
 	p.dropLiveLocked(e)
-	if err := p.outbox.Done(e.cmdID); err != nil {
+	if err := p.outbox.Done(e.cmdID); err != nil && !errors.Is(err, ErrOutboxFailed) {
+		// (an outbox failure is logged once, by logOutboxFailure)
 		p.lg.Error("pipeline: outbox done record failed", "id", e.cmdID, "err", err)
 	}
 	p.trace("outbox", e, index, why)

@@ -136,7 +136,7 @@ func (p *Pipeline) Deliver(ctx context.Context, en Entry) Ack {
 	}
 	if len(facts) > 0 {
 		if err := p.acceptFacts(facts); err != nil {
-			return Ack{ID: ps.id, Status: StatusUnavailable, Reason: err.Error(), Overloaded: errors.Is(err, ErrOutboxFull)}
+			return notReceived(ps.id, err)
 		}
 	}
 	for _, r := range reqs {

@@ -33,7 +33,8 @@
 //	stage1_ingress.go   validate: size, type, class, decoding, ID (validated)
 //	class_request.go    Submit: a request enters the queue, waits for its reply
 //	class_fact.go       Report: outbox fsync, then queue; leader-change release;
-//	                    retiring a committed fact (outbox.go: the outbox itself)
+//	                    retiring a committed fact (outbox.go: the outbox itself,
+//	                    outbox_fail.go: its write or fsync failing)
 //	class_receipt.go    Deliver: each item through its own class; item timeouts
 //	class_config.go     ConfigUpgrade: stage/activate/abort phases (reload.go:
 //	                    the reload hook)
@@ -63,14 +64,20 @@
 //  2. Hand the log Pipeline.Checker() as its kv.Checker and the Pipeline
 //     itself as its kv.ApplyObserver, then SetLog (or pass Config.Log).
 //  3. Start the Pipeline; Stop it before closing the log.
+//  4. Stop the node when OutboxFailed is closed (W10).
 //
 // Deterministic rejection versus failure: the apply-time Checker (W8) re-runs
 // every guard carried in kv.Command.Guard against the replica's committed
 // state; a disagreement vetoes the command identically on every replica
 // (kv.StatusRejected). A failed revision precondition is a recorded no-op
 // (kv.StatusConflict) and the proposer re-evaluates (W7). Neither is a crash.
-// Only an outbox write or fsync error is fatal: it is never acknowledged and
-// the outbox refuses all further facts until the node restarts (W10).
+// Only an outbox write or fsync error is fatal (W10): it is never
+// acknowledged, the outbox refuses every later fact, the failure is logged
+// once at ERROR, and OutboxFailed is closed so that the node stops, as on a
+// WAL failure, and recovers from disk. A fact whose record may have reached
+// the file is answered UNCERTAIN (the restarted node reloads and commits
+// it); only a fact refused before anything of it was written is UNAVAILABLE
+// (W2; outbox_fail.go).
 //
 // Machine records `_m/<machine>/<instance>` ({"state","order"}) are owned by
 // the pipeline: it hands them to handlers in EvalItem.State and writes them

@@ -46,23 +46,30 @@ type OutboxItem struct {
 
 // Outbox is the durable fact queue. It is safe for concurrent use.
 type Outbox struct {
-	mu     sync.Mutex
-	cond   *sync.Cond // on mu: a group fsync finished
-	dir    string
-	f      *os.File
-	live   map[string]*OutboxItem
-	seq    map[string]uint64 // write order of live items
-	done   int
+	mu   sync.Mutex
+	cond *sync.Cond // on mu: a group fsync finished
+	dir  string
+	f    *os.File
+	live map[string]*OutboxItem
+	seq  map[string]uint64 // write order of live items
+	done int
+	// failed refuses every later write: the storage failure (an
+	// *OutboxError, and then broken is closed) or the outbox being closed.
 	failed error
+	broken chan struct{}
+	// onFail is called once, under mu, with the storage failure
+	// (Pipeline logs it).
+	onFail func(*OutboxError)
 	// Group commit: records are written under mu and made durable by one
 	// fsync shared by every writer waiting at that moment.
 	writeSeq  uint64
 	syncedSeq uint64
 	syncing   bool
 	pending   map[string]pendingItem // written, not yet fsync'd
-	// sync is the fsync used for every durability point (a test hook may
-	// replace it to inject failures).
-	sync func(*os.File) error
+	// write and sync are the write and fsync of every record and
+	// durability point (a test seam may replace them to inject failures).
+	write func(*os.File, []byte) (int, error)
+	sync  func(*os.File) error
 	// canaryHeld is the batch a canary build acknowledged but has not yet
 	// written (see canaryAckBeforeFsync).
 	canaryHeld []OutboxItem
@@ -82,7 +89,8 @@ func OpenOutbox(dir string) (*Outbox, []OutboxItem, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("pipeline: outbox: %w", err)
 	}
-	o := &Outbox{dir: dir, live: map[string]*OutboxItem{}, seq: map[string]uint64{}, pending: map[string]pendingItem{}, sync: (*os.File).Sync}
+	o := &Outbox{dir: dir, live: map[string]*OutboxItem{}, seq: map[string]uint64{}, pending: map[string]pendingItem{},
+		broken: make(chan struct{}), write: (*os.File).Write, sync: (*os.File).Sync}
 	o.cond = sync.NewCond(&o.mu)
 	path := filepath.Join(dir, outboxFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
@@ -208,9 +216,12 @@ func addBody(it *OutboxItem) []byte {
 }
 
 // Add makes a fact durable: it returns nil only after the record is written
-// and fsync'd. Adding an ID that is already retained is a no-op. Any write
-// or fsync error is returned and fails the outbox permanently: the node must
-// stop and recover from disk, never acknowledge.
+// and fsync'd. Adding an ID that is already retained is a no-op. A write or
+// fsync error fails the outbox for good (the node must stop and recover
+// from disk, W10, see Failed) and is never acknowledged: the error wraps
+// ErrOutboxUncertain when the fact's record may have reached the file
+// (a restarted node reloads it and commits it), and is only ErrOutboxFailed
+// when nothing of the fact was written.
 func (o *Outbox) Add(it OutboxItem) error { return o.AddBatch([]OutboxItem{it}) }
 
 // AddBatch makes several facts durable with one write and (at most) one
@@ -224,38 +235,32 @@ func (o *Outbox) AddBatch(items []OutboxItem) error {
 
 func (o *Outbox) addLocked(items []OutboxItem) error {
 	if o.failed != nil {
-		return o.failed
+		return o.refuseLocked(items)
 	}
 	if canaryAckBeforeFsync {
 		items, o.canaryHeld = o.canaryHeld, items // canary build: ack now, write with the next batch
 	}
-	var buf []byte
-	var target uint64
-	for i := range items {
-		it := items[i]
-		if _, ok := o.live[it.ID]; ok {
-			continue
-		}
-		if p, ok := o.pending[it.ID]; ok {
-			target = max(target, p.seq)
-			continue
-		}
-		buf = append(buf, frame(addBody(&it))...)
-		o.writeSeq++
-		o.pending[it.ID] = pendingItem{item: &it, seq: o.writeSeq}
-		o.bytes += int64(len(it.Payload))
-		target = o.writeSeq
-	}
+	// inFile: some item's record was written before this call (by a
+	// concurrent writer) and waits for an fsync.
+	buf, added, target, inFile := o.stageLocked(items)
 	if len(buf) > 0 {
-		if _, err := o.f.Write(buf); err != nil {
-			o.failed = fmt.Errorf("%w: write: %v", ErrOutboxFailed, err)
-			o.cond.Broadcast()
-			return o.failed
+		n, err := o.write(o.f, buf)
+		if err != nil {
+			o.failLocked("write", o.path(), err)
+			if n == 0 {
+				// write(2) transferred nothing: none of these records is
+				// in the file.
+				o.unstageLocked(added)
+				if !inFile {
+					return o.failed
+				}
+			}
+			return o.uncertainLocked()
 		}
 	}
 	for o.syncedSeq < target {
 		if o.failed != nil {
-			return o.failed
+			return o.uncertainLocked()
 		}
 		if o.syncing {
 			o.cond.Wait()
@@ -268,9 +273,8 @@ func (o *Outbox) addLocked(items []OutboxItem) error {
 		o.mu.Lock()
 		o.syncing = false
 		if err != nil {
-			o.failed = fmt.Errorf("%w: fsync: %v", ErrOutboxFailed, err)
-			o.cond.Broadcast()
-			return o.failed
+			o.failLocked("fsync", o.path(), err)
+			return o.uncertainLocked()
 		}
 		o.syncedSeq = upto
 		for id, p := range o.pending {
@@ -282,7 +286,39 @@ func (o *Outbox) addLocked(items []OutboxItem) error {
 		}
 		o.cond.Broadcast()
 	}
-	return o.failed
+	return nil
+}
+
+// stageLocked frames the records of the items not yet retained or being
+// written and marks them pending; target is the write sequence every item
+// is durable at. inFile: some item was already pending (its record written
+// by another call).
+func (o *Outbox) stageLocked(items []OutboxItem) (buf []byte, added []string, target uint64, inFile bool) {
+	for i := range items {
+		it := items[i]
+		if _, ok := o.live[it.ID]; ok {
+			continue
+		}
+		if p, ok := o.pending[it.ID]; ok {
+			target, inFile = max(target, p.seq), true
+			continue
+		}
+		buf = append(buf, frame(addBody(&it))...)
+		o.writeSeq++
+		o.pending[it.ID] = pendingItem{item: &it, seq: o.writeSeq}
+		o.bytes += int64(len(it.Payload))
+		added = append(added, it.ID)
+		target = o.writeSeq
+	}
+	return buf, added, target, inFile
+}
+
+// unstageLocked forgets pending items whose records were never written.
+func (o *Outbox) unstageLocked(ids []string) {
+	for _, id := range ids {
+		o.bytes -= int64(len(o.pending[id].item.Payload))
+		delete(o.pending, id)
+	}
 }
 
 // Done records that a fact is committed. It is not fsync'd: losing a done
@@ -297,12 +333,12 @@ func (o *Outbox) Done(id string) error {
 	if !ok {
 		return nil
 	}
-	o.bytes -= int64(len(it.Payload))
 	b := appendStr([]byte{recDone}, id)
-	if _, err := o.f.Write(frame(b)); err != nil {
-		o.failed = fmt.Errorf("%w: write: %v", ErrOutboxFailed, err)
+	if _, err := o.write(o.f, frame(b)); err != nil {
+		o.failLocked("write", o.path(), err)
 		return o.failed
 	}
+	o.bytes -= int64(len(it.Payload))
 	delete(o.live, id)
 	delete(o.seq, id)
 	o.done++
@@ -339,7 +375,7 @@ func (o *Outbox) compactLocked() error {
 		serr := o.sync(d)
 		d.Close()
 		if serr != nil {
-			o.failed = fmt.Errorf("%w: fsync dir: %v", ErrOutboxFailed, serr)
+			o.failLocked("fsync", o.dir, serr)
 			f.Close()
 			return o.failed
 		}

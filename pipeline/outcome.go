@@ -155,8 +155,14 @@ var (
 	// ErrStopped: the pipeline was stopped.
 	ErrStopped = errors.New("pipeline: stopped")
 	// ErrOutboxFailed: the outbox hit a write or fsync error; the node must
-	// stop and recover from disk (W10).
+	// stop and recover from disk (W10). Alone, it refuses facts nothing of
+	// which was written.
 	ErrOutboxFailed = errors.New("pipeline: outbox failed")
+	// ErrOutboxUncertain: the outbox failed after a fact's record was
+	// written (at least in part) and before its fsync succeeded. The fact
+	// is not acknowledged, but the record may be in the file, and the
+	// restarted node reloads and commits it: its outcome is UNCERTAIN.
+	ErrOutboxUncertain = errors.New("pipeline: fact not acknowledged, its outbox record may be on disk")
 )
 
 func rejectField(fe *ir.FieldError) Outcome {

@@ -154,7 +154,7 @@ func (p *Pipeline) fromTable(requestID, cmdID string, r kv.Result) (Outcome, boo
 // reusedWith reports whether payload differs from the payload the table
 // recorded for the ID (digests of the canonical JSON; 0 = not recorded).
 func reusedWith(payload []byte, r kv.Result) bool {
-	if r.Digest == 0 {
+	if r.Digest == 0 || canaryReuseAccepted {
 		return false
 	}
 	d := kv.PayloadDigest(payload)
@@ -212,7 +212,7 @@ func (p *Pipeline) reusedAppliedLocked(e *entry, cmd *kv.Command, res kv.Result)
 	if res.Status == kv.StatusApplied {
 		// The recorded digest is cmd's own: compare the bytes instead of
 		// hashing them again (the common case, an entry's own command).
-		if res.Digest == 0 || bytes.Equal(cmd.Payload, e.json) {
+		if res.Digest == 0 || canaryReuseAccepted || bytes.Equal(cmd.Payload, e.json) {
 			return false
 		}
 	} else if !reusedWith(e.json, res) {

@@ -257,6 +257,7 @@ func New(cfg Config) (*Pipeline, error) {
 	default:
 		return nil, errors.New("pipeline: Config.DataDir is required (the fact outbox lives there)")
 	}
+	p.outbox.notifyFail(p.logOutboxFailure)
 	for _, it := range items {
 		e, err := p.factFromOutbox(it)
 		if err != nil {

@@ -180,3 +180,39 @@ func TestRobustnessCatchesConfigFailedAfterActivate(t *testing.T) {
 		t.Fatalf("config-activation failed, but not on a change reported failed that activated: %v", c.Detail)
 	}
 }
+
+// TestRobustnessCatchesReuseAccepted: a writd built with the
+// canary_reuseaccepted tag answers a committed request ID submitted again
+// with another payload as a retry of the first (COMMITTED at its index)
+// instead of REJECTED: id-reuse-refused must fail.
+func TestRobustnessCatchesReuseAccepted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real writd processes: skipped with -short")
+	}
+	t.Parallel()
+	c := canaryRun(t, "canary_reuseaccepted", "id-reuse-refused", "accepts a request ID reused with another payload", Config{
+		Seed: 7, Hosts: []string{"127.0.70.31", "127.0.70.32", "127.0.70.33"},
+		Faults: 1, Kinds: []string{KillFollower}, ClientsPerNode: 2, Instances: 2, HealTimeout: 20 * time.Second,
+	})
+	if !strings.Contains(strings.Join(c.Detail, "\n"), "answered COMMITTED") {
+		t.Fatalf("id-reuse-refused failed, but not on a reuse answered COMMITTED: %v", c.Detail)
+	}
+}
+
+// TestRobustnessCatchesWatchDrops: a writd built with the
+// canary_watchdrops tag leaves the events of every 37th log index out of
+// Watch: watch-complete must find a committed ID the run's watcher never
+// saw at its index.
+func TestRobustnessCatchesWatchDrops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real writd processes: skipped with -short")
+	}
+	t.Parallel()
+	c := canaryRun(t, "canary_watchdrops", "watch-complete", "leaves events out of Watch", Config{
+		Seed: 8, Hosts: []string{"127.0.70.41", "127.0.70.42", "127.0.70.43"},
+		Faults: 1, Kinds: []string{KillLeader}, ClientsPerNode: 2, Instances: 2, HealTimeout: 20 * time.Second,
+	})
+	if !strings.Contains(strings.Join(c.Detail, "\n"), "delivered no event") {
+		t.Fatalf("watch-complete failed, but not on a missing event: %v", c.Detail)
+	}
+}

@@ -18,21 +18,18 @@ const (
 	SlowFsync = "slow-fsync"
 	// FailFsync fails every fsync and fdatasync of a node with EIO from a
 	// moment on: the node must stop with writd's fatal exit (1), having
-	// acknowledged nothing it could not make durable, and recover from
-	// disk when restarted. Not in the default mix while a fact whose
-	// outbox fsync failed is answered UNAVAILABLE and may still commit
-	// (docs/robustness.md).
+	// acknowledged nothing it could not make durable (a fact whose
+	// outbox fsync failed is UNCERTAIN, never UNAVAILABLE), and recover
+	// from disk when restarted.
 	FailFsync = "fail-fsync"
 	// FailFsyncOutbox fails only the fsyncs of the node's fact outbox
-	// (<data dir>/outbox/outbox.log). It is not in the default mix: a
-	// writd whose outbox fails keeps running (refusing facts) instead of
-	// stopping, an open defect this kind found (docs/robustness.md).
+	// (<data dir>/outbox/outbox.log): the node must stop as on a WAL
+	// failure (exit 1).
 	FailFsyncOutbox = "fail-fsync-outbox"
 	// FailFsyncIsolated isolates a follower for 4–6 election timeouts (at
 	// least 2 s; facts reported to it wait in its outbox), then fails its
 	// fsyncs as fail-fsync does, restarts it still isolated and heals 0.3 s
-	// later: what it acknowledged must survive and commit once. Not in the
-	// default mix while its node does not stop (the outbox defect).
+	// later: what it acknowledged must survive and commit once.
 	FailFsyncIsolated = "fail-fsync-isolated"
 )
 

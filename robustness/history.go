@@ -18,7 +18,7 @@ const (
 type Op struct {
 	Client  int    `json:"client"`
 	Node    string `json:"node"`
-	Kind    string `json:"kind"` // submit, report, get (linearizable), sget (serializable), config
+	Kind    string `json:"kind"` // submit, reuse (a committed ID, another payload), report, get (linearizable), sget (serializable), config
 	Type    string `json:"type,omitempty"`
 	ID      string `json:"id,omitempty"`  // request ID or fact ID
 	Key     string `json:"key,omitempty"` // the machine key addressed or read

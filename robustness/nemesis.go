@@ -31,12 +31,13 @@ const (
 )
 
 // FaultKinds are every kind the nemesis draws from.
-var FaultKinds = []string{KillLeader, KillFollower, KillTwo, StopLeader, PartitionLeader, PartitionFollower, KillIsolated, PartitionOneWay, KillPlugin, SlowFsync, KillAll, KillReceiver, PartitionBridge, DiskFull, Combined}
+var FaultKinds = []string{KillLeader, KillFollower, KillTwo, StopLeader, PartitionLeader, PartitionFollower, KillIsolated, PartitionOneWay, KillPlugin, SlowFsync, KillAll, KillReceiver, PartitionBridge, DiskFull, Combined,
+	FailFsync, FailFsyncOutbox, FailFsyncIsolated}
 
 // ExtraKinds may be named in WRITTEST_ROBUSTNESS_KINDS but are not drawn by
 // default: each fails runs on an open defect it found (docs/robustness.md,
 // "Found by the suite"); they join FaultKinds once it is fixed.
-var ExtraKinds = []string{FailFsync, FailFsyncOutbox, FailFsyncIsolated, ReplaceNode}
+var ExtraKinds = []string{ReplaceNode}
 
 func isPartition(kind string) bool {
 	return kind == PartitionLeader || kind == PartitionFollower || kind == KillIsolated || kind == PartitionOneWay || kind == FailFsyncIsolated || kind == PartitionBridge || kind == Combined

@@ -57,6 +57,7 @@ type Result struct {
 	Uncertain Uncertain      `json:"uncertain"`
 	Checks    []CheckResult  `json:"checks"`
 	Lin       linResult      `json:"linearizability"`
+	Watch     watchStats     `json:"watch"`
 	Recovery  string         `json:"recovery_after_heal"`
 	StateHash string         `json:"state_hash,omitempty"` // every node's, after heal
 	// JoinExits are restarts that ended in writd's documented seed-join
@@ -128,6 +129,7 @@ type runner struct {
 	fw    *firewall
 	h     *History
 	w     *workload
+	wl    *watchLog
 	smp   *sampler
 	phase time.Time
 }
@@ -184,6 +186,12 @@ func Run(ctx context.Context, cfg Config) *Result {
 	r.mark("start")
 	r.fw = newFirewall()
 	defer func() { _ = r.fw.heal() }()
+	defer func() {
+		if r.wl != nil {
+			r.wl.close()
+			res.Watch = r.wl.stats()
+		}
+	}()
 	if err := r.drive(ctx); err != nil {
 		res.Error = err.Error()
 		return res
@@ -240,6 +248,10 @@ func (r *runner) drive(ctx context.Context) error {
 	r.w = w
 	for i := 0; i < max(1, cfg.Instances); i++ {
 		w.insts = append(w.insts, fmt.Sprintf("rk-%d", i))
+	}
+	var err error
+	if r.wl, err = startWatch(ctx, r.cl); err != nil {
+		return err
 	}
 	w.setup(ctx)
 	if len(w.targets) == 0 {
@@ -337,6 +349,15 @@ func (r *runner) check(ctx context.Context, ops []Op, convergedAt int64) []Check
 		outs[id] = o
 	}
 	r.mark("settle")
+	committed := map[string]uint64{}
+	var newest uint64
+	for _, id := range order {
+		if ci, ok := committedIndex(outs[id]); ok {
+			committed[id], newest = ci, max(newest, ci)
+		}
+	}
+	r.wl.stop(ctx, newest, 30*time.Second)
+	wc := checkWatch(r.wl, committed)
 	a, b, c, cmds := checkAcknowledged(ids, order, outs, convergedAt)
 	sc, unc := checkSettled(ids, open, outs, settleErr)
 	res.Uncertain = unc
@@ -354,7 +375,7 @@ func (r *runner) check(ctx context.Context, ops []Op, convergedAt int64) []Check
 		lc.fail("%s", k)
 	}
 	gc := checkGuards(r.gen.Catalog(), r.w.targets, ops, finals, cmds)
-	return []CheckResult{a, b, c, sc, lc, gc, checkConfig(ops, cfgOuts, cfgFinal), checkFsync(res.Faults, ops), checkDiskFull(res.Faults)}
+	return []CheckResult{a, b, c, sc, lc, gc, checkConfig(ops, cfgOuts, cfgFinal), checkFsync(res.Faults, ops), checkDiskFull(res.Faults), checkReuse(ops), wc}
 }
 
 func writeHistory(path string, ops []Op) {
@@ -388,6 +409,11 @@ type Summary struct {
 	MaxRSS        int64
 	MaxGoroutines int
 	Growth        []string
+	// Reuses counts the committed IDs submitted with another payload,
+	// Refused those answered REJECTED; WatchEvents and WatchResumes sum
+	// the runs' watchers.
+	Reuses, ReusesRefused     int
+	WatchEvents, WatchResumes int
 }
 
 // Add folds one run into the summary.
@@ -411,6 +437,12 @@ func (s *Summary) Add(r *Result) {
 				s.ConfigsConfirmed += n
 			case "config " + outFailed:
 				s.ConfigsFailed += n
+			}
+		}
+		if strings.HasPrefix(k, "reuse ") {
+			s.Reuses += n
+			if k == "reuse REJECTED" {
+				s.ReusesRefused += n
 			}
 		}
 	}
@@ -440,6 +472,8 @@ func (s *Summary) Add(r *Result) {
 	s.KeysChecked += r.Lin.Checked
 	s.KeysLin += r.Lin.Linearized
 	s.Uncertain.add(r.Uncertain)
+	s.WatchEvents += r.Watch.Events
+	s.WatchResumes += r.Watch.Resumes + r.Watch.Reopens
 }
 
 // Line is the summary line.
@@ -451,10 +485,10 @@ func (s *Summary) Line() string {
 		total += n
 	}
 	sort.Strings(kinds)
-	return fmt.Sprintf("robustness: runs=%d failed=%d faults=%d (%s) ops=%d acknowledged-lost=%d facts-lost=%d keys-linearizable=%d/%d uncertain=%d (committed=%d not-committed=%d rejected=%d) told-not-committed=%d (confirmed=%d) unresolved=%d disagreeing=%d configs=%d (confirmed=%d failed=%d) seed-join-exits=%d rss-max=%dMiB goroutines-max=%d growth-flags=%d recovery %s",
+	return fmt.Sprintf("robustness: runs=%d failed=%d faults=%d (%s) ops=%d acknowledged-lost=%d facts-lost=%d keys-linearizable=%d/%d uncertain=%d (committed=%d not-committed=%d rejected=%d) told-not-committed=%d (confirmed=%d) unresolved=%d disagreeing=%d configs=%d (confirmed=%d failed=%d) id-reuses=%d (refused=%d) watch-events=%d (resumes=%d) seed-join-exits=%d rss-max=%dMiB goroutines-max=%d growth-flags=%d recovery %s",
 		s.Runs, s.Failed, total, strings.Join(kinds, " "), s.Ops, s.AckLost, s.FactsLost, s.KeysLin, s.KeysChecked,
 		s.Uncertain.Total, s.Uncertain.Committed, s.Uncertain.NotCommitted, s.Uncertain.Rejected, s.Uncertain.Told, s.Uncertain.ToldConfirmed,
-		s.Uncertain.Unresolved, s.Uncertain.Disagreeing, s.Configs, s.ConfigsConfirmed, s.ConfigsFailed, s.JoinExits, s.MaxRSS>>20, s.MaxGoroutines, len(s.Growth), percentiles(s.Recovery))
+		s.Uncertain.Unresolved, s.Uncertain.Disagreeing, s.Configs, s.ConfigsConfirmed, s.ConfigsFailed, s.Reuses, s.ReusesRefused, s.WatchEvents, s.WatchResumes, s.JoinExits, s.MaxRSS>>20, s.MaxGoroutines, len(s.Growth), percentiles(s.Recovery))
 }
 
 // percentiles describes durations as p50/p99/max.

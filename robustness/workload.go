@@ -70,22 +70,24 @@ func (w *workload) newID(client int) string {
 // client runs until ctx ends, on its own rng, addressing node home mostly
 // and any node sometimes.
 func (w *workload) client(ctx context.Context, id int, home *Node, rng *rand.Rand) {
-	var retry *conformance.Drawn
-	var retryID string
+	st := &clientState{}
 	for ctx.Err() == nil {
 		n := home
 		if rng.IntN(4) == 0 {
 			n = w.cl.nodes[rng.IntN(len(w.cl.nodes))]
 		}
 		var out string
-		if retry != nil {
+		if st.retry != nil {
 			// The last answer decided nothing: retry under the same ID,
 			// on another node.
-			d, rid := *retry, retryID
-			retry = nil
+			d, rid := *st.retry, st.retryID
+			st.retry = nil
 			out = w.submit(ctx, id, n, d, rid)
+			if out == writv1.Outcome_COMMITTED.String() {
+				st.remember(d, rid)
+			}
 		} else {
-			out = w.call(ctx, id, n, rng, &retry, &retryID)
+			out = w.call(ctx, id, n, rng, st)
 		}
 		if out == outError {
 			// No answer (the node is down or cut off): back off a little,
@@ -97,10 +99,10 @@ func (w *workload) client(ctx context.Context, id int, home *Node, rng *rand.Ran
 }
 
 // call makes one drawn call and returns its outcome; a request whose
-// answer decided nothing is left in retry half the time.
-func (w *workload) call(ctx context.Context, id int, n *Node, rng *rand.Rand, retry **conformance.Drawn, retryID *string) string {
+// answer decided nothing is left in st.retry half the time.
+func (w *workload) call(ctx context.Context, id int, n *Node, rng *rand.Rand, st *clientState) string {
 	switch k := rng.IntN(100); {
-	case k < 40:
+	case k < 37:
 		inst := w.insts[rng.IntN(len(w.insts))]
 		d, ok := w.draw(func(g *conformance.Generator) (conformance.Drawn, bool) { return g.Request(inst) })
 		if !ok {
@@ -108,20 +110,17 @@ func (w *workload) call(ctx context.Context, id int, n *Node, rng *rand.Rand, re
 		}
 		rid := w.newID(id)
 		out := w.submit(ctx, id, n, d, rid)
-		if (out == writv1.Outcome_UNCERTAIN.String() || out == outError) && rng.IntN(2) == 0 {
-			*retry, *retryID = &d, rid
+		switch {
+		case out == writv1.Outcome_COMMITTED.String():
+			st.remember(d, rid)
+		case (out == writv1.Outcome_UNCERTAIN.String() || out == outError) && rng.IntN(2) == 0:
+			st.retry, st.retryID = &d, rid
 		}
 		return out
+	case k < 40:
+		return w.reuse(ctx, id, n, rng, st)
 	case k < 55:
-		inst := w.insts[rng.IntN(len(w.insts))]
-		v, _ := w.orders.LoadOrStore(inst, new(atomic.Uint64))
-		order := v.(*atomic.Uint64).Add(1)
-		fid := fmt.Sprintf("%s-f%d", w.run, w.seq.Add(1))
-		d, ok := w.draw(func(g *conformance.Generator) (conformance.Drawn, bool) { return g.Fact(inst, fid, order) })
-		if !ok {
-			return ""
-		}
-		return w.report(ctx, id, n, d)
+		return w.fact(ctx, id, n, rng, st)
 	case k < 92:
 		return w.get(ctx, id, n, w.targets[rng.IntN(len(w.targets))].key, false)
 	default:
@@ -130,7 +129,12 @@ func (w *workload) call(ctx context.Context, id int, n *Node, rng *rand.Rand, re
 }
 
 func (w *workload) submit(ctx context.Context, client int, n *Node, d conformance.Drawn, id string) string {
-	op := Op{Client: client, Node: n.Name, Kind: "submit", Type: d.Type, ID: id,
+	return w.submitKind(ctx, client, n, d, id, "submit")
+}
+
+// submitKind submits d under id, recorded as an op of kind.
+func (w *workload) submitKind(ctx context.Context, client int, n *Node, d conformance.Drawn, id, kind string) string {
+	op := Op{Client: client, Node: n.Name, Kind: kind, Type: d.Type, ID: id,
 		Key: pipeline.MachineKey(d.Machine, d.Instance), Payload: string(d.Payload)}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.timeout+3*time.Second)
 	op.Start = w.h.now()

@@ -73,12 +73,12 @@ func (a *app) writeErr(err error) error {
 	case o.Wire != writv1.Outcome_OUTCOME_UNSPECIFIED:
 		// a server's answer (or, for a retried request, the client's
 		// summary of what its attempts leave open)
-		return outcomeErr(outcomeDetail(o))
+		return a.outcomeErr(outcomeDetail(o))
 	case o.Status == client.Uncertain:
-		return outcomeErr(outcomeDetail(o))
+		return a.outcomeErr(outcomeDetail(o))
 	case o.Status == client.Unavailable && oe != nil && oe.Err != nil && status.Code(oe.Err) == codes.ResourceExhausted:
 		// overloaded: refused before anything was accepted
-		return outcomeErr(outcomeDetail(o))
+		return a.outcomeErr(outcomeDetail(o))
 	case o.Status == client.Unavailable:
 		why := o.Reason
 		if oe != nil && oe.Err != nil {
@@ -116,4 +116,19 @@ func (a *app) printOutcome(err error) {
 	if o, ok := client.OutcomeOf(err); ok && a.structured() {
 		_ = a.printJSON(outcomeDetail(o))
 	}
+}
+
+// outcomeErr is outcomeErr for this command: a fact answered UNCERTAIN
+// (its outbox record may be on disk, or no answer came after it was sent)
+// is looked up by its command ID and reported again with the same fact ID.
+func (a *app) outcomeErr(d *writv1.OutcomeDetail) error {
+	if a.factType == "" || d.Outcome != writv1.Outcome_UNCERTAIN || d.RequestId == "" {
+		return outcomeErr(d)
+	}
+	msg := "UNCERTAIN fact " + d.RequestId
+	if d.Reason != "" {
+		msg += ": " + d.Reason
+	}
+	return fail(exitUncertain, "%s; it may still commit: look it up with `writctl outcome fact:%s:%s` or report it again with --id %s (the same fact ID is deduplicated)",
+		msg, a.factType, d.RequestId, d.RequestId)
 }

@@ -29,3 +29,21 @@ func TestOutcomeExitCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestReportUncertainNamesTheFactLookup: a fact answered UNCERTAIN (its
+// outbox record may be on disk) is looked up by its command ID and
+// reported again with the same fact ID; a report's other outcomes read as
+// any command's.
+func TestReportUncertainNamesTheFactLookup(t *testing.T) {
+	a := &app{factType: "worker.usage"}
+	var ee *exitErr
+	err := a.outcomeErr(&writv1.OutcomeDetail{Outcome: writv1.Outcome_UNCERTAIN, RequestId: "u6", Reason: "why"})
+	if !errors.As(err, &ee) || ee.code != exitUncertain || !strings.Contains(ee.msg, "UNCERTAIN fact u6: why") ||
+		!strings.Contains(ee.msg, "writctl outcome fact:worker.usage:u6") || !strings.Contains(ee.msg, "--id u6") {
+		t.Fatalf("UNCERTAIN fact: %v", err)
+	}
+	err = a.outcomeErr(&writv1.OutcomeDetail{Outcome: writv1.Outcome_UNAVAILABLE, RequestId: "u7", Reason: "why"})
+	if !errors.As(err, &ee) || ee.code != exitUnavailable || !strings.Contains(ee.msg, "nothing was appended") {
+		t.Fatalf("UNAVAILABLE fact: %v", err)
+	}
+}

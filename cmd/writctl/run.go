@@ -65,6 +65,9 @@ type app struct {
 	code int
 	// records counts structured records printed (stream separators).
 	records int
+	// factType is the type a report sends (its UNCERTAIN answer names
+	// the fact's lookup).
+	factType string
 }
 
 // Run executes writctl with args and returns the process exit code.
@@ -156,7 +159,7 @@ func call[Req, Resp any](a *app, method func(writv1.WritClient, context.Context,
 // rpcErr turns a call error into one clear line and an exit code.
 func (a *app) rpcErr(err error) error {
 	if d, ok := api.OutcomeFromError(err); ok {
-		return outcomeErr(d)
+		return a.outcomeErr(d)
 	}
 	st, _ := status.FromError(err)
 	if e := messageTooLarge(st); e != nil {
@@ -205,7 +208,7 @@ func outcomeErr(d *writv1.OutcomeDetail) error {
 		}
 		msg += "; it may still commit: look it up with `writctl outcome " + d.RequestId + "` or retry with --id " + d.RequestId
 	case writv1.Outcome_UNAVAILABLE:
-		msg += "; nothing was appended: retry when the cluster has a leader"
+		msg += "; nothing was appended: it is safe to retry, with the same ID"
 	case writv1.Outcome_NOT_COMMITTED:
 		msg += "; it was not committed and never will be: it is safe to submit it again, with a new request ID"
 	}
@@ -450,6 +453,7 @@ func (a *app) reportCmd() *cobra.Command {
 		Short: "Report a fact; acknowledged once it is durable in the node's outbox",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
+			a.factType = args[0]
 			r, err := sendEntry(a, args[1], a.ctx,
 				func(ctx context.Context, c *client.Client, p []byte) (client.Received, error) {
 					return c.Report(ctx, args[0], p, client.WithID(id))
