@@ -297,12 +297,15 @@ func (n *Node) DataDir() string { return n.dataDir }
 func (n *Node) TempDir() bool { return n.tempDir }
 
 // Stop shuts the node down without leaving the cluster.
-func (n *Node) Stop() { n.stop(false) }
+func (n *Node) Stop() { _ = n.stop(false) }
 
-// Leave announces a graceful departure, then shuts down.
-func (n *Node) Leave() { n.stop(true) }
+// Leave announces a graceful departure, then shuts down. It first stops
+// taking calls and waits, up to membership.leave_drain_timeout, for the fact outbox to
+// drain; when facts remain it does not leave (an *UndrainedError): it stops
+// as a member, as Stop does, and a restart delivers them.
+func (n *Node) Leave() error { return n.stop(true) }
 
-func (n *Node) stop(leave bool) {
+func (n *Node) stop(leave bool) (err error) {
 	n.stopOnce.Do(func() {
 		close(n.done)
 		n.stopObs()
@@ -322,6 +325,14 @@ func (n *Node) stop(leave bool) {
 			n.gs.Stop()
 		}
 		n.apis.Close()
+		if leave {
+			start := time.Now()
+			if left := n.drainOutbox(n.cfg.LeaveDrainTimeout); left > 0 {
+				err = &UndrainedError{Facts: left, Waited: time.Since(start).Round(time.Second)}
+				n.log.Error("writd: not leaving: the fact outbox did not drain", "facts", left, "err", err)
+				leave = false
+			}
+		}
 		if leave {
 			if n.rs.IsLeader() {
 				// it became leader again meanwhile
@@ -344,6 +355,7 @@ func (n *Node) stop(leave bool) {
 		}
 		n.log.Info("writd: stopped", "left_cluster", leave)
 	})
+	return err
 }
 
 func (n *Node) transferLeadership() {

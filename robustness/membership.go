@@ -18,9 +18,10 @@ import (
 // joining through another node: it is added as a new member (a learner,
 // then a voter) of a new incarnation and catches up, by snapshot or from
 // log entries that hold its predecessor's removal (which once stopped it:
-// docs/robustness.md, "Found by the suite", 5). Not in the default mix
-// while it loses facts left in the wiped outbox and a stale gossip leave
-// can remove the new incarnation (ibid., 6 and 7).
+// docs/robustness.md, "Found by the suite", 5). SIGTERM leaves only once
+// the node's fact outbox drained (6); exit 4, facts left, is a failure to
+// inject. Not in the default mix while a stale gossip leave can remove the
+// new incarnation (ibid., 7).
 const ReplaceNode = "replace-node"
 
 // membershipWithin bounds each step of a membership change: the leave,

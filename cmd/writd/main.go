@@ -25,6 +25,9 @@ const (
 	exitFatal  = 1 // a fatal runtime error: restarting recovers from disk
 	exitConfig = 2 // bad configuration or flags, or the node could not start
 	exitApply  = 3 // fatal apply stop: a committed entry cannot be applied
+	// exitNotLeft: SIGTERM found facts in the outbox that did not commit
+	// in time, so the node stopped as a member instead of leaving.
+	exitNotLeft = 4
 )
 
 func run(args, env []string, stdout, stderr io.Writer) int {
@@ -70,7 +73,10 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 				n.Stop()
 			case s == syscall.SIGTERM:
 				fmt.Fprintln(stdout, "writd: SIGTERM: leaving the cluster")
-				n.Leave()
+				if err := n.Leave(); err != nil {
+					fmt.Fprintf(stderr, "writd: %v\n", err)
+					code = exitNotLeft
+				}
 			default:
 				fmt.Fprintln(stdout, "writd: SIGINT: stopping (still a member; restart to rejoin)")
 				n.Stop()

@@ -91,6 +91,7 @@ var Keys = []Key{
 	{Name: "pipeline.outbox_max_entries", Kind: Int, Default: 100_000, Help: "most facts retained in this node's outbox; beyond it a fact is refused RESOURCE_EXHAUSTED before it is acknowledged", Min: 1, Max: 100_000_000},
 	{Name: "pipeline.outbox_max_bytes", Kind: Int, Default: 256 << 20, Help: "most payload bytes retained in this node's outbox; beyond it a fact is refused RESOURCE_EXHAUSTED before it is acknowledged", Min: 1 << 10, Max: 1 << 40},
 	{Name: "membership.failed_grace", Kind: Duration, Default: "30s", Help: "how long a failed node stays a voter before removal", Min: 0, Max: D(24 * time.Hour)},
+	{Name: "membership.leave_drain_timeout", Kind: Duration, Default: "30s", Help: "on SIGTERM, how long the node waits for its fact outbox to commit before it leaves; facts still held then keep it a member (it stops without leaving, exit 4) so a restart from its data directory delivers them", Min: 0, Max: D(time.Hour)},
 	{Name: "membership.auto_promote", Kind: Bool, Default: true, Help: "the raft leader promotes a caught-up learner to voter on its own; false: a joined node stays a learner until an operator runs `writctl members promote ID` (set it on every node: whichever leads decides)"},
 	{Name: "membership.profile", Kind: String, Default: "lan", Help: "gossip failure-detection timing: lan (a dead node is noticed in ~5s) or local (~1s, for loopback test clusters)"},
 	{Name: "schema.dir", Kind: String, Default: "", FlagName: "schema", Help: "directory of the CUE schema package this node runs (empty: the embedded jobs schema)"},
@@ -146,6 +147,8 @@ type Node struct {
 	OutboxMaxEntries int
 	OutboxMaxBytes   int64
 	FailedGrace      time.Duration
+	// LeaveDrainTimeout bounds Leave's wait for the fact outbox to drain.
+	LeaveDrainTimeout time.Duration
 	// AutoPromote lets the leader promote caught-up learners itself.
 	AutoPromote   bool
 	GossipProfile string
@@ -706,6 +709,9 @@ func (s source) tuning(n *Node) error {
 	}
 	n.OutboxMaxBytes = int64(ob)
 	if n.FailedGrace, err = s.durKey("membership.failed_grace"); err != nil {
+		return err
+	}
+	if n.LeaveDrainTimeout, err = s.durKey("membership.leave_drain_timeout"); err != nil {
 		return err
 	}
 	if n.AutoPromote, err = s.boolean("membership.auto_promote"); err != nil {
