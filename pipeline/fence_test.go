@@ -210,6 +210,11 @@ func TestRequestIDReusedWithDifferentPayload_FakeLog(t *testing.T) {
 	if _, ok, _ := h.Log.Get(ctx, "job/j2", false); ok {
 		t.Fatal("the reused ID's payload was applied")
 	}
+	// The refusal is not the ID's outcome: the node still answers the
+	// first payload's, with the details of its reply.
+	if o, ok := h.P.OutcomeOf("r1"); !ok || o.Status != pipeline.StatusCommitted || o.Index != 1 || o.Type != "job.submit" {
+		t.Fatalf("Outcome(r1) after the reuse: want COMMITTED job.submit at 1, have ok=%v %s (type %q)", ok, o, o.Type)
+	}
 	// The digest covers the bytes as sent: another spelling of the same
 	// document is another payload (docs/pipeline.md, "Payload digests").
 	hd = h.P.SubmitAsync(ctx, pipeline.Entry{Type: "job.submit", ID: "r1", Payload: []byte(`{ "job_id":"j1","queue":"q1","priority":1,"command":"x"}`)})

@@ -163,8 +163,11 @@ func reusedWith(payload []byte, r kv.Result) bool {
 
 const reusedReason = "request ID reused with a different payload"
 
+// reuseRule is the Rule of a reuse refusal (reusedOutcome).
+const reuseRule = "idempotency"
+
 func reusedOutcome(index uint64) Outcome {
-	return Outcome{Status: StatusRejected, Index: index, Field: "request_id", Rule: "idempotency",
+	return Outcome{Status: StatusRejected, Index: index, Field: "request_id", Rule: reuseRule,
 		Reason: fmt.Sprintf("%s: the ID was first applied at index %d with another payload; use a new request ID for a new operation", reusedReason, index)}
 }
 
@@ -248,7 +251,7 @@ func (p *Pipeline) fencedLocked(e *entry, res kv.Result) {
 // (for a fact: before it is acknowledged). nil: not a reuse.
 func (p *Pipeline) reusedAtIngressLocked(cmdID string, payload []byte) *Outcome {
 	if cur := p.live[cmdID]; cur != nil && !cur.finished && cur.json != nil && !bytes.Equal(cur.json, payload) {
-		return &Outcome{Status: StatusRejected, Field: "request_id", Rule: "idempotency",
+		return &Outcome{Status: StatusRejected, Field: "request_id", Rule: reuseRule,
 			Reason: reusedReason + ": an operation with this ID and another payload is in flight on this node; use a new ID for a new operation"}
 	}
 	return nil
@@ -268,7 +271,7 @@ func reusedInTable(log Log, cmdID string, payload []byte) *Outcome {
 	if r.Status == kv.StatusDuplicate {
 		idx = r.FirstIndex
 	}
-	return &Outcome{Status: StatusRejected, Index: idx, Field: "request_id", Rule: "idempotency",
+	return &Outcome{Status: StatusRejected, Index: idx, Field: "request_id", Rule: reuseRule,
 		Reason: fmt.Sprintf("%s: the ID was first applied at index %d with another payload; use a new ID for a new operation", reusedReason, idx)}
 }
 

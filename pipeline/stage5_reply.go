@@ -87,7 +87,11 @@ func (p *Pipeline) finishLocked(e *entry, out Outcome) {
 	}
 	switch e.kind {
 	case kindRequest:
-		p.outcomes.put(e.cmdID, out)
+		// A reuse of the ID with another payload is refused, but it is
+		// not the ID's outcome: the first payload's answer stays cached.
+		if out.Rule != reuseRule {
+			p.outcomes.put(e.cmdID, out)
+		}
 	case kindConfig:
 		p.outcomes.put(configCmdID(e.userID, "stage"), out)
 	}
