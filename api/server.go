@@ -2,9 +2,7 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/internal/reqid"
 )
 
 // MaxPayload is the largest entry payload the API accepts.
@@ -101,12 +100,10 @@ func (s *Server) Close() {
 	}
 }
 
-// NewID returns a fresh random ID with the given prefix.
-func NewID(prefix string) string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
-}
+// NewID returns a fresh ID with the given prefix: 32 hex digits, a
+// millisecond clock followed by 80 random bits (internal/reqid: IDs made
+// together sort together in the outcome table).
+func NewID(prefix string) string { return reqid.New(prefix) }
 
 // StatusError builds the gRPC status for a writ outcome, with an
 // OutcomeDetail attached.

@@ -6,9 +6,9 @@
 // answers, and fails over to the next one when it does not.
 //
 // Every request gets its ID from the client before it is sent (NewRequestID:
-// 128 random bits), so a call whose answer is lost can be retried on another
-// endpoint with the same ID: the cluster applies an ID once and answers a
-// retry with the original outcome. Submit does that by itself; what it
+// a millisecond clock and 80 random bits), so a call whose answer is lost
+// can be retried on another endpoint with the same ID: the cluster applies
+// an ID once and answers a retry with the original outcome. Submit does that by itself; what it
 // cannot settle within its context comes back as an Outcome with status
 // Uncertain and the request ID, to be looked up later with Client.Outcome.
 //
