@@ -23,8 +23,11 @@ type Agent struct {
 	cfg      Config
 	log      *slog.Logger
 	pushPull time.Duration // memberlist anti-entropy interval
-	serf     *serf.Serf
-	events   chan serf.Event
+	// leftGrace is how long a member must stay "left" before the leader
+	// removes it for that (policy.leftGrace).
+	leftGrace time.Duration
+	serf      *serf.Serf
+	events    chan serf.Event
 
 	trigger chan struct{}
 	stop    chan struct{}
@@ -106,6 +109,7 @@ func Start(cfg Config, voters Voters) (*Agent, error) {
 	mc.LogOutput = nil
 	sc.MemberlistConfig = mc
 	a.pushPull = mc.PushPullInterval
+	a.leftGrace = max(2*time.Second, 5*mc.ProbeInterval)
 	if cfg.Profile == ProfileLocal {
 		sc.ReapInterval = time.Second
 		sc.ReconnectInterval = 2 * time.Second
@@ -356,6 +360,7 @@ func (a *Agent) policy() policy {
 		// Long enough for several anti-entropy rounds to bring news of a
 		// member whose broadcasts this node missed.
 		unknownGrace:  a.cfg.FailedGrace + 3*a.pushPull,
+		leftGrace:     a.leftGrace,
 		promoteLag:    a.cfg.PromoteLag,
 		maxVoters:     a.cfg.MaxVoters,
 		manualPromote: a.cfg.ManualPromote,

@@ -150,7 +150,9 @@ func TestAgent_FakeVoters_GracefulLeaveIsRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.setAlive("n3", false)
-	proctest.WaitFor(t, 10*time.Second, "n3 removed after leaving", func() bool {
+	// The leader removes a left member once it stayed left for the
+	// profile's left grace (5 s in lan).
+	proctest.WaitFor(t, 20*time.Second, "n3 removed after leaving", func() bool {
 		v, l := f.snapshot()
 		return join(v) == "n1,n2" && len(l) == 0
 	})

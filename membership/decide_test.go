@@ -21,6 +21,8 @@ func TestDecide(t *testing.T) {
 	l := func(id string, match uint64) kv.Member { return kv.Member{ID: id, RaftAddr: id + ":2", Match: match} }
 	long := map[string]time.Time{"b": now.Add(-time.Minute), "c": now.Add(-time.Minute)}
 	short := map[string]time.Time{"c": now.Add(-time.Second)}
+	pl := p
+	pl.leftGrace = 2 * time.Second
 
 	cases := []struct {
 		name        string
@@ -39,6 +41,12 @@ func TestDecide(t *testing.T) {
 		{"learner with no match waits", p, []gossipMember{g("a", GossipAlive), g("b", GossipAlive)}, []kv.Member{v("a", 0), l("b", 0)}, nil, "none", "learner b"},
 		{"max voters keeps learner", policy{self: "a", fingerprint: "fp", compatible: EqualFingerprints, grace: time.Second, promoteLag: 5, maxVoters: 1},
 			[]gossipMember{g("a", GossipAlive), g("b", GossipAlive)}, []kv.Member{v("a", 10), l("b", 10)}, nil, "none", ""},
+		{"left voter within the left grace kept (a stale leave may be refuted)", pl, []gossipMember{g("a", GossipAlive), g("b", GossipAlive), g("c", GossipLeft)}, []kv.Member{v("a", 9), v("b", 9), v("c", 3)},
+			short, "none", "c is reported left; it is removed in 1s"},
+		{"left voter past the left grace removed", pl, []gossipMember{g("a", GossipAlive), g("b", GossipAlive), g("c", GossipLeft)}, []kv.Member{v("a", 9), v("b", 9), v("c", 3)},
+			map[string]time.Time{"c": now.Add(-3 * time.Second)}, "remove c", ""},
+		{"left voter alive again is kept", pl, []gossipMember{g("a", GossipAlive), g("b", GossipAlive), g("c", GossipAlive)}, []kv.Member{v("a", 9), v("b", 9), v("c", 3)},
+			nil, "none", ""},
 		{"left voter removed", p, []gossipMember{g("a", GossipAlive), g("b", GossipAlive), g("c", GossipLeft)}, []kv.Member{v("a", 9), v("b", 9), v("c", 3)}, map[string]time.Time{"c": now}, "remove c", ""},
 		{"failed voter within grace kept", p, []gossipMember{g("a", GossipAlive), g("b", GossipAlive), g("c", GossipFailed)}, []kv.Member{v("a", 9), v("b", 9), v("c", 3)}, short, "none", "removal in 9s"},
 		{"failed voter past grace removed", p, []gossipMember{g("a", GossipAlive), g("b", GossipAlive), g("c", GossipFailed)}, []kv.Member{v("a", 9), v("b", 9), v("c", 3)}, long, "remove c", ""},

@@ -121,8 +121,14 @@ type policy struct {
 	grace        time.Duration
 	// unknownGrace applies to raft members absent from gossip altogether.
 	unknownGrace time.Duration
-	promoteLag   uint64
-	maxVoters    int
+	// leftGrace is how long a member must have been seen not alive, and
+	// "left" now, before it is removed as having left: a node rebuilt
+	// under its name right after its predecessor left can be reported
+	// left by that predecessor's stale leave until it refutes it (five
+	// probe intervals, at least 2 s: 2 s in the local profile, 5 s in lan).
+	leftGrace  time.Duration
+	promoteLag uint64
+	maxVoters  int
 	// manualPromote leaves learners for an operator to promote.
 	manualPromote bool
 }
@@ -241,6 +247,16 @@ func decide(p policy, now time.Time, gossip []gossipMember, raft []kv.Member, co
 			continue
 		}
 		if status(m.ID) == GossipLeft {
+			since, ok := failedSince[m.ID]
+			if !ok {
+				since = now
+			}
+			if wait := p.leftGrace - now.Sub(since); wait > 0 {
+				if note == "" {
+					note = fmt.Sprintf("waiting: %s is reported left; it is removed in %s unless it is alive again (a stale leave of an earlier incarnation)", m.ID, wait.Round(time.Millisecond))
+				}
+				continue
+			}
 			return action{kind: actRemove, id: m.ID, reason: "left the cluster"}, ""
 		}
 	}

@@ -342,7 +342,9 @@ func (n *Node) stop(leave bool) (err error) {
 				n.log.Warn("writd: leave", "err", err)
 			}
 			// give the leader a moment to remove us while raft still runs
-			n.waitRemoved(5 * time.Second)
+			// (it waits out membership's left grace first: 2 s in the
+			// local profile, 5 s in lan)
+			n.waitRemoved(15 * time.Second)
 		} else if err := n.mem.Shutdown(); err != nil {
 			n.log.Warn("writd: gossip shutdown", "err", err)
 		}
