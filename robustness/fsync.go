@@ -91,10 +91,19 @@ func (ne *nemesis) slowFsync(ctx context.Context, victim *Node) (time.Duration, 
 	rec.Attached = ne.h.now()
 	d := ne.hold(3, 5, 2*time.Second)
 	sleepCtx(ctx, d)
+	if tr.count("(DELAYED)") == 0 {
+		// A loaded machine can leave the victim without a write it syncs
+		// in the hold (strace attached late, traffic elsewhere): report
+		// facts to it until one fsync is delayed, up to 10 s more.
+		lctx, stopLoad := context.WithTimeout(ctx, 10*time.Second)
+		go ne.load(lctx, victim)
+		_ = poll(lctx, 10*time.Second, func() (bool, string) { return tr.count("(DELAYED)") > 0, "" })
+		stopLoad()
+	}
 	err = tr.stop(10 * time.Second)
 	rec.Tampered = tr.count("(DELAYED)")
 	if err == nil && rec.Tampered == 0 {
-		err = fmt.Errorf("robustness: no fsync of %s was delayed in %s", victim.Name, d.Round(time.Millisecond))
+		err = fmt.Errorf("robustness: no fsync of %s was delayed in %s and 10 s of facts reported to it", victim.Name, d.Round(time.Millisecond))
 	}
 	return d, rec, err
 }
