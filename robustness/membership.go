@@ -20,8 +20,8 @@ import (
 // log entries that hold its predecessor's removal (which once stopped it:
 // docs/robustness.md, "Found by the suite", 5). SIGTERM leaves only once
 // the node's fact outbox drained (6); exit 4, facts left, is a failure to
-// inject. Not in the default mix while a stale gossip leave can remove the
-// new incarnation (ibid., 7).
+// inject. A stale gossip leave of the predecessor no longer removes the
+// new incarnation (7).
 const ReplaceNode = "replace-node"
 
 // membershipWithin bounds each step of a membership change: the leave,

@@ -32,12 +32,13 @@ const (
 
 // FaultKinds are every kind the nemesis draws from.
 var FaultKinds = []string{KillLeader, KillFollower, KillTwo, StopLeader, PartitionLeader, PartitionFollower, KillIsolated, PartitionOneWay, KillPlugin, SlowFsync, KillAll, KillReceiver, PartitionBridge, DiskFull, Combined,
-	FailFsync, FailFsyncOutbox, FailFsyncIsolated}
+	FailFsync, FailFsyncOutbox, FailFsyncIsolated, ReplaceNode}
 
 // ExtraKinds may be named in WRITTEST_ROBUSTNESS_KINDS but are not drawn by
 // default: each fails runs on an open defect it found (docs/robustness.md,
-// "Found by the suite"); they join FaultKinds once it is fixed.
-var ExtraKinds = []string{ReplaceNode}
+// "Found by the suite"); they join FaultKinds once it is fixed. None now:
+// replace-node joined the mix with defects 5, 6 and 7 fixed.
+var ExtraKinds = []string{}
 
 func isPartition(kind string) bool {
 	return kind == PartitionLeader || kind == PartitionFollower || kind == KillIsolated || kind == PartitionOneWay || kind == FailFsyncIsolated || kind == PartitionBridge || kind == Combined
