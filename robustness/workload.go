@@ -208,10 +208,7 @@ func (w *workload) get(ctx context.Context, client int, n *Node, key string, ser
 func (w *workload) flood(ctx context.Context, id int, n *Node, rng *rand.Rand) {
 	for ctx.Err() == nil {
 		inst := w.insts[rng.IntN(len(w.insts))]
-		v, _ := w.orders.LoadOrStore(inst, new(atomic.Uint64))
-		order := v.(*atomic.Uint64).Add(1)
-		fid := fmt.Sprintf("%s-f%d", w.run, w.seq.Add(1))
-		d, ok := w.draw(func(g *conformance.Generator) (conformance.Drawn, bool) { return g.Fact(inst, fid, order) })
+		d, ok := w.newFact(inst, w.nextOrder(inst))
 		if !ok {
 			return
 		}

@@ -70,26 +70,15 @@ func (w *workload) reuse(ctx context.Context, client int, n *Node, rng *rand.Ran
 // order; sometimes one already received, again (a duplicate), or a new
 // one with an order below the instance's last (stale).
 func (w *workload) fact(ctx context.Context, client int, n *Node, rng *rand.Rand, st *clientState) string {
-	if k := rng.IntN(10); k == 0 && len(st.received) > 0 {
-		return w.report(ctx, client, n, st.received[rng.IntN(len(st.received))])
-	} else if k == 1 {
-		inst := w.insts[rng.IntN(len(w.insts))]
-		v, _ := w.orders.LoadOrStore(inst, new(atomic.Uint64))
-		if last := v.(*atomic.Uint64).Load(); last > 3 {
-			order := last - 1 - uint64(rng.IntN(3))
-			fid := fmt.Sprintf("%s-f%d", w.run, w.seq.Add(1))
-			d, ok := w.draw(func(g *conformance.Generator) (conformance.Drawn, bool) { return g.Fact(inst, fid, order) })
-			if !ok {
-				return ""
-			}
-			return w.report(ctx, client, n, d)
-		}
-	}
 	inst := w.insts[rng.IntN(len(w.insts))]
-	v, _ := w.orders.LoadOrStore(inst, new(atomic.Uint64))
-	order := v.(*atomic.Uint64).Add(1)
-	fid := fmt.Sprintf("%s-f%d", w.run, w.seq.Add(1))
-	d, ok := w.draw(func(g *conformance.Generator) (conformance.Drawn, bool) { return g.Fact(inst, fid, order) })
+	order := w.nextOrder(inst)
+	switch k := rng.IntN(10); {
+	case k == 0 && len(st.received) > 0:
+		return w.report(ctx, client, n, st.received[rng.IntN(len(st.received))])
+	case k == 1 && order > 4:
+		order -= 2 + uint64(rng.IntN(3)) // 1–3 below the last one drawn
+	}
+	d, ok := w.newFact(inst, order)
 	if !ok {
 		return ""
 	}
@@ -98,6 +87,18 @@ func (w *workload) fact(ctx context.Context, client int, n *Node, rng *rand.Rand
 		st.received1(d)
 	}
 	return out
+}
+
+// nextOrder draws the instance's next per-instance order.
+func (w *workload) nextOrder(inst string) uint64 {
+	v, _ := w.orders.LoadOrStore(inst, new(atomic.Uint64))
+	return v.(*atomic.Uint64).Add(1)
+}
+
+// newFact draws a fact about inst with a fresh ID and the given order.
+func (w *workload) newFact(inst string, order uint64) (conformance.Drawn, bool) {
+	fid := fmt.Sprintf("%s-f%d", w.run, w.seq.Add(1))
+	return w.draw(func(g *conformance.Generator) (conformance.Drawn, bool) { return g.Fact(inst, fid, order) })
 }
 
 // checkReuse: a committed request's ID submitted again with another
