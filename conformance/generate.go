@@ -140,5 +140,49 @@ func (g *Generator) Fact(inst, id string, order uint64) (Drawn, bool) {
 	})
 }
 
+// Receipt draws a receipt of a random receipt type, with id as its own
+// ID (when the type declares one), whose items address inst where their
+// fields allow; it returns the receipt and its items in order, each item
+// as a drawn entry (type, class, machine, instance, ID) without a payload.
+// The receipt's payload passes the schema's validation, items included.
+func (g *Generator) Receipt(inst, id string) (Drawn, []Drawn, bool) {
+	var ts []*ir.TypeDesc
+	for _, td := range g.e.Catalog.Types() {
+		if td.Class == ir.ClassReceipt && td.Entry != nil && td.ParseJSON != nil {
+			ts = append(ts, td)
+		}
+	}
+	if len(ts) == 0 {
+		return Drawn{}, nil, false
+	}
+	td := ts[g.rng.IntN(len(ts))]
+	g.d.pool = []string{inst}
+	for try := 0; try < 40; try++ {
+		g.sized()
+		obj := g.d.object(td.Entry.Fields)
+		if td.Entry.ID != "" {
+			obj[td.Entry.ID] = id
+		}
+		data, _ := json.Marshal(obj)
+		p, err := td.ParseJSON(data)
+		if err != nil || g.e.Load.CheckPayloadJSON(td.Name, data) != nil {
+			continue
+		}
+		var items []Drawn
+		for _, it := range p.Items() {
+			d := Drawn{Type: it.EntryType(), Instance: it.InstanceKey(), ID: it.IdempotencyKey()}
+			if itd, ok := g.e.Catalog.Type(d.Type); ok {
+				d.Class = itd.Class
+				if itd.Machine != nil {
+					d.Machine = itd.Machine.Name
+				}
+			}
+			items = append(items, d)
+		}
+		return Drawn{Type: td.Name, Class: td.Class, Instance: inst, ID: p.IdempotencyKey(), Payload: data}, items, true
+	}
+	return Drawn{}, nil, false
+}
+
 // Close releases what the generator holds.
 func (g *Generator) Close() { g.e.close() }

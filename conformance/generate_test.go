@@ -49,3 +49,45 @@ func TestGeneratorDrawsValidEntries(t *testing.T) {
 		}
 	}
 }
+
+// TestGeneratorDrawsReceipts: for both example schemas the generator draws
+// receipts with the given ID, valid by the catalog's parser, whose items
+// are listed in order with their type, machine and instance, and which
+// reach the maximum number of items the schema allows now and then.
+func TestGeneratorDrawsReceipts(t *testing.T) {
+	for _, c := range []struct {
+		dir      string
+		maxItems int
+	}{{"../examples/jobs/schema", 512}, {"../examples/leases/schema", 256}} {
+		g, err := NewGenerator(c.dir, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		most := 0
+		for i := 0; i < 60; i++ {
+			d, items, ok := g.Receipt("rk-2", "r-1")
+			if !ok {
+				t.Fatalf("%s: no receipt drawn", c.dir)
+			}
+			td, _ := g.Catalog().Type(d.Type)
+			p, err := td.ParseJSON(d.Payload)
+			if err != nil || d.ID != "r-1" || p.IdempotencyKey() != "r-1" {
+				t.Fatalf("%s: receipt %s %.200s: %v (ID %q)", c.dir, d.Type, d.Payload, err, d.ID)
+			}
+			its := p.Items()
+			if len(items) != len(its) || len(items) == 0 {
+				t.Fatalf("%s: %d drawn items for %d in the payload", c.dir, len(items), len(its))
+			}
+			for k, it := range items {
+				if it.Type != its[k].EntryType() || it.Instance != its[k].InstanceKey() || it.Machine == "" {
+					t.Fatalf("%s: item %d: %+v, payload item %s of %q", c.dir, k, it, its[k].EntryType(), its[k].InstanceKey())
+				}
+			}
+			most = max(most, len(items))
+		}
+		if most != c.maxItems {
+			t.Errorf("%s: the most items drawn in 60 receipts is %d, want the schema's maximum %d", c.dir, most, c.maxItems)
+		}
+	}
+}
