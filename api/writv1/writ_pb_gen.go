@@ -2670,8 +2670,9 @@ func (x *PluginsResponse) GetPlugins() []*Plugin {
 
 type ConfigShowRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The config-class entry type to show; empty: writ's own cluster
-	// settings (cluster.config).
+	// The config-class entry type to show; empty: the schema's only config
+	// type (cluster.config when the schema declares none of its own; with
+	// several, naming one is required).
 	Type          string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2803,8 +2804,9 @@ type ConfigUpgradeRequest struct {
 	// Ignored: the requesting node's configuration timeout decides when an
 	// unconfirmed change is aborted.
 	TimeoutMs uint32 `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
-	// The config-class entry type of the document; empty: writ's own cluster
-	// settings (cluster.config).
+	// The config-class entry type of the document; empty: the schema's only
+	// config type (cluster.config when the schema declares none of its own;
+	// with several, naming one is required).
 	Type string `protobuf:"bytes,5,opt,name=type,proto3" json:"type,omitempty"`
 	// Accept a version lower than the active one (a deliberate rollback).
 	Force         bool `protobuf:"varint,6,opt,name=force,proto3" json:"force,omitempty"`
