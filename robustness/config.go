@@ -14,7 +14,9 @@ import (
 	"github.com/writ-dev/writ/api/writv1"
 )
 
-// clusterConfig is writ's own configuration type, present in every schema.
+// clusterConfig is writ's own configuration type, present in every schema;
+// every call names it: a schema with one config type of its own makes that
+// one the default.
 const clusterConfig = "cluster.config"
 
 // configClient upgrades writ's own cluster settings (cluster.config), one
@@ -44,7 +46,7 @@ func (w *workload) configClient(ctx context.Context, id int, rng *rand.Rand) {
 func (w *workload) configBase(ctx context.Context) (map[string]any, error) {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	r, err := w.cl.nodes[0].client.ConfigShow(cctx, &writv1.ConfigShowRequest{})
+	r, err := w.cl.nodes[0].client.ConfigShow(cctx, &writv1.ConfigShowRequest{Type: clusterConfig})
 	if err != nil {
 		return nil, fmt.Errorf("robustness: config show: %w", err)
 	}
@@ -71,7 +73,7 @@ func (w *workload) upgrade(ctx context.Context, client int, n *Node, base map[st
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*w.timeout+15*time.Second)
 	defer cancel()
 	op.Start = w.h.now()
-	last, confirmed, err := configStream(cctx, n, &writv1.ConfigUpgradeRequest{RequestId: op.ID, Document: doc, Format: "json"})
+	last, confirmed, err := configStream(cctx, n, &writv1.ConfigUpgradeRequest{RequestId: op.ID, Document: doc, Format: "json", Type: clusterConfig})
 	op.End = w.h.now()
 	switch {
 	case confirmed != nil:

@@ -54,7 +54,7 @@ func readConfigFinal(ctx context.Context, cl *Cluster) configFinal {
 	for _, n := range cl.nodes {
 		tag := ""
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		if r, err := n.client.ConfigShow(cctx, &writv1.ConfigShowRequest{}); err == nil {
+		if r, err := n.client.ConfigShow(cctx, &writv1.ConfigShowRequest{Type: clusterConfig}); err == nil {
 			tag = r.Tag
 		}
 		cancel()

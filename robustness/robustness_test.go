@@ -23,10 +23,37 @@ var (
 // the same way (WRITTEST_ROBUSTNESS_SCHEMA and WRITTEST_ROBUSTNESS_PLUGIN_PKG pick
 // another).
 const (
-	jobsSchema = "../examples/jobs/schema"
-	jobsPlugin = "github.com/writ-dev/writ/examples/jobs/cmd/writ-jobs"
-	writdPkg   = "github.com/writ-dev/writ/cmd/writd"
+	jobsSchema   = "../examples/jobs/schema"
+	jobsPlugin   = "github.com/writ-dev/writ/examples/jobs/cmd/writ-jobs"
+	leasesSchema = "../examples/leases/schema"
+	leasesPlugin = "github.com/writ-dev/writ/examples/leases/cmd/writ-leases"
+	writdPkg     = "github.com/writ-dev/writ/cmd/writd"
 )
+
+// underTest is a schema and the package of the plugin that serves it.
+type underTest struct{ schema, plugin string }
+
+// schemaFor is the schema run i of a tier drives: the one
+// WRITTEST_ROBUSTNESS_SCHEMA names, else the reference domain, and every
+// fifth run the second example domain (leases), so that every tier shows
+// the suite drives a schema from its catalog, not the jobs domain by hand.
+func schemaFor(i int) underTest {
+	if s := os.Getenv("WRITTEST_ROBUSTNESS_SCHEMA"); s != "" {
+		return underTest{s, envOr("WRITTEST_ROBUSTNESS_PLUGIN_PKG", jobsPlugin)}
+	}
+	if i%5 == 4 {
+		return underTest{leasesSchema, leasesPlugin}
+	}
+	return underTest{jobsSchema, jobsPlugin}
+}
+
+// reproduceEnv is what a reproduce line sets to run u again.
+func (u underTest) reproduceEnv() string {
+	if u.schema == jobsSchema {
+		return ""
+	}
+	return fmt.Sprintf("WRITTEST_ROBUSTNESS_SCHEMA=%s WRITTEST_ROBUSTNESS_PLUGIN_PKG=%s ", u.schema, u.plugin)
+}
 
 var binDir string
 
@@ -64,13 +91,18 @@ func envInt(t *testing.T, name string, def int) int {
 // binaries builds writd (with tags) and the schema's plugin, once per test
 // binary.
 func binaries(t *testing.T, tags string) Binaries {
+	return binariesFor(t, tags, envOr("WRITTEST_ROBUSTNESS_PLUGIN_PKG", jobsPlugin))
+}
+
+// binariesFor builds writd (with tags) and the plugin package plugin.
+func binariesFor(t *testing.T, tags, plugin string) Binaries {
 	t.Helper()
 	ctx := context.Background()
 	w, err := Build(ctx, binDir, writdPkg, tags)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Build(ctx, binDir, envOr("WRITTEST_ROBUSTNESS_PLUGIN_PKG", jobsPlugin), "")
+	p, err := Build(ctx, binDir, plugin, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +250,12 @@ func laneHosts(t *testing.T, i int) []string {
 // that reproduces it), and prints the summary line.
 func runTier(t *testing.T, tr tier) {
 	kinds := faultKinds(t)
-	bins := binaries(t, "")
+	bins := map[underTest]Binaries{}
+	for i := range min(tr.runs, 5) {
+		if u := schemaFor(i); bins[u].Writd == "" {
+			bins[u] = binariesFor(t, "", u.plugin)
+		}
+	}
 	root := runRoot(t)
 	lanes := max(1, min(tr.lanes, 20))
 	var mu sync.Mutex
@@ -234,10 +271,11 @@ func runTier(t *testing.T, tr tier) {
 			defer wg.Done()
 			for i := lane; i < tr.runs; i += lanes {
 				seed := tr.base + uint64(i)
+				u := schemaFor(i)
 				r := Run(context.Background(), Config{
-					Seed: seed, SchemaDir: envOr("WRITTEST_ROBUSTNESS_SCHEMA", jobsSchema), Bins: bins, Hosts: hosts[lane], Root: root,
+					Seed: seed, SchemaDir: u.schema, Bins: bins[u], Hosts: hosts[lane], Root: root,
 					Faults: tr.faults, Kinds: kinds, ClientsPerNode: tr.clientsPerNode, Instances: tr.instances,
-					Reproduce: fmt.Sprintf("WRITTEST_ROBUSTNESS_SEED=%d WRITTEST_ROBUSTNESS_RUNS=1 WRITTEST_ROBUSTNESS_FAULTS=%d go test -count=1 -run 'TestRobustness$' ./robustness/", seed, tr.faults),
+					Reproduce: fmt.Sprintf("%sWRITTEST_ROBUSTNESS_SEED=%d WRITTEST_ROBUSTNESS_RUNS=1 WRITTEST_ROBUSTNESS_FAULTS=%d go test -count=1 -run 'TestRobustness$' ./robustness/", u.reproduceEnv(), seed, tr.faults),
 				})
 				mu.Lock()
 				sum.Add(r)
