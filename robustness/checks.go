@@ -45,49 +45,60 @@ func (o nodeOutcome) committed() bool {
 	return o.err == nil && o.known && o.out == writv1.Outcome_COMMITTED
 }
 
-// outcomes asks every node for the outcome of every ID.
+// outcomes asks every node for the outcome of every ID (linearizable).
 func outcomes(ctx context.Context, cl *Cluster, ids []string) map[string][]nodeOutcome {
+	return outcomesOf(ctx, cl, ids, false)
+}
+
+// outcomesOf asks every node for the outcome of every ID, a few calls at
+// a time per node; serializable answers from each node's own applied
+// table (no read barrier).
+func outcomesOf(ctx context.Context, cl *Cluster, ids []string, serializable bool) map[string][]nodeOutcome {
 	res := map[string][]nodeOutcome{}
 	for _, id := range ids {
 		res[id] = make([]nodeOutcome, len(cl.nodes))
 	}
+	workers := min(8, 1+len(ids)/64)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for i, n := range cl.nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// A node may lose its leader for a moment after heal (an
-			// election on a loaded machine): a failed call is retried after
-			// a pause, within a budget per node so that a node that does
-			// not answer at all costs at most that.
-			budget := 15 * time.Second
-			for _, id := range ids {
-				var o nodeOutcome
-				for try := 0; try < 8; try++ {
-					cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-					r, err := n.client.Outcome(cctx, &writv1.OutcomeRequest{RequestId: id})
-					cancel()
-					if err == nil {
-						o = nodeOutcome{known: r.Known, out: r.Outcome, index: r.Index, stat: r.Status}
-						break
-					}
-					o = nodeOutcome{err: err}
-					if budget <= 0 {
-						if try >= 2 {
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// A node may lose its leader for a moment after heal (an
+				// election on a loaded machine): a failed call is retried after
+				// a pause, within a budget per node so that a node that does
+				// not answer at all costs at most that.
+				budget := 15 * time.Second
+				for k := w; k < len(ids); k += workers {
+					id := ids[k]
+					var o nodeOutcome
+					for try := 0; try < 8; try++ {
+						cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+						r, err := n.client.Outcome(cctx, &writv1.OutcomeRequest{RequestId: id, Serializable: serializable})
+						cancel()
+						if err == nil {
+							o = nodeOutcome{known: r.Known, out: r.Outcome, index: r.Index, stat: r.Status}
 							break
 						}
-						continue
+						o = nodeOutcome{err: err}
+						if budget <= 0 {
+							if try >= 2 {
+								break
+							}
+							continue
+						}
+						pause := 250 * time.Millisecond
+						budget -= pause
+						sleepCtx(ctx, pause)
 					}
-					pause := 250 * time.Millisecond
-					budget -= pause
-					sleepCtx(ctx, pause)
+					mu.Lock()
+					res[id][i] = o
+					mu.Unlock()
 				}
-				mu.Lock()
-				res[id][i] = o
-				mu.Unlock()
-			}
-		}()
+			}()
+		}
 	}
 	wg.Wait()
 	return res

@@ -18,7 +18,7 @@ const (
 type Op struct {
 	Client  int    `json:"client"`
 	Node    string `json:"node"`
-	Kind    string `json:"kind"` // submit, reuse (a committed ID, another payload), report, get (linearizable), sget (serializable), config
+	Kind    string `json:"kind"` // submit, reuse (a committed ID, another payload), report, deliver (a receipt), get (linearizable), sget (serializable), config
 	Type    string `json:"type,omitempty"`
 	ID      string `json:"id,omitempty"`  // request ID or fact ID
 	Key     string `json:"key,omitempty"` // the machine key addressed or read
@@ -31,6 +31,8 @@ type Op struct {
 	Rev     uint64 `json:"rev,omitempty"`
 	Value   string `json:"value,omitempty"` // the record a read found (a machine record)
 	Reason  string `json:"reason,omitempty"`
+	// Items are a received receipt's items, as its acknowledgement named them.
+	Items []Item `json:"items,omitempty"`
 }
 
 // History records every call on one monotonic base.

@@ -60,6 +60,7 @@ type resolved struct {
 	ret   int64 // the committing attempt's end, or when it is known to be committed
 	key   string
 	typ   string // the entry type
+	id    string // the ID Outcome answers for (receipt items only)
 	desc  string
 }
 

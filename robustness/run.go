@@ -58,6 +58,7 @@ type Result struct {
 	Checks    []CheckResult  `json:"checks"`
 	Lin       linResult      `json:"linearizability"`
 	Watch     watchStats     `json:"watch"`
+	Receipts  receiptStats   `json:"receipt_items"`
 	Recovery  string         `json:"recovery_after_heal"`
 	StateHash string         `json:"state_hash,omitempty"` // every node's, after heal
 	// JoinExits are restarts that ended in writd's documented seed-join
@@ -349,6 +350,11 @@ func (r *runner) check(ctx context.Context, ops []Op, convergedAt int64) []Check
 		outs[id] = o
 	}
 	r.mark("settle")
+	items, badAcks := receiptItems(ops)
+	itemOuts := settleItems(ctx, cl, itemIDs(items), max(2*time.Second, res.Timing.CommitTimeout), 60*time.Second)
+	rc, itemCmds, rst := checkReceipts(items, badAcks, itemOuts, r.h.now())
+	res.Receipts = rst
+	r.mark("receipts")
 	committed := map[string]uint64{}
 	var newest uint64
 	for _, id := range order {
@@ -356,9 +362,13 @@ func (r *runner) check(ctx context.Context, ops []Op, convergedAt int64) []Check
 			committed[id], newest = ci, max(newest, ci)
 		}
 	}
+	for _, c := range itemCmds {
+		committed[c.id], newest = c.index, max(newest, c.index)
+	}
 	r.wl.stop(ctx, newest, 30*time.Second)
-	wc := checkWatch(r.wl, committed)
+	wc := checkWatch(r.wl, committed, redelivered(items))
 	a, b, c, cmds := checkAcknowledged(ids, order, outs, convergedAt)
+	cmds = append(cmds, itemCmds...)
 	sc, unc := checkSettled(ids, open, outs, settleErr)
 	res.Uncertain = unc
 	finals := finalRecords(ctx, cl, r.w.targets)
@@ -375,7 +385,7 @@ func (r *runner) check(ctx context.Context, ops []Op, convergedAt int64) []Check
 		lc.fail("%s", k)
 	}
 	gc := checkGuards(r.gen.Catalog(), r.w.targets, ops, finals, cmds)
-	return []CheckResult{a, b, c, sc, lc, gc, checkConfig(ops, cfgOuts, cfgFinal), checkFsync(res.Faults, ops), checkDiskFull(res.Faults), checkReuse(ops), wc}
+	return []CheckResult{a, b, c, sc, lc, gc, checkConfig(ops, cfgOuts, cfgFinal), checkFsync(res.Faults, ops), checkDiskFull(res.Faults), checkReuse(ops), wc, rc}
 }
 
 func writeHistory(path string, ops []Op) {
@@ -393,6 +403,7 @@ func writeHistory(path string, ops []Op) {
 // Summary is the one line a tier prints over its runs.
 type Summary struct {
 	Runs, Failed         int
+	Schemas              map[string]int // runs by schema directory
 	Faults               map[string]int
 	Ops                  int
 	AckLost, FactsLost   int
@@ -414,14 +425,20 @@ type Summary struct {
 	// the runs' watchers.
 	Reuses, ReusesRefused     int
 	WatchEvents, WatchResumes int
+	// Deliveries counts the receipts delivered (RECEIVED), Items their
+	// items by how they ended.
+	Deliveries int
+	Items      receiptStats
 }
 
 // Add folds one run into the summary.
 func (s *Summary) Add(r *Result) {
 	if s.Faults == nil {
 		s.Faults = map[string]int{}
+		s.Schemas = map[string]int{}
 	}
 	s.Runs++
+	s.Schemas[filepath.Base(filepath.Dir(filepath.Clean(r.Schema)))]++
 	if !r.Passed() {
 		s.Failed++
 	}
@@ -438,6 +455,9 @@ func (s *Summary) Add(r *Result) {
 			case "config " + outFailed:
 				s.ConfigsFailed += n
 			}
+		}
+		if k == "deliver "+outReceived {
+			s.Deliveries += n
 		}
 		if strings.HasPrefix(k, "reuse ") {
 			s.Reuses += n
@@ -472,6 +492,10 @@ func (s *Summary) Add(r *Result) {
 	s.KeysChecked += r.Lin.Checked
 	s.KeysLin += r.Lin.Linearized
 	s.Uncertain.add(r.Uncertain)
+	s.Items.Items += r.Receipts.Items
+	s.Items.Committed += r.Receipts.Committed
+	s.Items.Rejected += r.Receipts.Rejected
+	s.Items.Unknown += r.Receipts.Unknown
 	s.WatchEvents += r.Watch.Events
 	s.WatchResumes += r.Watch.Resumes + r.Watch.Reopens
 }
@@ -485,10 +509,15 @@ func (s *Summary) Line() string {
 		total += n
 	}
 	sort.Strings(kinds)
-	return fmt.Sprintf("robustness: runs=%d failed=%d faults=%d (%s) ops=%d acknowledged-lost=%d facts-lost=%d keys-linearizable=%d/%d uncertain=%d (committed=%d not-committed=%d rejected=%d) told-not-committed=%d (confirmed=%d) unresolved=%d disagreeing=%d configs=%d (confirmed=%d failed=%d) id-reuses=%d (refused=%d) watch-events=%d (resumes=%d) seed-join-exits=%d rss-max=%dMiB goroutines-max=%d growth-flags=%d recovery %s",
-		s.Runs, s.Failed, total, strings.Join(kinds, " "), s.Ops, s.AckLost, s.FactsLost, s.KeysLin, s.KeysChecked,
+	schemas := make([]string, 0, len(s.Schemas))
+	for k, n := range s.Schemas {
+		schemas = append(schemas, fmt.Sprintf("%s=%d", k, n))
+	}
+	sort.Strings(schemas)
+	return fmt.Sprintf("robustness: runs=%d (%s) failed=%d faults=%d (%s) ops=%d acknowledged-lost=%d facts-lost=%d keys-linearizable=%d/%d uncertain=%d (committed=%d not-committed=%d rejected=%d) told-not-committed=%d (confirmed=%d) unresolved=%d disagreeing=%d configs=%d (confirmed=%d failed=%d) id-reuses=%d (refused=%d) receipts=%d (items=%d committed=%d rejected=%d unlogged=%d) watch-events=%d (resumes=%d) seed-join-exits=%d rss-max=%dMiB goroutines-max=%d growth-flags=%d recovery %s",
+		s.Runs, strings.Join(schemas, " "), s.Failed, total, strings.Join(kinds, " "), s.Ops, s.AckLost, s.FactsLost, s.KeysLin, s.KeysChecked,
 		s.Uncertain.Total, s.Uncertain.Committed, s.Uncertain.NotCommitted, s.Uncertain.Rejected, s.Uncertain.Told, s.Uncertain.ToldConfirmed,
-		s.Uncertain.Unresolved, s.Uncertain.Disagreeing, s.Configs, s.ConfigsConfirmed, s.ConfigsFailed, s.Reuses, s.ReusesRefused, s.WatchEvents, s.WatchResumes, s.JoinExits, s.MaxRSS>>20, s.MaxGoroutines, len(s.Growth), percentiles(s.Recovery))
+		s.Uncertain.Unresolved, s.Uncertain.Disagreeing, s.Configs, s.ConfigsConfirmed, s.ConfigsFailed, s.Reuses, s.ReusesRefused, s.Deliveries, s.Items.Items, s.Items.Committed, s.Items.Rejected, s.Items.Unknown, s.WatchEvents, s.WatchResumes, s.JoinExits, s.MaxRSS>>20, s.MaxGoroutines, len(s.Growth), percentiles(s.Recovery))
 }
 
 // percentiles describes durations as p50/p99/max.

@@ -183,7 +183,7 @@ func (wl *watchLog) stats() watchStats {
 // every ID committed (by the nodes' Outcome after heal) is delivered at
 // the index it committed at, unless that index lies in a range the node
 // said was compacted; and no event applies an ID at another index.
-func checkWatch(wl *watchLog, committed map[string]uint64) CheckResult {
+func checkWatch(wl *watchLog, committed map[string]uint64, again map[string]bool) CheckResult {
 	r := CheckResult{Name: "watch-complete", Pass: true}
 	wl.mu.Lock()
 	defer wl.mu.Unlock()
@@ -239,7 +239,13 @@ func checkWatch(wl *watchLog, committed map[string]uint64) CheckResult {
 			r.fail("%s committed at %d, but the watch delivered no event for it there (its events: %s)", id, ci, describeEvents(byID[eid]))
 		}
 		for _, ev := range byID[eid] {
-			if ev.index != ci && ev.status != "duplicate" && ev.status != "rejected" {
+			switch {
+			case ev.index == ci, ev.status == "duplicate", ev.status == "rejected":
+			case ev.index < ci && ev.status == "uncertain":
+				// A receipt item told uncertain, committed later.
+			case ev.index < ci && ev.status == "unavailable" && again[eid]:
+				// Not appended then; appended when its receipt came again.
+			default:
 				r.fail("%s committed at %d, but the watch has it %s at %d too", id, ci, ev.status, ev.index)
 			}
 		}
@@ -249,7 +255,7 @@ func checkWatch(wl *watchLog, committed map[string]uint64) CheckResult {
 
 // eventID is the watch's command ID of an Outcome ID.
 func eventID(id string) string {
-	if strings.HasPrefix(id, "fact:") {
+	if strings.HasPrefix(id, "fact:") || strings.HasPrefix(id, "req:") {
 		return id
 	}
 	return "req:" + id

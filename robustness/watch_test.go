@@ -31,24 +31,33 @@ func TestCheckWatch(t *testing.T) {
 		evs       []watchEvent
 		gaps      []watchGap
 		committed map[string]uint64
+		again     map[string]bool
 		want      string // "" passes; else a failure contains it
 	}{
 		{"complete", []watchEvent{ev(3, "req:a", "applied"), ev(3, "fact:t:f", "applied"), ev(5, "req:a", "duplicate")},
-			nil, map[string]uint64{"a": 3, "fact:t:f": 3}, ""},
+			nil, map[string]uint64{"a": 3, "fact:t:f": 3}, nil, ""},
 		{"missing", []watchEvent{ev(3, "req:a", "applied"), ev(6, "req:c", "applied")},
-			nil, map[string]uint64{"a": 3, "b": 4}, "delivered no event"},
+			nil, map[string]uint64{"a": 3, "b": 4}, nil, "delivered no event"},
 		{"excused by a compacted range", []watchEvent{ev(9, "req:c", "applied")},
-			[]watchGap{{from: 1, to: 8}}, map[string]uint64{"b": 4, "c": 9}, ""},
+			[]watchGap{{from: 1, to: 8}}, map[string]uint64{"b": 4, "c": 9}, nil, ""},
 		{"stopped early", []watchEvent{ev(3, "req:a", "applied")},
-			nil, map[string]uint64{"a": 3, "b": 8}, "the watch stopped at 3"},
+			nil, map[string]uint64{"a": 3, "b": 8}, nil, "the watch stopped at 3"},
 		{"twice", []watchEvent{ev(3, "req:a", "applied"), ev(3, "req:a", "applied")},
-			nil, map[string]uint64{"a": 3}, "delivered twice"},
+			nil, map[string]uint64{"a": 3}, nil, "delivered twice"},
 		{"out of order", []watchEvent{ev(4, "req:b", "applied"), ev(3, "req:a", "applied")},
-			nil, map[string]uint64{"a": 3, "b": 4}, "delivered after index 4"},
+			nil, map[string]uint64{"a": 3, "b": 4}, nil, "delivered after index 4"},
 		{"applied at two indexes", []watchEvent{ev(3, "req:a", "applied"), ev(5, "req:a", "applied")},
-			nil, map[string]uint64{"a": 3}, "applied at 5 too"},
+			nil, map[string]uint64{"a": 3}, nil, "applied at 5 too"},
+		{"receipt item uncertain, then committed", []watchEvent{ev(4, "req:r/1", "uncertain"), ev(7, "req:r/1", "applied")},
+			nil, map[string]uint64{"req:r/1": 7}, nil, ""},
+		{"receipt item unavailable, committed on redelivery", []watchEvent{ev(4, "req:r/1", "unavailable"), ev(7, "req:r/1", "applied")},
+			nil, map[string]uint64{"req:r/1": 7}, map[string]bool{"req:r/1": true}, ""},
+		{"receipt item unavailable, committed without redelivery", []watchEvent{ev(4, "req:r/1", "unavailable"), ev(7, "req:r/1", "applied")},
+			nil, map[string]uint64{"req:r/1": 7}, nil, "unavailable at 4 too"},
+		{"receipt item unavailable after it committed", []watchEvent{ev(7, "req:r/1", "applied"), ev(8, "req:r/1", "unavailable")},
+			nil, map[string]uint64{"req:r/1": 7}, map[string]bool{"req:r/1": true}, "unavailable at 8 too"},
 	} {
-		r := checkWatch(&watchLog{evs: c.evs, gaps: c.gaps}, c.committed)
+		r := checkWatch(&watchLog{evs: c.evs, gaps: c.gaps}, c.committed, c.again)
 		d := strings.Join(r.Detail, "\n")
 		switch {
 		case c.want == "" && !r.Pass:

@@ -30,6 +30,8 @@ type clientState struct {
 	// answered RECEIVED: the newest memoCap of each.
 	committed []memo
 	received  []conformance.Drawn
+	// delivered are the newest memoCap receipts answered RECEIVED.
+	delivered []receiptMemo
 }
 
 type memo struct {
