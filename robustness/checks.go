@@ -256,24 +256,33 @@ func checkLogs(cl *Cluster, exits []string) CheckResult {
 	}
 	for _, n := range cl.nodes {
 		r.Cases++
-		f, err := os.Open(n.Log)
-		if err != nil {
-			r.fail("%s: log unreadable: %v", n.Name, err)
-			continue
+		if bad := crashIn(n.Log); bad != "" {
+			r.fail("%s%s", n.Name, bad)
 		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 1<<20), 1<<24)
-		line := 0
-		for sc.Scan() {
-			line++
-			t := sc.Text()
-			if strings.HasPrefix(t, "panic:") || strings.HasPrefix(t, "fatal error:") || strings.Contains(t, "WARNING: DATA RACE") {
-				r.fail("%s.log:%d: %s", n.Name, line, t)
-			}
-		}
-		f.Close()
 	}
 	return r
+}
+
+// crashIn is the first line of a node log that shows a panic, a fatal
+// error or a data race (".log:LINE: TEXT"), or why the log is unreadable;
+// "" if none.
+func crashIn(log string) string {
+	f, err := os.Open(log)
+	if err != nil {
+		return fmt.Sprintf(": log unreadable: %v", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	line := 0
+	for sc.Scan() {
+		line++
+		t := sc.Text()
+		if strings.HasPrefix(t, "panic:") || strings.HasPrefix(t, "fatal error:") || strings.Contains(t, "WARNING: DATA RACE") {
+			return fmt.Sprintf(".log:%d: %s", line, t)
+		}
+	}
+	return ""
 }
 
 // checkOrphans: (g) no process of the run's plugin binaries outlives the

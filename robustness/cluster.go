@@ -68,6 +68,11 @@ type Cluster struct {
 	timing    Timing
 	nodes     []*Node
 	pc        *proccluster.Cluster
+	// spare is the host address a member added for a while takes
+	// (add-remove-member); added counts those added so far (each gets a
+	// name of its own).
+	spare string
+	added int
 }
 
 // ports are fixed per host: every node has its own address.
@@ -82,7 +87,7 @@ const (
 // bootstrapping and the others joining it, and waits until every node is
 // ready and a voter, and one is the leader.
 func StartCluster(ctx context.Context, bins Binaries, schemaDir, root string, hosts []string, t Timing) (*Cluster, error) {
-	c := &Cluster{bins: bins, schemaDir: schemaDir, root: root, timing: t,
+	c := &Cluster{bins: bins, schemaDir: schemaDir, root: root, timing: t, spare: spareHost(hosts),
 		pc: &proccluster.Cluster{PollEvery: 50 * time.Millisecond}}
 	// The documented seed-join exit: start the node again, as a
 	// supervisor would, and keep waiting.
@@ -101,12 +106,9 @@ func StartCluster(ctx context.Context, bins Binaries, schemaDir, root string, ho
 		return c, fmt.Errorf("robustness: %w", err)
 	}
 	for i, h := range hosts {
-		name := "n" + strconv.Itoa(i+1)
-		n := &Node{Host: h, Node: proccluster.NewNode(name, filepath.Join(root, name),
-			net.JoinHostPort(h, strconv.Itoa(apiPort)), net.JoinHostPort(h, strconv.Itoa(raftPort)), net.JoinHostPort(h, strconv.Itoa(gossipPort))),
-			metrics: net.JoinHostPort(h, strconv.Itoa(metricsPort))}
-		if n.client, err = n.Dial(grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
-			return c, fmt.Errorf("robustness: %w", err)
+		n, err := c.newNode("n"+strconv.Itoa(i+1), h)
+		if err != nil {
+			return c, err
 		}
 		c.nodes = append(c.nodes, n)
 		c.pc.Nodes = append(c.pc.Nodes, n.Node)
@@ -116,6 +118,33 @@ func StartCluster(ctx context.Context, bins Binaries, schemaDir, root string, ho
 		return c, fmt.Errorf("robustness: %w", err)
 	}
 	return c, c.WaitHealthy(ctx, 60*time.Second)
+}
+
+// newNode is a node (not started) named name at host h, its data
+// directory root/name.
+func (c *Cluster) newNode(name, h string) (*Node, error) {
+	n := &Node{Host: h, Node: proccluster.NewNode(name, filepath.Join(c.root, name),
+		net.JoinHostPort(h, strconv.Itoa(apiPort)), net.JoinHostPort(h, strconv.Itoa(raftPort)), net.JoinHostPort(h, strconv.Itoa(gossipPort))),
+		metrics: net.JoinHostPort(h, strconv.Itoa(metricsPort))}
+	var err error
+	if n.client, err = n.Dial(grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
+		return nil, fmt.Errorf("robustness: %w", err)
+	}
+	return n, nil
+}
+
+// spareHost is the address after the last of hosts (127.0.47.3 →
+// 127.0.47.4): each tier's lanes leave it free for a member added for a
+// while.
+func spareHost(hosts []string) string {
+	if len(hosts) == 0 {
+		return ""
+	}
+	ip := net.ParseIP(hosts[len(hosts)-1]).To4()
+	if ip == nil || ip[3] == 255 {
+		return ""
+	}
+	return net.IPv4(ip[0], ip[1], ip[2], ip[3]+1).String()
 }
 
 // node is the suite's node for the shared one.

@@ -2,8 +2,10 @@ package robustness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -23,6 +25,83 @@ import (
 // inject. A stale gossip leave of the predecessor no longer removes the
 // new incarnation (7).
 const ReplaceNode = "replace-node"
+
+// AddRemoveMember adds a member under traffic and removes it again: a
+// writd on the run's spare address (the one after the cluster's last),
+// with a fresh data directory and a name of its own, joins through
+// another node (a learner, then a voter that caught up); while the
+// cluster is four voters (a quorum of three) for 4–8 election timeouts,
+// at least 2 s, facts are reported to the new member (at least one must
+// be acknowledged, or the fault was not injected); then SIGTERM: it
+// drains its outbox, leaves, and the leader removes it from the raft
+// configuration. Its facts are checked like every other (committed once
+// on every remaining node), and its exit must be 0 with no panic in its
+// log.
+const AddRemoveMember = "add-remove-member"
+
+// addRemoveMember runs AddRemoveMember and returns the member it added
+// and how long it was in the cluster.
+func (ne *nemesis) addRemoveMember(ctx context.Context, received *int) (*Node, time.Duration, error) {
+	c := ne.cl
+	if c.spare == "" {
+		return nil, 0, errors.New("robustness: no spare address for a member to add")
+	}
+	c.added++
+	n, err := c.newNode("n"+strconv.Itoa(len(c.nodes)+c.added), c.spare)
+	if err != nil {
+		return nil, 0, err
+	}
+	n.wiped = true // a new member joins through another node
+	t0 := time.Now()
+	if err := c.Start(n); err != nil {
+		return n, 0, err
+	}
+	fail := func(err error) (*Node, time.Duration, error) {
+		if n.Running() {
+			_ = c.Kill(n)
+		}
+		return n, time.Since(t0), err
+	}
+	if err := c.waitRole(ctx, n, "voter", membershipWithin); err != nil {
+		return fail(err)
+	}
+	if err := c.pc.WaitReady(ctx, n.Node, membershipWithin); err != nil {
+		return fail(fmt.Errorf("robustness: %w", err))
+	}
+	if ne.load == nil {
+		return fail(errors.New("robustness: add-remove-member needs the workload's load to report facts to the new member"))
+	}
+	lctx, cancel := context.WithTimeout(ctx, ne.hold(4, 8, 2*time.Second))
+	ne.load(lctx, n)
+	cancel()
+	for _, op := range ne.h.Ops() {
+		if op.Node == n.Name && op.Kind == "report" && op.Outcome == outReceived {
+			*received++
+		}
+	}
+	if *received == 0 {
+		// The fault is meant to hold the new member to W3 as it leaves.
+		return fail(fmt.Errorf("robustness: %s, a voter, acknowledged none of the facts reported to it", n.Name))
+	}
+	if err := n.Signal(syscall.SIGTERM); err != nil {
+		return fail(fmt.Errorf("robustness: %w", err))
+	}
+	select {
+	case <-n.Done():
+	case <-time.After(membershipWithin):
+		return fail(fmt.Errorf("robustness: %s did not leave within %s of SIGTERM", n.Name, membershipWithin))
+	}
+	if code := n.ExitCode(); code != 0 {
+		return n, time.Since(t0), fmt.Errorf("robustness: %s exited with code %d on SIGTERM, not 0 (left)", n.Name, code)
+	}
+	if err := c.waitRole(ctx, n, "", membershipWithin); err != nil {
+		return n, time.Since(t0), err
+	}
+	if bad := crashIn(n.Log); bad != "" {
+		return n, time.Since(t0), fmt.Errorf("robustness: %s%s", n.Name, bad)
+	}
+	return n, time.Since(t0), nil
+}
 
 // membershipWithin bounds each step of a membership change: the leave,
 // the removal, the re-admission as a voter.

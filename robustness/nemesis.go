@@ -32,7 +32,7 @@ const (
 
 // FaultKinds are every kind the nemesis draws from.
 var FaultKinds = []string{KillLeader, KillFollower, KillTwo, StopLeader, PartitionLeader, PartitionFollower, KillIsolated, PartitionOneWay, KillPlugin, SlowFsync, KillAll, KillReceiver, PartitionBridge, DiskFull, Combined,
-	FailFsync, FailFsyncOutbox, FailFsyncIsolated, ReplaceNode}
+	FailFsync, FailFsyncOutbox, FailFsyncIsolated, ReplaceNode, AddRemoveMember}
 
 // ExtraKinds may be named in WRITTEST_ROBUSTNESS_KINDS but are not drawn by
 // default: each fails runs on an open defect it found (docs/robustness.md,
@@ -56,6 +56,9 @@ type Fault struct {
 	Fsync *FsyncFault `json:"fsync,omitempty"`
 	// DiskFull is what a disk-full fault did.
 	DiskFull *DiskFullFault `json:"disk_full,omitempty"`
+	// Received is how many facts a member added for a while
+	// (add-remove-member) acknowledged as received.
+	Received int `json:"received,omitempty"`
 	// Parts are the faults a combined fault injected at once.
 	Parts []Fault `json:"parts,omitempty"`
 }
@@ -197,6 +200,12 @@ func (ne *nemesis) apply(ctx context.Context, f *Fault, leader, follower *Node) 
 		d, f.DiskFull, err = ne.diskFull(ctx, victim)
 	case ReplaceNode:
 		d, err = ne.replaceNode(ctx, victim)
+	case AddRemoveMember:
+		added, d, err := ne.addRemoveMember(ctx, &f.Received)
+		if added == nil {
+			return nil, d, err
+		}
+		return []*Node{added}, d, err
 	default:
 		return nil, 0, fmt.Errorf("robustness: unknown fault kind %q", f.Kind)
 	}
