@@ -149,36 +149,6 @@ func Start(cfg Config, voters Voters) (*Agent, error) {
 	return a, nil
 }
 
-func (a *Agent) join() error {
-	var lastErr error
-	for attempt := 1; attempt <= a.cfg.JoinAttempts; attempt++ {
-		n, err := a.serf.Join(a.cfg.Seeds, true)
-		a.mu.Lock()
-		dup := a.joinDup
-		a.mu.Unlock()
-		if dup != nil {
-			return dup
-		}
-		if n > 0 {
-			if err != nil {
-				a.log.Warn("membership: some seeds did not answer", "joined", n, "err", err)
-			}
-			return nil
-		}
-		lastErr = err
-		a.log.Warn("membership: join attempt failed", "attempt", attempt, "of", a.cfg.JoinAttempts, "seeds", a.cfg.Seeds, "err", err)
-		if attempt < a.cfg.JoinAttempts {
-			select {
-			case <-time.After(a.cfg.JoinRetryInterval):
-			case <-a.stop:
-				return fmt.Errorf("membership: join aborted: %w", lastErr)
-			}
-		}
-	}
-	return fmt.Errorf("membership: could not join any seed of %v after %d attempts: %w: check the seeds setting, that a seed is running, and that this node has the cluster's gossip key",
-		a.cfg.Seeds, a.cfg.JoinAttempts, lastErr)
-}
-
 // SetVoters attaches the consensus layer once it is running.
 func (a *Agent) SetVoters(v Voters) {
 	a.mu.Lock()

@@ -3,6 +3,7 @@ package membership
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -399,4 +400,42 @@ func TestAgent_LocalProfileDetectsKilledNodeQuickly(t *testing.T) {
 		tooks = append(tooks, took)
 	}
 	t.Errorf("detection took %v in three trials, want about 1s on the local profile", tooks)
+}
+
+// TestStart_RestartedMemberRejoinsThroughSnapshotWhenSeedsAreDown: a member
+// restarted while its only seed is down starts anyway when its gossip
+// snapshot rejoins it to another member it knew (before, it refused to
+// start with "could not join any seed" although it was back in its
+// cluster); a node that never joined, with the same dead seed, still
+// refuses.
+func TestStart_RestartedMemberRejoinsThroughSnapshotWhenSeedsAreDown(t *testing.T) {
+	snap := func(c Config) Config { c.SnapshotPath = filepath.Join(t.TempDir(), "serf.snapshot"); return c }
+	n1, err := Start(testConfig("s1", "127.0.2.51"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n2 := startAgent(t, testConfig("s2", "127.0.2.52", n1.Addr()), nil)
+	c3 := snap(testConfig("s3", "127.0.2.53", n1.Addr()))
+	c3.BindPort = 7946 // the same address after the restart, as a real node
+	n3, err := Start(c3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proctest.WaitFor(t, 10*time.Second, "3 alive", func() bool { return aliveCount(n2) == 3 })
+	seed := n1.Addr()
+	_ = n3.Shutdown() // a crash: no leave, the snapshot keeps its members
+	_ = n1.Shutdown() // the seed goes down too
+	n3, err = Start(c3, nil)
+	if err != nil {
+		t.Fatalf("restarted s3 with its seed %s down and s2 alive: %v", seed, err)
+	}
+	defer n3.Shutdown()
+	proctest.WaitFor(t, 10*time.Second, "s3 sees s2 alive", func() bool { return gossipStatusOf(n3, "s2") == GossipAlive })
+	// A node that never joined knows no one: the dead seed is an error.
+	if a, err := Start(snap(testConfig("s4", "127.0.2.54", seed)), nil); err == nil {
+		_ = a.Shutdown()
+		t.Fatal("a new node started with only a dead seed")
+	} else if !strings.Contains(err.Error(), "could not join any seed") {
+		t.Fatalf("new node: %v", err)
+	}
 }
