@@ -150,7 +150,7 @@ func (p *Pipeline) reproposeRequestsLocked(st kv.LogStatus, now time.Time) {
 	slices.SortFunc(again, func(a, b *entry) int { return strings.Compare(b.cmdID, a.cmdID) })
 	for _, e := range again {
 		p.unlatchLocked(e)
-		e.proposed = false
+		e.proposed, e.mayCommit = false, true
 		p.trace("requeue", e, 0, "leader changed: propose again")
 		p.enqueueLocked(e, true)
 	}

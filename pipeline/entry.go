@@ -57,6 +57,10 @@ type entry struct {
 	phase       cfgPhase
 	proposed    bool
 	everApplied bool
+	// mayCommit: a proposal of this request made under an earlier leader
+	// may still be in the log (it was requeued at a leader change, or its
+	// re-proposal failed): it is never answered "not appended".
+	mayCommit   bool
 	held        bool
 	queued      bool
 	finished    bool

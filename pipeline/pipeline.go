@@ -338,7 +338,7 @@ func (p *Pipeline) Stop() error {
 		if e.kind == kindFact {
 			continue
 		}
-		if e.proposed || e.everApplied {
+		if e.proposed || e.everApplied || e.mayCommit {
 			p.finishLocked(e, Outcome{Status: StatusUncertain, Reason: "pipeline stopped while the entry was in flight; query the outcome by request ID"})
 		} else {
 			p.finishLocked(e, Outcome{Status: StatusUnavailable, Reason: "pipeline stopped"})

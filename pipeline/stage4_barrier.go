@@ -48,8 +48,12 @@ func (p *Pipeline) retryLocked(e *entry, out Outcome) {
 	p.unlatchLocked(e)
 	e.proposed = false
 	if e.kind == kindRequest {
-		if e.everApplied {
+		switch {
+		case e.everApplied:
 			out = Outcome{Status: StatusUncertain, Reason: out.Reason}
+		case e.mayCommit:
+			p.uncertainLocked(e, out.Reason+" (an earlier proposal, under another leader)")
+			return
 		}
 		p.finishLocked(e, out)
 		return
@@ -78,20 +82,27 @@ func (p *Pipeline) timeoutLocked(e *entry, why string) {
 		p.configTimeoutLocked(e, why)
 		return
 	}
-	if e.proposed {
-		if len(p.uncert) >= p.cfg.OutcomeCache {
-			for k := range p.uncert { // bounded: forget an arbitrary old one
-				delete(p.uncert, k)
-				break
-			}
-		}
-		p.uncert[e.cmdID] = e.attempt
-		p.trace("rollback", e, 0, "provisional effect dropped")
-		p.finishLocked(e, Outcome{Status: StatusUncertain, Reason: why + "; the entry may still commit: query the outcome by request ID or retry with the same ID"})
-		p.fenceLocked(e.cmdID, e.typ)
+	if e.proposed || e.mayCommit {
+		p.uncertainLocked(e, why)
 		return
 	}
 	p.finishLocked(e, Outcome{Status: StatusUnavailable, Reason: why + "; not appended"})
+}
+
+// uncertainLocked answers a request UNCERTAIN: a proposal of it may still
+// commit. Its provisional effect is dropped and a fence is proposed, so
+// that its outcome becomes definite.
+func (p *Pipeline) uncertainLocked(e *entry, why string) {
+	if len(p.uncert) >= p.cfg.OutcomeCache {
+		for k := range p.uncert { // bounded: forget an arbitrary old one
+			delete(p.uncert, k)
+			break
+		}
+	}
+	p.uncert[e.cmdID] = e.attempt
+	p.trace("rollback", e, 0, "provisional effect dropped")
+	p.finishLocked(e, Outcome{Status: StatusUncertain, Reason: why + "; the entry may still commit: query the outcome by request ID or retry with the same ID"})
+	p.fenceLocked(e.cmdID, e.typ)
 }
 
 // Tick enforces timeouts: requests past their deadline, fact proposals that
