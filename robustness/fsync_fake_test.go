@@ -19,6 +19,7 @@ func TestFsyncCheck_FakeFaults(t *testing.T) {
 		{Kind: "report", Node: "n2", ID: "refused", Outcome: "UNAVAILABLE", Start: 110, End: 120}, // refused: right
 		{Kind: "report", Node: "n1", ID: "other", Outcome: outReceived, Start: 110, End: 120},     // another node
 		{Kind: "report", Node: "n2", ID: "restarted", Outcome: outReceived, Start: 150, End: 210}, // may be the new process
+		{Kind: "report", Node: "n2", ID: "before", Outcome: outReceived, Start: 130, End: 140},    // a duplicate of one durable before
 	}
 	if r := checkFsync(ok, ops); !r.Pass || r.Cases != 1 {
 		t.Fatalf("a node that stopped and acknowledged nothing after the failure failed: %+v", r)

@@ -156,7 +156,7 @@ func (ne *nemesis) apply(ctx context.Context, f *Fault, leader, follower *Node) 
 		d, err = ne.killRestart(ctx, ne.cl.nodes)
 		return ne.cl.nodes, d, err
 	case KillReceiver:
-		victim, err := ne.receiver()
+		victim, err := ne.awaitReceiver(ctx)
 		if err != nil {
 			return nil, 0, err
 		}

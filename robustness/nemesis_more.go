@@ -63,6 +63,39 @@ func (ne *nemesis) receiver() (*Node, error) {
 	return nil, fmt.Errorf("robustness: no running node answered a fact RECEIVED in the last 2 s")
 }
 
+// awaitReceiver is receiver, and when no node answered a fact RECEIVED in
+// the last 2 s (the clients' facts are slow on a loaded machine, or none
+// was drawn), it reports facts to a running node, up to 10 s, until one is
+// received.
+func (ne *nemesis) awaitReceiver(ctx context.Context) (*Node, error) {
+	n, err := ne.receiver()
+	if err == nil || ne.load == nil {
+		return n, err
+	}
+	var to *Node
+	for _, c := range ne.cl.nodes {
+		if c.Running() {
+			to = c
+			break
+		}
+	}
+	if to == nil {
+		return nil, err
+	}
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); ne.load(lctx, to) }()
+	defer func() { cancel(); <-done }()
+	for lctx.Err() == nil {
+		sleepCtx(lctx, 100*time.Millisecond)
+		if n, rerr := ne.receiver(); rerr == nil {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("%w, nor in 10 s of facts reported to %s", err, to.Name)
+}
+
 // bridge cuts leader from follower both ways for 3–5 election timeouts
 // and heals; the third node keeps reaching both.
 func (ne *nemesis) bridge(ctx context.Context, leader, follower *Node) (time.Duration, error) {
