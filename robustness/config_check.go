@@ -48,16 +48,25 @@ func configIDs(ops []Op, fin configFinal) []string {
 }
 
 // readConfigFinal asks every node for its committed tag and reads the
-// reloads from its log.
+// reloads from its log. A node may lose its leader for a moment after heal
+// on a loaded machine (ConfigShow confirms the tag with a quorum): a failed
+// call is tried again, up to 8 times 0.5 s apart; a node that never
+// answers has the tag "unreadable: <error>", which no change matches.
 func readConfigFinal(ctx context.Context, cl *Cluster) configFinal {
 	var f configFinal
 	for _, n := range cl.nodes {
-		tag := ""
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		if r, err := n.client.ConfigShow(cctx, &writv1.ConfigShowRequest{Type: clusterConfig}); err == nil {
-			tag = r.Tag
+		var tag string
+		for try := 0; try < 8; try++ {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			r, err := n.client.ConfigShow(cctx, &writv1.ConfigShowRequest{Type: clusterConfig})
+			cancel()
+			if err == nil {
+				tag = r.Tag
+				break
+			}
+			tag = "unreadable: " + err.Error()
+			sleepCtx(ctx, 500*time.Millisecond)
 		}
-		cancel()
 		f.tags = append(f.tags, tag)
 		f.reloads = append(f.reloads, reloadsIn(n.Log))
 	}

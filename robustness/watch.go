@@ -243,8 +243,11 @@ func checkWatch(wl *watchLog, committed map[string]uint64, again map[string]bool
 			case ev.index == ci, ev.status == "duplicate", ev.status == "rejected":
 			case ev.index < ci && ev.status == "uncertain":
 				// A receipt item told uncertain, committed later.
-			case ev.index < ci && ev.status == "unavailable" && again[eid]:
-				// Not appended then; appended when its receipt came again.
+			case (ev.status == "unavailable" || ev.status == "uncertain") && again[eid]:
+				// Its receipt came more than once: one delivery's attempt
+				// was not appended (before the one that committed it, or
+				// after, when the node could not read its state to see it
+				// was applied).
 			default:
 				r.fail("%s committed at %d, but the watch has it %s at %d too", id, ci, ev.status, ev.index)
 			}

@@ -55,7 +55,9 @@ func TestCheckWatch(t *testing.T) {
 		{"receipt item unavailable, committed without redelivery", []watchEvent{ev(4, "req:r/1", "unavailable"), ev(7, "req:r/1", "applied")},
 			nil, map[string]uint64{"req:r/1": 7}, nil, "unavailable at 4 too"},
 		{"receipt item unavailable after it committed", []watchEvent{ev(7, "req:r/1", "applied"), ev(8, "req:r/1", "unavailable")},
-			nil, map[string]uint64{"req:r/1": 7}, map[string]bool{"req:r/1": true}, "unavailable at 8 too"},
+			nil, map[string]uint64{"req:r/1": 7}, nil, "unavailable at 8 too"},
+		{"redelivered receipt item unavailable after it committed", []watchEvent{ev(7, "req:r/1", "applied"), ev(8, "req:r/1", "unavailable")},
+			nil, map[string]uint64{"req:r/1": 7}, map[string]bool{"req:r/1": true}, ""},
 	} {
 		r := checkWatch(&watchLog{evs: c.evs, gaps: c.gaps}, c.committed, c.again)
 		d := strings.Join(r.Detail, "\n")

@@ -121,7 +121,7 @@ func (w *workload) call(ctx context.Context, id int, n *Node, rng *rand.Rand, st
 		return w.reuse(ctx, id, n, rng, st)
 	case k < 55:
 		return w.fact(ctx, id, n, rng, st)
-	case k < 57:
+	case k < 56:
 		return w.deliverCall(ctx, id, n, rng, st)
 	case k < 92:
 		return w.get(ctx, id, n, w.targets[rng.IntN(len(w.targets))].key, false)

@@ -147,27 +147,40 @@ func receiptItems(ops []Op) (items []receiptItem, bad []string) {
 // stop changing: after heal, a node may still be proposing the items of a
 // large receipt it received (items on one key go one after another), so
 // one look could see an item applied on one node and not yet on another.
-// Each node answers from its own applied table (serializable): two equal
-// looks a pause apart, with every node agreeing, are the settled answer.
+// Each node answers from its own applied table (serializable); the items
+// not yet in the log on every node at one index are asked again every
+// pause until two looks agree.
 // It polls every pause, for at most d, and returns the last answers.
 func settleItems(ctx context.Context, cl *Cluster, ids []string, pause, d time.Duration) map[string][]nodeOutcome {
-	var last string
-	var res map[string][]nodeOutcome
+	res := outcomesOf(ctx, cl, ids, true)
 	deadline := time.Now().Add(d)
-	for {
-		res = outcomesOf(ctx, cl, ids, true)
+	// An item every node has at one index stays so: only the others (not
+	// in the log anywhere, or not yet everywhere) are asked again.
+	open := func() []string {
+		var out []string
+		for _, id := range ids {
+			if os := res[id]; !agree(os) || !os[0].known {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	last := ""
+	for ids := open(); len(ids) > 0 && ctx.Err() == nil; ids = open() {
 		var b strings.Builder
 		for _, id := range ids {
-			b.WriteString(describe(res[id]))
-			b.WriteByte('\n')
+			b.WriteString(id + " " + describe(res[id]) + "\n")
 		}
-		now := b.String()
-		if now == last || time.Now().After(deadline) || ctx.Err() != nil {
-			return res
+		if b.String() == last || time.Now().After(deadline) {
+			break
 		}
-		last = now
+		last = b.String()
 		sleepCtx(ctx, pause)
+		for id, os := range outcomesOf(ctx, cl, ids, true) {
+			res[id] = os
+		}
 	}
+	return res
 }
 
 // checkReceipts (W4, W3): every item of a received receipt ends with one
