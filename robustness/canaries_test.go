@@ -71,7 +71,7 @@ func canaryRun(t *testing.T, tags, check, bug string, cfg Config) CheckResult {
 }
 
 // canarySeeds bounds the runs a canary gets to be caught.
-const canarySeeds = 3
+const canarySeeds = 5
 
 // TestRobustnessCatchesApplyOverrun: a writd built with the
 // canary_applyoverrun tag overruns its apply arena on a value over about
