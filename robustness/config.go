@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/writ-dev/writ/api"
 	"github.com/writ-dev/writ/api/writv1"
 )
 
@@ -83,11 +82,7 @@ func (w *workload) upgrade(ctx context.Context, client int, n *Node, base map[st
 	case err == nil:
 		op.Outcome, op.Reason = outError, "the progress stream ended without a final phase"
 	default:
-		if od, ok := api.OutcomeFromError(err); ok {
-			op.Outcome, op.Index, op.Reason = od.Outcome.String(), od.Index, od.Reason
-		} else {
-			op.Outcome, op.Reason = outError, err.Error()
-		}
+		op.answerErr(err)
 	}
 	w.h.add(op)
 }

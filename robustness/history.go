@@ -3,6 +3,8 @@ package robustness
 import (
 	"sync"
 	"time"
+
+	"github.com/writ-dev/writ/api"
 )
 
 // Outcomes an Op can record, besides the API's four.
@@ -33,6 +35,16 @@ type Op struct {
 	Reason  string `json:"reason,omitempty"`
 	// Items are a received receipt's items, as its acknowledgement named them.
 	Items []Item `json:"items,omitempty"`
+}
+
+// answerErr records a call that ended in err: the outcome (and index) the
+// API's error carries, or ERROR (no answer) when it carries none.
+func (op *Op) answerErr(err error) {
+	if od, ok := api.OutcomeFromError(err); ok {
+		op.Outcome, op.Index, op.Reason = od.Outcome.String(), od.Index, od.Reason
+		return
+	}
+	op.Outcome, op.Reason = outError, err.Error()
 }
 
 // History records every call on one monotonic base.

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/writ-dev/writ/api"
 	"github.com/writ-dev/writ/api/writv1"
 	"github.com/writ-dev/writ/conformance"
 	"github.com/writ-dev/writ/pipeline"
@@ -148,11 +147,7 @@ func (w *workload) submitKind(ctx context.Context, client int, n *Node, d confor
 	case err == nil:
 		op.Outcome, op.Index, op.Reason = r.Outcome.String(), r.Index, r.Reason
 	default:
-		if od, ok := api.OutcomeFromError(err); ok {
-			op.Outcome, op.Index, op.Reason = od.Outcome.String(), od.Index, od.Reason
-		} else {
-			op.Outcome, op.Reason = outError, err.Error()
-		}
+		op.answerErr(err)
 	}
 	w.h.add(op)
 	return op.Outcome
@@ -172,11 +167,7 @@ func (w *workload) report(ctx context.Context, client int, n *Node, d conformanc
 	case err == nil:
 		op.Outcome, op.Reason = outError, "answered without received"
 	default:
-		if od, ok := api.OutcomeFromError(err); ok {
-			op.Outcome, op.Reason = od.Outcome.String(), od.Reason
-		} else {
-			op.Outcome, op.Reason = outError, err.Error()
-		}
+		op.answerErr(err)
 	}
 	w.h.add(op)
 	return op.Outcome

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/writ-dev/writ/api"
 	"github.com/writ-dev/writ/api/writv1"
 	"github.com/writ-dev/writ/conformance"
 	"github.com/writ-dev/writ/pipeline"
@@ -91,11 +90,7 @@ func (w *workload) deliver(ctx context.Context, client int, n *Node, d conforman
 	case err == nil:
 		op.Outcome, op.Reason = outError, "answered without received"
 	default:
-		if od, ok := api.OutcomeFromError(err); ok {
-			op.Outcome, op.Reason = od.Outcome.String(), od.Reason
-		} else {
-			op.Outcome, op.Reason = outError, err.Error()
-		}
+		op.answerErr(err)
 	}
 	w.h.add(op)
 	return op.Outcome
