@@ -77,8 +77,18 @@ bench:
 bench-vs-etcd:
 	GO=$(GO) BIN=$(BIN) ./scripts/bench-vs-etcd.sh
 
+# The soak runs every package with the soak tag, fresh (-count=1: a cached
+# pass is not a soak). Its robustness package alone is ~50 minutes of
+# runs on a loaded 2-core machine, so the hang guard is longer than test's.
+# The robustness tiers' summary lines are collected in SOAK_SUMMARY and
+# printed at the end, pass or fail.
+SOAKFLAGS   ?= -timeout 150m -count=1
+SOAK_SUMMARY ?= $(CURDIR)/soak-summary.txt
+
 soak:
-	$(GO) test $(RACE) -timeout 60m -tags soak $(PKGS)
+	@rm -f $(SOAK_SUMMARY)
+	@WRITTEST_ROBUSTNESS_SUMMARY=$(SOAK_SUMMARY) $(GO) test $(RACE) $(SOAKFLAGS) -tags soak $(PKGS); rc=$$?; \
+	echo "--- summary lines ($(SOAK_SUMMARY)):"; cat $(SOAK_SUMMARY) 2>/dev/null; exit $$rc
 
 # The robustness suite's CI tier alone (it also runs in `make test`; the
 # longer tier runs in `make soak`). WRITTEST_ROBUSTNESS_SEED=N reruns a seed;

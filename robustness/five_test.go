@@ -34,7 +34,7 @@ func TestRobustnessFiveNodes(t *testing.T) {
 			t.Errorf("5 nodes, seed %d failed: %s\n  reproduce: %s\n  kept: %s", seed, strings.Join(r.Failures(), "; "), r.Reproduce, r.Dir)
 		}
 	}
-	fmt.Println("5 nodes: " + sum.Line())
+	printSummary(t, t.Name(), "5 nodes: "+sum.Line())
 }
 
 func faultNames(fs []Fault) []string {

@@ -294,7 +294,28 @@ func runTier(t *testing.T, tr tier) {
 	for _, g := range sum.Growth {
 		t.Logf("growth flagged: %s", g)
 	}
-	fmt.Println(sum.Line())
+	printSummary(t, t.Name(), sum.Line())
+}
+
+// printSummary prints a tier's summary line (shown with -v) and, when
+// WRITTEST_ROBUSTNESS_SUMMARY names a file, appends it there as
+// "<test>: <line>", so that a run without -v (make soak) keeps its figures.
+func printSummary(t *testing.T, name, line string) {
+	t.Helper()
+	fmt.Println(line)
+	path := os.Getenv("WRITTEST_ROBUSTNESS_SUMMARY")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Errorf("WRITTEST_ROBUSTNESS_SUMMARY: %v", err)
+		return
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintf(f, "%s: %s\n", name, line); err != nil {
+		t.Errorf("WRITTEST_ROBUSTNESS_SUMMARY: %v", err)
+	}
 }
 
 func opsOf(r *Result) int {

@@ -62,7 +62,7 @@ func TestRobustnessSoakSegments(t *testing.T) {
 				t.Logf("growth flagged: %s", g)
 			}
 			t.Logf("segment %s, seed %d: %s, %d faults, recovery %s, %d ops", s.name, seed, r.Duration, len(r.Faults), r.Recovery, opsOf(r))
-			fmt.Printf("segment %s: %s\n", s.name, sum.Line())
+			printSummary(t, t.Name(), "segment "+s.name+": "+sum.Line())
 			if !r.Passed() {
 				t.Errorf("segment %s, seed %d failed: %s\n  kept: %s", s.name, seed, strings.Join(r.Failures(), "; "), r.Dir)
 			}

@@ -19,6 +19,27 @@ var (
 	flagFirst = flag.Int64("sim.first", 1, "the first seed")
 )
 
+// logSummary logs a run's summary line and, when
+// WRITTEST_ROBUSTNESS_SUMMARY names a file, appends it there as
+// "<test>: <line>", so that a run without -v (make soak) keeps its figures.
+func logSummary(t *testing.T, line string) {
+	t.Helper()
+	t.Log(line)
+	path := os.Getenv("WRITTEST_ROBUSTNESS_SUMMARY")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Errorf("WRITTEST_ROBUSTNESS_SUMMARY: %v", err)
+		return
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintf(f, "%s (sim): %s\n", t.Name(), line); err != nil {
+		t.Errorf("WRITTEST_ROBUSTNESS_SUMMARY: %v", err)
+	}
+}
+
 func seedCount(def int) int {
 	if *flagSeeds > 0 {
 		return *flagSeeds
@@ -88,7 +109,7 @@ func TestSim(t *testing.T) {
 		t.Logf("sim: built with -race: %d of the %d seeds run here, all %d in a build without -race", here, count, count)
 	}
 	failed, sum := runSeeds(t, first, here, "")
-	t.Log(sum.line())
+	logSummary(t, sum.line())
 	for i, r := range failed {
 		if i < 10 {
 			t.Errorf("seed %d failed: %s\n  reproduce: %s", r.Config.Seed, strings.Join(r.Violations[:min(3, len(r.Violations))], "; "), reproduce(r.Config.Seed, buildTags()))

@@ -23,7 +23,7 @@ func TestSimSoak(t *testing.T) {
 		t.Logf("sim: built with -race: %d of the %d seeds run here, all %d in a build without -race", here, count, count)
 	}
 	failed, sum := runSeeds(t, 1_000_000, here, "")
-	t.Log(sum.line())
+	logSummary(t, sum.line())
 	for i, r := range failed {
 		if i < 10 {
 			t.Errorf("seed %d failed: %s\n  reproduce: %s", r.Config.Seed, strings.Join(r.Violations[:min(3, len(r.Violations))], "; "), reproduce(r.Config.Seed, buildTags()))
