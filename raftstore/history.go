@@ -71,23 +71,95 @@ func (n *Node) ReadApplied(from, maxBytes uint64) (ents []kv.AppliedEntry, first
 
 // replayResults rebuilds the apply decisions of the commands at idx from
 // the outcome table (see ReadApplied).
+//
+// The table holds one record per ID, so an ID that occurs more than once at
+// idx (the same fact logged twice in one batch) has one decision for all its
+// copies there. Apply decided them in order: copies before the one the record
+// names did not apply (they were decided again, as StatusConflict says), and
+// copies after it kept its decision (a duplicate of an application, or
+// fenced). The record names the applied copy by its payload digest and a
+// fence by its type; any other decision is the last copy's.
 func (n *Node) replayResults(idx uint64, cmds []kv.Command) []kv.Result {
 	out := make([]kv.Result, len(cmds))
+	var decider map[string]int // ID → position of its decided copy, for IDs repeated at idx
 	for i := range cmds {
 		res := kv.Result{Index: idx}
-		o, ok := n.st.outcome(cmds[i].ID)
+		id := cmds[i].ID
+		o, ok := n.st.outcome(id)
 		switch {
 		case !ok:
 		case o.Index == idx:
-			res = o
+			if decider == nil {
+				decider = repeatedDeciders(cmds, n.st.outcome, idx)
+			}
+			pos, repeated := decider[id]
+			switch {
+			case !repeated || pos == i:
+				res = o
+			case i < pos:
+				res.Status = kv.StatusConflict
+				res.Reason = fmt.Sprintf("did not apply; command ID %q was decided again at index %d", id, idx)
+			case o.Status == kv.StatusApplied:
+				res.Status, res.FirstIndex, res.Digest, res.Verdict = kv.StatusDuplicate, idx, o.Digest, o.Verdict
+				res.Reason = fmt.Sprintf("duplicate: command ID %q was first applied at index %d", id, idx)
+			default: // after a fence at this index
+				res.Status, res.FirstIndex = kv.StatusFenced, idx
+				res.Reason = fmt.Sprintf("not committed: command ID %q was fenced at index %d", id, idx)
+			}
 		case o.Index < idx && o.Status == kv.StatusApplied:
 			res.Status, res.FirstIndex = kv.StatusDuplicate, o.Index
-			res.Reason = fmt.Sprintf("duplicate: command ID %q was first applied at index %d", cmds[i].ID, o.Index)
+			res.Reason = fmt.Sprintf("duplicate: command ID %q was first applied at index %d", id, o.Index)
 		case o.Index > idx:
 			res.Status = kv.StatusConflict
-			res.Reason = fmt.Sprintf("did not apply; command ID %q was decided again at index %d", cmds[i].ID, o.Index)
+			res.Reason = fmt.Sprintf("did not apply; command ID %q was decided again at index %d", id, o.Index)
 		}
 		out[i] = res
 	}
 	return out
+}
+
+// repeatedDeciders maps each ID that occurs more than once in cmds, and
+// whose recorded decision is at idx, to the position of the copy that
+// decision belongs to (see replayResults). It is empty (not nil) when no ID
+// repeats, the common case.
+func repeatedDeciders(cmds []kv.Command, outcome func(string) (kv.Result, bool), idx uint64) map[string]int {
+	count := make(map[string]int, len(cmds))
+	for i := range cmds {
+		count[cmds[i].ID]++
+	}
+	dec := map[string]int{}
+	for id, c := range count {
+		if c < 2 || id == "" {
+			continue
+		}
+		o, ok := outcome(id)
+		if !ok || o.Index != idx {
+			continue
+		}
+		pos := -1
+		for i := range cmds {
+			if cmds[i].ID != id {
+				continue
+			}
+			switch {
+			case o.Status == kv.StatusApplied && kv.PayloadDigest(cmds[i].Payload) == o.Digest,
+				o.Status == kv.StatusFenced && cmds[i].Type == kv.TypeFence:
+				if pos < 0 {
+					pos = i
+				}
+			case o.Status != kv.StatusApplied && o.Status != kv.StatusFenced:
+				pos = i // the last copy's decision
+			}
+		}
+		if pos < 0 { // no copy matches the record: the first one decided
+			for i := range cmds {
+				if cmds[i].ID == id {
+					pos = i
+					break
+				}
+			}
+		}
+		dec[id] = pos
+	}
+	return dec
 }
