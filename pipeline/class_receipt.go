@@ -145,5 +145,8 @@ func (p *Pipeline) Deliver(ctx context.Context, en Entry) Ack {
 	p.mu.Lock()
 	p.trace0("receipt", ps.id, ps.desc.Name, fmt.Sprintf("received %d items", len(items)))
 	p.mu.Unlock()
+	if canaryReceiptAckShort && len(ack.ItemIDs) > 1 {
+		ack.ItemIDs = ack.ItemIDs[:len(ack.ItemIDs)-1] // canary build: one item unnamed
+	}
 	return ack
 }

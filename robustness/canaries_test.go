@@ -220,3 +220,21 @@ func TestRobustnessCatchesWatchDrops(t *testing.T) {
 		t.Fatalf("watch-complete failed, but not on a missing event: %v", c.Detail)
 	}
 }
+
+// TestRobustnessCatchesReceiptAckShort: a writd built with the
+// canary_receiptackshort tag acknowledges a receipt of two or more items
+// without the last item's ID: receipt-items must find an acknowledgement
+// that does not name one ID per item.
+func TestRobustnessCatchesReceiptAckShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real writd processes: skipped with -short")
+	}
+	t.Parallel()
+	c := canaryRun(t, "canary_receiptackshort", "receipt-items", "leaves an item out of a receipt's acknowledgement", Config{
+		Seed: 9, Hosts: []string{"127.0.70.51", "127.0.70.52", "127.0.70.53"},
+		Faults: 1, Kinds: []string{KillFollower}, ClientsPerNode: 2, Instances: 2, HealTimeout: 20 * time.Second,
+	})
+	if !strings.Contains(strings.Join(c.Detail, "\n"), "item IDs for") {
+		t.Fatalf("receipt-items failed, but not on a short acknowledgement: %v", c.Detail)
+	}
+}
