@@ -36,7 +36,11 @@ func (p *Pipeline) await(ctx context.Context, prop kv.Proposal, entries []*entry
 		return
 	}
 	for i := range cmds {
-		if e := p.live[cmds[i].ID]; e != nil {
+		// Only an entry of this proposal: once it was answered (by the
+		// observer, which hears of the batch first), a retry with the same
+		// ID may already hold the ID's live slot; that retry is answered
+		// by its own evaluation (a duplicate), not by this proposal.
+		if e := p.live[cmds[i].ID]; e != nil && proposedIn(entries, i, e) {
 			p.resolveLocked(e, &cmds[i], res[i])
 		}
 	}
@@ -63,6 +67,15 @@ func (p *Pipeline) retryLocked(e *entry, out Outcome) {
 	t.notBefore = p.clock.Now().Add(d)
 	p.trace("retry", e, 0, fmt.Sprintf("in %s: %s", d, out.Reason))
 	p.enqueueLocked(e, false)
+}
+
+// proposedIn reports whether e is one of a proposal's entries; entries[i]
+// is usually the one that proposed command i.
+func proposedIn(entries []*entry, i int, e *entry) bool {
+	if i < len(entries) && entries[i] == e {
+		return true
+	}
+	return slices.Contains(entries, e)
 }
 
 // timeoutLocked ends a request's wait: UNCERTAIN if a proposal may still
