@@ -13,6 +13,7 @@ import (
 
 	"github.com/writ-dev/writ/api"
 	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/internal/proctest"
 )
 
 // submitID submits a job.submit with the given request ID.
@@ -95,10 +96,17 @@ func (c *cluster) jobPresent(job string) map[string]bool {
 	return out
 }
 
+// signal sends sig to p; after SIGSTOP it returns only once every thread
+// of p has stopped. kill(2) returns before that, and on a loaded machine
+// the process kept running for over a second: a frozen follower acked the
+// leader's append, and u1 committed "with the followers frozen".
 func (c *cluster) signal(p *proc, sig syscall.Signal) {
 	c.t.Helper()
 	if err := p.signal(sig); err != nil {
 		c.t.Fatalf("%s: %v: %v", p.name, sig, err)
+	}
+	if sig == syscall.SIGSTOP {
+		proctest.WaitStopped(c.t, p.pid())
 	}
 }
 
