@@ -35,7 +35,8 @@ func newDrawer(s *ir.Schema, seed uint64, salt uint64) *drawer {
 func (d *drawer) object(fs []*ir.Field) map[string]any {
 	obj := map[string]any{}
 	for _, f := range fs {
-		if f.Optional && d.rng.IntN(2) == 0 {
+		// at maximum size every optional field is present too
+		if f.Optional && d.rng.IntN(2) == 0 && d.maxOut == maxOff {
 			continue
 		}
 		obj[f.Name] = d.value(f)

@@ -76,9 +76,20 @@ func (g *Generator) sized() {
 // draw draws a valid payload of td addressing inst; initial requires the
 // payload's target to be an initial state of the machine.
 func (g *Generator) draw(td *ir.TypeDesc, inst string, initial bool, fill func(map[string]any)) (Drawn, bool) {
+	return g.drawSized(td, inst, initial, fill, maxOff, false)
+}
+
+// drawSized is draw with the size mode fixed to mode when fixed is set
+// (else drawn per try by sized).
+func (g *Generator) drawSized(td *ir.TypeDesc, inst string, initial bool, fill func(map[string]any), mode maxMode, fixed bool) (Drawn, bool) {
 	g.d.pool = []string{inst}
+	defer func() { g.d.maxOut = maxOff }()
 	for try := 0; try < 40; try++ {
-		g.sized()
+		if fixed {
+			g.d.maxOut = mode
+		} else {
+			g.sized()
+		}
 		obj := g.d.object(td.Entry.Fields)
 		if fill != nil {
 			fill(obj)
@@ -102,6 +113,26 @@ func (g *Generator) Creations(inst string) []Drawn {
 	var out []Drawn
 	for _, td := range g.types(ir.ClassRequest) {
 		if d, ok := g.draw(td, inst, true, nil); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// LargestCreations is Creations with every bounded string and list at its
+// maximum: in one-byte runes (the most runes), or with wide set in
+// multi-byte runes (the most bytes). A workload that creates some instances
+// with it sends the largest payloads the schema allows through the whole
+// write path (ingress, evaluation, the log, apply) at its start, not by the
+// luck of a draw.
+func (g *Generator) LargestCreations(inst string, wide bool) []Drawn {
+	mode := maxNarrow
+	if wide {
+		mode = maxWide
+	}
+	var out []Drawn
+	for _, td := range g.types(ir.ClassRequest) {
+		if d, ok := g.drawSized(td, inst, true, nil, mode, true); ok {
 			out = append(out, d)
 		}
 	}

@@ -1,6 +1,12 @@
 package conformance
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/writ-dev/writ/schema/ir"
+)
 
 // TestGeneratorDrawsValidEntries: for both example schemas the generator
 // draws creations, requests and facts addressing the given instance, each
@@ -88,6 +94,54 @@ func TestGeneratorDrawsReceipts(t *testing.T) {
 		}
 		if most != c.maxItems {
 			t.Errorf("%s: the most items drawn in 60 receipts is %d, want the schema's maximum %d", c.dir, most, c.maxItems)
+		}
+	}
+}
+
+// TestGeneratorLargestCreations: the largest creations are valid creating
+// requests of inst with every optional field present; in the narrow ones
+// (one-byte runes) every top-level string with a maximum length is at that
+// maximum.
+func TestGeneratorLargestCreations(t *testing.T) {
+	for _, dir := range []string{"../examples/jobs/schema", "../examples/leases/schema"} {
+		g, err := NewGenerator(dir, 11)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		narrow, wide := g.LargestCreations("rk-1", false), g.LargestCreations("rk-1", true)
+		if len(narrow) == 0 || len(narrow) != len(wide) {
+			t.Fatalf("%s: %d narrow and %d wide largest creations", dir, len(narrow), len(wide))
+		}
+		atMax := 0
+		for i, d := range narrow {
+			td, _ := g.Catalog().Type(d.Type)
+			for _, x := range []Drawn{d, wide[i]} {
+				p, err := td.ParseJSON(x.Payload)
+				if err != nil || p.InstanceKey() != "rk-1" || !td.Machine.IsInitial(p.TargetState()) {
+					t.Fatalf("%s: largest %s is not a creation of rk-1: %v", dir, x.Type, err)
+				}
+			}
+			var obj map[string]any
+			if err := json.Unmarshal(d.Payload, &obj); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range td.Entry.Fields {
+				v, present := obj[f.Name]
+				if !present {
+					t.Errorf("%s: largest %s has no %s (optional fields are drawn too)", dir, d.Type, f.Name)
+					continue
+				}
+				if s, ok := v.(string); ok && f.Kind == ir.KindString && f.MaxLen != nil {
+					if n := utf8.RuneCountInString(s); n != *f.MaxLen {
+						t.Errorf("%s: largest %s.%s has %d runes, the schema's maximum is %d", dir, d.Type, f.Name, n, *f.MaxLen)
+					}
+					atMax++
+				}
+			}
+		}
+		if atMax == 0 {
+			t.Errorf("%s: no bounded string in any creating type: the test checked nothing", dir)
 		}
 	}
 }

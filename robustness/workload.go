@@ -44,12 +44,21 @@ func (w *workload) draw(f func(g *conformance.Generator) (conformance.Drawn, boo
 }
 
 // setup creates every instance with every creating request type, through
-// node 1, recorded as client 0's calls.
+// node 1, recorded as client 0's calls. The first two instances are created
+// with the largest payloads the schema allows (in runes, then in bytes), so
+// that every run carries them through apply, not only the runs whose draws
+// happen to reach a maximum (the apply-overrun canary relies on it).
 func (w *workload) setup(ctx context.Context) {
 	seen := map[string]bool{}
-	for _, inst := range w.insts {
+	for i, inst := range w.insts {
 		w.genMu.Lock()
-		cs := w.gen.Creations(inst)
+		var cs []conformance.Drawn
+		if i < 2 {
+			cs = w.gen.LargestCreations(inst, i == 1)
+		}
+		if len(cs) == 0 {
+			cs = w.gen.Creations(inst)
+		}
 		w.genMu.Unlock()
 		for _, d := range cs {
 			key := pipeline.MachineKey(d.Machine, inst)
