@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/writ-dev/writ/internal/testsummary"
 )
 
 // The CI tier's nodes run on 127.0.47.1–3, the canaries' on 127.0.48.1–3
@@ -297,25 +299,12 @@ func runTier(t *testing.T, tr tier) {
 	printSummary(t, t.Name(), sum.Line())
 }
 
-// printSummary prints a tier's summary line (shown with -v) and, when
-// WRITTEST_ROBUSTNESS_SUMMARY names a file, appends it there as
-// "<test>: <line>", so that a run without -v (make soak) keeps its figures.
+// printSummary prints a tier's summary line (shown with -v) and records it
+// for a run without -v (testsummary).
 func printSummary(t *testing.T, name, line string) {
 	t.Helper()
 	fmt.Println(line)
-	path := os.Getenv("WRITTEST_ROBUSTNESS_SUMMARY")
-	if path == "" {
-		return
-	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Errorf("WRITTEST_ROBUSTNESS_SUMMARY: %v", err)
-		return
-	}
-	defer f.Close()
-	if _, err := fmt.Fprintf(f, "%s: %s\n", name, line); err != nil {
-		t.Errorf("WRITTEST_ROBUSTNESS_SUMMARY: %v", err)
-	}
+	testsummary.Record(t, name, line)
 }
 
 func opsOf(r *Result) int {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/writ-dev/writ/internal/testsummary"
 )
 
 var (
@@ -19,25 +21,12 @@ var (
 	flagFirst = flag.Int64("sim.first", 1, "the first seed")
 )
 
-// logSummary logs a run's summary line and, when
-// WRITTEST_ROBUSTNESS_SUMMARY names a file, appends it there as
-// "<test>: <line>", so that a run without -v (make soak) keeps its figures.
+// logSummary logs a run's summary line and records it for a run without -v
+// (testsummary).
 func logSummary(t *testing.T, line string) {
 	t.Helper()
 	t.Log(line)
-	path := os.Getenv("WRITTEST_ROBUSTNESS_SUMMARY")
-	if path == "" {
-		return
-	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Errorf("WRITTEST_ROBUSTNESS_SUMMARY: %v", err)
-		return
-	}
-	defer f.Close()
-	if _, err := fmt.Fprintf(f, "%s (sim): %s\n", t.Name(), line); err != nil {
-		t.Errorf("WRITTEST_ROBUSTNESS_SUMMARY: %v", err)
-	}
+	testsummary.Record(t, t.Name()+" (sim)", line)
 }
 
 func seedCount(def int) int {
