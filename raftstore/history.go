@@ -89,10 +89,13 @@ func (n *Node) replayResults(idx uint64, cmds []kv.Command) []kv.Result {
 		switch {
 		case !ok:
 		case o.Index == idx:
-			if decider == nil {
-				decider = repeatedDeciders(cmds, n.st.outcome, idx)
+			pos, repeated := 0, false
+			if len(cmds) > 1 { // a lone command repeats nothing
+				if decider == nil {
+					decider = repeatedDeciders(cmds, n.st.outcome, idx)
+				}
+				pos, repeated = decider[id]
 			}
-			pos, repeated := decider[id]
 			switch {
 			case !repeated || pos == i:
 				res = o
