@@ -158,7 +158,10 @@ func TestCluster_MetricsAndHealth(t *testing.T) {
 	// commands, which a loaded machine batches into as few as ~90 entries
 	// (20 clients: at most 20 commands per entry), so 500 was sometimes
 	// never reached.
-	c := newMetricsCluster(t, []string{"--raft-snapshot-entries", "50", "--log-format", "json"}, "127.0.17.1", "127.0.17.2", "127.0.17.3")
+	// The load must commit, not measure latency: with the default 5 s
+	// commit timeout a machine loaded far past its cores answered a bench
+	// write UNCERTAIN (exit 5).
+	c := newMetricsCluster(t, []string{"--raft-snapshot-entries", "50", "--log-format", "json", "--pipeline-commit-timeout", "30s"}, "127.0.17.1", "127.0.17.2", "127.0.17.3")
 	for _, p := range c.nodes {
 		for _, path := range []string{"/livez", "/readyz", "/healthz"} {
 			if code, body := httpGet(t, "http://"+p.host+":7079"+path); code != http.StatusOK || strings.TrimSpace(body) != "ok" {
