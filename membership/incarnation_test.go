@@ -85,3 +85,58 @@ func TestMalformedIncarnationTagIsRefused(t *testing.T) {
 		t.Fatal("an unknown incarnation is announced")
 	}
 }
+
+// TestDecideStaleLeaveOfAnEarlierIncarnation: a node rebuilt under its
+// name and admitted as a new incarnation can still be held "left" (or
+// "failed") under its predecessor's tags by a leader whose gossip has
+// not taken the new incarnation's alive message. That leave is not the
+// member's: it is not removed as having left; it is removed only as a
+// member unknown to gossip, past the longer grace. A leave under the
+// incarnation the configuration recorded (or with no incarnation on
+// either side) still removes it after the left grace.
+func TestDecideStaleLeaveOfAnEarlierIncarnation(t *testing.T) {
+	now := time.Unix(1000, 0)
+	p := policy{self: "a", fingerprint: "fp", compatible: EqualFingerprints, grace: 10 * time.Second, unknownGrace: time.Minute, leftGrace: 2 * time.Second, promoteLag: 5}
+	g := func(name string, inc uint64, status string) gossipMember {
+		tags := map[string]string{TagID: name, TagRaftAddr: name + ":2", TagFingerprint: "fp", TagRole: RoleVoter}
+		if inc != 0 {
+			tags[TagIncarnation] = formatIncarnation(inc)
+		}
+		return gossipMember{Name: name, Addr: name + ":1", Status: status, Tags: tags}
+	}
+	v := func(id string, inc uint64) kv.Member {
+		return kv.Member{ID: id, RaftAddr: id + ":2", Voter: true, Match: 9, Incarnation: inc}
+	}
+	since := func(d time.Duration) map[string]time.Time { return map[string]time.Time{"c": now.Add(-d)} }
+	cases := []struct {
+		name   string
+		c      gossipMember
+		rec    uint64
+		since  map[string]time.Time
+		want   string
+		reason string
+		note   string
+	}{
+		{"stale leave past the left grace: kept", g("c", 3, GossipLeft), 7, since(3 * time.Second), "none", "", "c is unknown to gossip, removal in 57s"},
+		{"stale failure past the failed grace: kept", g("c", 3, GossipFailed), 7, since(11 * time.Second), "none", "", "c is unknown to gossip, removal in 49s"},
+		{"stale leave past the unknown grace: removed as unknown", g("c", 3, GossipLeft), 7, since(61 * time.Second), "remove c", "unknown to gossip", ""},
+		{"own leave past the left grace: removed", g("c", 7, GossipLeft), 7, since(3 * time.Second), "remove c", "left the cluster", ""},
+		{"own leave within the left grace: kept", g("c", 7, GossipLeft), 7, since(time.Second), "none", "", "c is reported left"},
+		{"leave with no recorded incarnation: removed", g("c", 3, GossipLeft), 0, since(3 * time.Second), "remove c", "left the cluster", ""},
+		{"leave with no announced incarnation: removed", g("c", 0, GossipLeft), 7, since(3 * time.Second), "remove c", "left the cluster", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			gossip := []gossipMember{g("a", 1, GossipAlive), g("b", 2, GossipAlive), tc.c}
+			raft := []kv.Member{v("a", 1), v("b", 2), v("c", tc.rec)}
+			act, note := decide(p, now, gossip, raft, commitIndexOf(raft), tc.since, refusals(p, gossip, raft))
+			got := "none"
+			if act.kind != actNone {
+				got = act.kind.String() + " " + act.id
+			}
+			if got != tc.want || !strings.Contains(act.reason, tc.reason) || !strings.Contains(note, tc.note) {
+				t.Fatalf("decide = %s (reason %q, note %q), want %s (reason with %q, note with %q)", got, act.reason, note, tc.want, tc.reason, tc.note)
+			}
+		})
+	}
+}

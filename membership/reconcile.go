@@ -198,14 +198,22 @@ func decide(p policy, now time.Time, gossip []gossipMember, raft []kv.Member, co
 	for _, g := range gossip {
 		byName[g.Name] = g
 	}
+	incOf := make(map[string]uint64, len(raft))
+	for _, m := range raft {
+		incOf[m.ID] = m.Incarnation
+	}
 	status := func(id string) string {
 		if id == p.self {
 			return GossipAlive
 		}
-		if g, ok := byName[id]; ok {
-			return g.Status
+		g, ok := byName[id]
+		if !ok {
+			return GossipUnknown
 		}
-		return GossipUnknown
+		if otherIncarnation(g, incOf[id]) {
+			return GossipUnknown
+		}
+		return g.Status
 	}
 	alive := func(id string) bool {
 		s := status(id)
@@ -383,6 +391,25 @@ func staleIncarnation(self string, m kv.Member, g gossipMember, known bool) (inc
 		return 0, false
 	}
 	return inc, true
+}
+
+// otherIncarnation reports whether gossip's record g of a member that
+// is not alive is about another incarnation than the one the raft
+// configuration recorded (rec): a node rebuilt under its name, admitted
+// as a new incarnation, can still be held "left" or "failed" under its
+// predecessor's tags by a member whose gossip has not yet taken the new
+// incarnation's alive message (it carries a lower gossip incarnation
+// until it refutes the old state). That record says nothing of the
+// member the configuration holds, which is then as good as unknown to
+// gossip: it is removed only past the longer grace, never at once as
+// having left. Without an incarnation on either side, the record is
+// taken as the member's.
+func otherIncarnation(g gossipMember, rec uint64) bool {
+	if rec == 0 || g.Status == GossipAlive || g.Status == GossipLeaving {
+		return false
+	}
+	inc, err := tagIncarnation(g.Tags)
+	return err == nil && inc != 0 && inc != rec
 }
 
 func orUnknown(s string) string {
