@@ -202,7 +202,7 @@ func runRoot(t *testing.T) string {
 	return d
 }
 
-// TestRobustness is the CI tier: WRITTEST_ROBUSTNESS_RUNS runs (default 10)
+// TestRobustness is the CI tier: WRITTEST_ROBUSTNESS_RUNS runs (default 30)
 // of WRITTEST_ROBUSTNESS_FAULTS faults each (default 2) on 3 real writd
 // processes, seeds from WRITTEST_ROBUSTNESS_SEED on (default: drawn and
 // printed). Every run must pass every check; the summary line is printed.
