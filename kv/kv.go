@@ -160,10 +160,19 @@ type Reader interface {
 // Checker re-runs schema guards at apply time on every replica (W8). It must
 // be deterministic and read-only: the same command against the same state
 // returns the same verdict on every node. A non-nil error vetoes the
-// command, which is then recorded with StatusRejected and the error's text.
+// command, which is then recorded with StatusRejected and the error's text
+// — unless the error is ErrMoved (errors.Is): then the command was
+// evaluated against state that has moved since, and it is recorded as
+// StatusConflict, like a failed revision precondition: it changed nothing,
+// it is not a decision, and its proposer decides it again.
 type Checker interface {
 	Check(cmd *Command, state Reader) error
 }
+
+// ErrMoved is what a Checker's error matches (errors.Is) when it refuses a
+// command because the state it was evaluated against has moved (see
+// Checker).
+var ErrMoved = errors.New("kv: state moved since the command was evaluated")
 
 // ApplyObserver is told, in log order, about every applied batch after its
 // state change is durable on this node. Implementations must not block for

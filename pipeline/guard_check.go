@@ -12,8 +12,18 @@ import (
 )
 
 // errGuardMovedText marks a veto caused by state that moved between
-// evaluation and apply; the proposer re-evaluates such commands.
+// evaluation and apply; the proposer re-evaluates such commands. Such a
+// veto is a guardMoved error (kv.ErrMoved): raftstore records it as a
+// conflict. The text still marks records a version before that wrote as
+// rejections.
 const errGuardMovedText = "pipeline: guard moved"
+
+// guardMoved is the apply-time guard's refusal of a command evaluated
+// against a machine record that has moved since: it matches kv.ErrMoved.
+type guardMoved struct{ msg string }
+
+func (e guardMoved) Error() string        { return e.msg }
+func (e guardMoved) Is(target error) bool { return target == kv.ErrMoved }
 
 // Checker is the apply-time guard (W8): raftstore calls Check for every
 // command on every replica, before applying its effect. It reads only the
@@ -141,13 +151,13 @@ func (c *Checker) checkTransition(cmd *kv.Command, t *rawTransition, state kv.Re
 			return key, false, fmt.Errorf("pipeline: guard: %s: override to undeclared state %q", key, t.to)
 		}
 		if rec.Rev != t.expectRev {
-			return key, false, fmt.Errorf("%s: %s moved (rev %d, resolved at %d): the override is decided again", errGuardMovedText, key, rec.Rev, t.expectRev)
+			return key, false, guardMoved{fmt.Sprintf("%s: %s moved (rev %d, resolved at %d): the override is decided again", errGuardMovedText, key, rec.Rev, t.expectRev)}
 		}
 		v = VerdictOverride
 	}
 	if rec.Rev != t.expectRev {
 		if v != t.verdict {
-			return key, false, fmt.Errorf("%s: %s moved (rev %d, evaluated at %d): verdict now %s, was %s", errGuardMovedText, key, rec.Rev, t.expectRev, v, t.verdict)
+			return key, false, guardMoved{fmt.Sprintf("%s: %s moved (rev %d, evaluated at %d): verdict now %s, was %s", errGuardMovedText, key, rec.Rev, t.expectRev, v, t.verdict)}
 		}
 	} else if v != t.verdict {
 		return key, false, fmt.Errorf("pipeline: guard: %s: verdict %s at apply, %s at evaluation", key, v, t.verdict)

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"math"
 	"reflect"
 	"strings"
@@ -166,14 +167,14 @@ func TestCheckerAtApply(t *testing.T) {
 	}
 	// state moved to CANCELLED: verdict would now be reject → veto, marked moved
 	moved := mapReader{"_m/job/j1": {Key: "_m/job/j1", Value: []byte(`{"state":"CANCELLED"}`), Rev: 9}}
-	if err := c.Check(&cmd, moved); err == nil || !strings.Contains(err.Error(), errGuardMovedText) {
-		t.Fatalf("moved state: %v", err)
+	if err := c.Check(&cmd, moved); err == nil || !strings.Contains(err.Error(), errGuardMovedText) || !errors.Is(err, kv.ErrMoved) {
+		t.Fatalf("moved state: %v (want a veto matching kv.ErrMoved, which raftstore records as a conflict)", err)
 	}
 	// the effect writes a different state than the transition
 	bad := cmd
 	bad.Effect.Writes = []kv.Write{{Key: "_m/job/j1", Value: []byte(`{"state":"RUNNING"}`), IfRev: 3}}
-	if err := c.Check(&bad, st); err == nil {
-		t.Fatal("mismatched machine write accepted")
+	if err := c.Check(&bad, st); err == nil || errors.Is(err, kv.ErrMoved) {
+		t.Fatalf("mismatched machine write: %v (want a veto that is not kv.ErrMoved)", err)
 	}
 	// a machine write with no transition
 	sneaky := kv.Command{ID: "req:y", Class: uint8(ir.ClassRequest), Guard: (&guardInfo{}).appendTo(nil),

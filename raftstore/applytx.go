@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -216,7 +217,12 @@ func (a *applyTx) applyCommands(index uint64, cmds []kv.Command, checker kv.Chec
 					return nil, fmt.Errorf("raftstore: apply index %d command %q: %w", index, c.ID, err)
 				}
 				if veto != nil {
+					// A refusal because the state moved since evaluation is a
+					// conflict (the proposer decides again), not a decision.
 					res.Status = kv.StatusRejected
+					if errors.Is(veto, kv.ErrMoved) {
+						res.Status = kv.StatusConflict
+					}
 					res.Reason = veto.Error()
 					break
 				}

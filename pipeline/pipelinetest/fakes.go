@@ -2,6 +2,7 @@ package pipelinetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -409,6 +410,9 @@ func (l *FakeLog) applyLocked(idx uint64, batch []kv.Command, dst []kv.Result) [
 		if l.Checker != nil {
 			if err := l.Checker.Check(cmd, fakeReader{l}); err != nil {
 				r.Status, r.Reason = kv.StatusRejected, err.Error()
+				if errors.Is(err, kv.ErrMoved) { // as raftstore: a conflict
+					r.Status = kv.StatusConflict
+				}
 				res[i] = r
 				continue
 			}

@@ -3,6 +3,7 @@ package sim
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -76,6 +77,9 @@ func (s *state) apply(index uint64, cmds []kv.Command, checker kv.Checker) []kv.
 		if checker != nil {
 			if err := checker.Check(c, reader{s}); err != nil {
 				r.Status, r.Reason = kv.StatusRejected, err.Error()
+				if errors.Is(err, kv.ErrMoved) { // as raftstore: a conflict
+					r.Status = kv.StatusConflict
+				}
 				record()
 				continue
 			}
