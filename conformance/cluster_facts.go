@@ -29,6 +29,8 @@ func (c *cluster) checkFactsOnce(ctx context.Context, facts []drawnEntry, from u
 		}
 	}
 	var applied map[string]int
+	var events map[string][]string // by ID, the counted stream's events (for a failure's message)
+	var counted string
 	var watchErrs []string
 	for _, n := range c.nodes {
 		evs, err := watchAll(ctx, n, from, types...)
@@ -42,9 +44,10 @@ func (c *cluster) checkFactsOnce(ctx context.Context, facts []drawnEntry, from u
 		// Every event of an ID is one application attempt; "duplicate"
 		// (an ID applied before, or a report of the current state) does
 		// not count as an application.
-		counts, present := map[string]int{}, map[string]bool{}
+		counts, present, byID := map[string]int{}, map[string]bool{}, map[string][]string{}
 		for _, ev := range evs {
 			present[ev.Id] = true
+			byID[ev.Id] = append(byID[ev.Id], fmt.Sprintf("index %d %s %q", ev.Index, ev.Status, ev.Reason))
 			if ev.Status != "duplicate" {
 				counts[ev.Id]++
 			}
@@ -61,7 +64,7 @@ func (c *cluster) checkFactsOnce(ctx context.Context, facts []drawnEntry, from u
 			watchErrs = append(watchErrs, fmt.Sprintf("%s: the stream holds no event for %d of the %d facts", n.Name, missing, len(facts)))
 			continue
 		}
-		applied = counts
+		applied, events, counted = counts, byID, n.Name
 		break
 	}
 	if applied == nil {
@@ -74,7 +77,8 @@ func (c *cluster) checkFactsOnce(ctx context.Context, facts []drawnEntry, from u
 	for _, f := range facts {
 		id := "fact:" + f.typ + ":" + f.id
 		if applied[id] > 1 {
-			c.fail(f.typ, "a received fact must be applied exactly once (W3)", "fact %s applied %d times", f.id, applied[id])
+			c.fail(f.typ, "a received fact must be applied exactly once (W3)", "fact %s applied %d times (%s's watch stream from index %d: %s)",
+				f.id, applied[id], counted, from, strings.Join(events[id], "; "))
 		}
 		where := map[string][]string{}
 		for _, n := range c.nodes {
