@@ -182,7 +182,7 @@ func Run(ctx context.Context, cfg Config) *Result {
 		return res
 	}
 	r.smp = newSampler(r.cl)
-	r.smp.mark(ctx, false)
+	r.smp.mark(ctx, false, r.dir)
 	defer func() { res.Resources = r.smp.result() }()
 	r.mark("start")
 	r.fw = newFirewall()
@@ -218,7 +218,8 @@ func Run(ctx context.Context, cfg Config) *Result {
 	return res
 }
 
-// report writes run.json; of a passing run's directory only it is kept.
+// report writes run.json; of a passing run's directory only it is kept,
+// with the goroutine profiles of nodes whose growth was flagged.
 func (r *runner) report(start time.Time) {
 	res := r.res
 	res.Duration = time.Since(start).Round(time.Millisecond).String()
@@ -229,6 +230,9 @@ func (r *runner) report(start time.Time) {
 	if res.Passed() {
 		ents, _ := os.ReadDir(r.dir)
 		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), "goroutines-") {
+				continue
+			}
 			_ = os.RemoveAll(filepath.Join(r.dir, e.Name()))
 		}
 	}
@@ -326,7 +330,7 @@ func (r *runner) heal(ctx context.Context) (CheckResult, int64, error) {
 	}
 	r.res.Recovery = time.Since(healStart).Round(time.Millisecond).String()
 	r.res.StateHash = hash
-	r.smp.mark(ctx, true)
+	r.smp.mark(ctx, true, r.dir)
 	r.mark("heal")
 	return hcheck, r.h.now(), nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,17 +82,52 @@ func (s *sampler) sample(ctx context.Context) map[string]Usage {
 	return out
 }
 
-// mark records a quiet reading of every node as its start (or end).
-func (s *sampler) mark(ctx context.Context, end bool) {
+// mark records a quiet reading of every node as its start (or end). At
+// the end, a node whose growth is flagged has its goroutine profile
+// (grouped stacks) saved as goroutines-<node>.txt in dir, so that a flag
+// says where the goroutines are, not only how many.
+func (s *sampler) mark(ctx context.Context, end bool, dir string) {
 	for name, u := range s.sample(ctx) {
 		s.mu.Lock()
-		if end {
-			s.usage[name].End = &u
-		} else {
-			s.usage[name].Start = &u
+		nu := s.usage[name]
+		if !end {
+			nu.Start = &u
+			s.mu.Unlock()
+			continue
 		}
+		nu.End = &u
+		flagged := growth(nu.Start, nu.End) != ""
 		s.mu.Unlock()
+		if flagged && dir != "" {
+			for _, n := range s.cl.nodes {
+				if n.Name == name {
+					saveGoroutines(ctx, n.metrics, filepath.Join(dir, "goroutines-"+name+".txt"))
+				}
+			}
+		}
 	}
+}
+
+// saveGoroutines writes a writd's goroutine profile (debug=1: stacks
+// grouped with their counts) to path; a profile it cannot read is left
+// out (the flag still stands).
+func saveGoroutines(ctx context.Context, addr, path string) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/goroutine?debug=1", nil)
+	if err != nil {
+		return
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return
+	}
+	_ = os.WriteFile(path, b, 0o644)
 }
 
 // result is every node's usage, with growth flagged.
