@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/http/pprof"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -51,5 +52,31 @@ func TestGrowth_FakeUsage(t *testing.T) {
 		if got := growth(a, c.b); got != c.want {
 			t.Errorf("growth(%+v, %+v) = %q, want %q", a, c.b, got, c.want)
 		}
+	}
+}
+
+// TestSaveGoroutinesWritesTheGroupedProfile saves a real pprof handler's
+// goroutine profile, as mark does for a node whose growth is flagged, and
+// writes nothing for a listener that is gone.
+func TestSaveGoroutinesWritesTheGroupedProfile(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	path := filepath.Join(t.TempDir(), "goroutines-n1.txt")
+	saveGoroutines(context.Background(), addr, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(b), "goroutine profile: total ") || !strings.Contains(string(b), "TestSaveGoroutinesWritesTheGroupedProfile") {
+		t.Fatalf("saved profile does not name this test's goroutine:\n%.400s", b)
+	}
+	srv.Close()
+	gone := filepath.Join(t.TempDir(), "goroutines-n2.txt")
+	saveGoroutines(context.Background(), addr, gone)
+	if _, err := os.Stat(gone); !os.IsNotExist(err) {
+		t.Fatalf("a profile was written for a closed listener: %v", err)
 	}
 }
