@@ -16,16 +16,8 @@ import (
 func TestDecideIncarnations(t *testing.T) {
 	now := time.Unix(1000, 0)
 	p := policy{self: "a", fingerprint: "fp", compatible: EqualFingerprints, grace: 10 * time.Second, unknownGrace: time.Minute, promoteLag: 5}
-	g := func(name string, inc uint64) gossipMember {
-		tags := map[string]string{TagID: name, TagRaftAddr: name + ":2", TagFingerprint: "fp", TagRole: RoleVoter}
-		if inc != 0 {
-			tags[TagIncarnation] = formatIncarnation(inc)
-		}
-		return gossipMember{Name: name, Addr: name + ":1", Status: GossipAlive, Tags: tags}
-	}
-	v := func(id string, inc uint64) kv.Member {
-		return kv.Member{ID: id, RaftAddr: id + ":2", Voter: true, Match: 9, Incarnation: inc}
-	}
+	g := func(name string, inc uint64) gossipMember { return incMember(name, inc, GossipAlive) }
+	v := incVoter
 	l := func(id string, inc uint64) kv.Member {
 		return kv.Member{ID: id, RaftAddr: id + ":2", Match: 9, Incarnation: inc}
 	}
@@ -97,16 +89,7 @@ func TestMalformedIncarnationTagIsRefused(t *testing.T) {
 func TestDecideStaleLeaveOfAnEarlierIncarnation(t *testing.T) {
 	now := time.Unix(1000, 0)
 	p := policy{self: "a", fingerprint: "fp", compatible: EqualFingerprints, grace: 10 * time.Second, unknownGrace: time.Minute, leftGrace: 2 * time.Second, promoteLag: 5}
-	g := func(name string, inc uint64, status string) gossipMember {
-		tags := map[string]string{TagID: name, TagRaftAddr: name + ":2", TagFingerprint: "fp", TagRole: RoleVoter}
-		if inc != 0 {
-			tags[TagIncarnation] = formatIncarnation(inc)
-		}
-		return gossipMember{Name: name, Addr: name + ":1", Status: status, Tags: tags}
-	}
-	v := func(id string, inc uint64) kv.Member {
-		return kv.Member{ID: id, RaftAddr: id + ":2", Voter: true, Match: 9, Incarnation: inc}
-	}
+	g, v := incMember, incVoter
 	since := func(d time.Duration) map[string]time.Time { return map[string]time.Time{"c": now.Add(-d)} }
 	cases := []struct {
 		name   string
@@ -139,4 +122,18 @@ func TestDecideStaleLeaveOfAnEarlierIncarnation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// incMember is a writ node's gossip record announcing incarnation inc (0:
+// none) with status; incVoter a voter recorded under incarnation inc.
+func incMember(name string, inc uint64, status string) gossipMember {
+	tags := map[string]string{TagID: name, TagRaftAddr: name + ":2", TagFingerprint: "fp", TagRole: RoleVoter}
+	if inc != 0 {
+		tags[TagIncarnation] = formatIncarnation(inc)
+	}
+	return gossipMember{Name: name, Addr: name + ":1", Status: status, Tags: tags}
+}
+
+func incVoter(id string, inc uint64) kv.Member {
+	return kv.Member{ID: id, RaftAddr: id + ":2", Voter: true, Match: 9, Incarnation: inc}
 }
