@@ -144,6 +144,19 @@ func (ne *nemesis) failFsync(ctx context.Context, victim *Node, outboxOnly, read
 	rec.Attached = ne.h.now()
 	synced := fileSize(outbox)
 	t0 := time.Now()
+	lctx, stopLoad := context.WithCancel(ctx)
+	if ne.load != nil {
+		// A node with nothing to write syncs nothing: an isolated follower
+		// appends no entries, and its own clients may all be waiting out
+		// timeouts on a loaded machine. After 2 s without an injected
+		// failure, report facts to it until it stops.
+		go func() {
+			if poll(lctx, 2*time.Second, func() (bool, string) { return tr.count("(INJECTED)") > 0, "" }) == nil {
+				return
+			}
+			ne.load(lctx, victim)
+		}()
+	}
 	select {
 	case <-victim.Done():
 		rec.Stopped, rec.ExitCode = true, victim.ExitCode()
@@ -153,6 +166,7 @@ func (ne *nemesis) failFsync(ctx context.Context, victim *Node, outboxOnly, read
 	case <-ctx.Done():
 		_ = tr.stop(10 * time.Second)
 	}
+	stopLoad()
 	d := time.Since(t0)
 	rec.Tampered = tr.count("(INJECTED)")
 	rec.Said = fatalLine(victim.Log)
@@ -171,7 +185,7 @@ func (ne *nemesis) failFsync(ctx context.Context, victim *Node, outboxOnly, read
 		err = e
 	}
 	if rec.Tampered == 0 && err == nil {
-		err = fmt.Errorf("robustness: no fsync of %s hit the injected EIO within %s", victim.Name, d.Round(time.Millisecond))
+		err = fmt.Errorf("robustness: no fsync of %s hit the injected EIO within %s (facts reported to it after the first 2 s)", victim.Name, d.Round(time.Millisecond))
 	}
 	return d, rec, err
 }
