@@ -33,7 +33,7 @@ const (
 var methodRoles = map[string]string{
 	"Get": RoleRead, "List": RoleRead, "Watch": RoleRead, "Status": RoleRead, "Outcome": RoleRead,
 	"Conflicts": RoleRead, "Outbox": RoleRead, "Members": RoleRead, "Plugins": RoleRead, "ConfigShow": RoleRead, "Schema": RoleRead,
-	"Submit": RoleWrite, "Report": RoleWrite, "Deliver": RoleWrite,
+	"Submit": RoleWrite, "Report": RoleWrite, "Deliver": RoleWrite, "Write": RoleWrite,
 	"ConfigUpgrade": RoleOperator, "Keyring": RoleOperator, "ResolveConflict": RoleOperator,
 	"PromoteMember": RoleOperator,
 }
@@ -116,6 +116,16 @@ func (a *Auth) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo
 	role := RequiredRole(info.FullMethod)
 	if !a.Enabled || role == "" {
 		return handler(srv, ss)
+	}
+	if info.FullMethod == writv1.Writ_Write_FullMethodName {
+		// A Write stream needs an identity; each call on it is
+		// authorized and audited as its unary call (Config.Intercept),
+		// so that write:PREFIX roles are judged by the entry's type.
+		id, err := a.authenticate(ss.Context())
+		if err != nil {
+			return err
+		}
+		return handler(srv, &identityStream{ServerStream: ss, ctx: context.WithValue(ss.Context(), identityCtxKey{}, id)})
 	}
 	id, err := a.check(ss.Context(), info.FullMethod, role, "")
 	if err != nil {

@@ -35,4 +35,10 @@
 //     removing a key some node still encrypts with is FailedPrecondition.
 //     Keys leave the node only as fingerprints (KeyFingerprint: the first
 //     8 bytes of the key's SHA-256, hex), never as key material.
+//  8. Write carries many Submit, Report and Deliver calls on one stream
+//     (writestream.go). Each runs exactly as its unary call, through
+//     Config.Intercept (authorization and audit per call), at most
+//     Config.MaxStreamCalls at once. Drain, called before the gRPC server's
+//     GracefulStop, makes every stream answer the calls it read and end
+//     with a drained message: a call it did not answer was not processed.
 package api

@@ -14,8 +14,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
@@ -55,6 +53,13 @@ type Config struct {
 	ForwardCreds credentials.TransportCredentials
 	// Reflection registers gRPC server reflection.
 	Reflection bool
+	// Intercept, if set, runs around every call on a Write stream as the
+	// server's unary interceptors run around a unary call (Auth.Unary:
+	// authentication, roles, the audit line).
+	Intercept grpc.UnaryServerInterceptor
+	// MaxStreamCalls bounds the calls one Write stream has in flight
+	// (0: DefaultMaxStreamCalls).
+	MaxStreamCalls int
 }
 
 // Server implements writv1.WritServer over one node.
@@ -65,6 +70,9 @@ type Server struct {
 
 	mu    sync.Mutex
 	conns map[string]*grpc.ClientConn
+
+	draining  chan struct{} // closed by Drain
+	drainOnce sync.Once
 }
 
 var _ writv1.WritServer = (*Server)(nil)
@@ -78,7 +86,7 @@ func New(cfg Config) (*Server, error) {
 	if l == nil {
 		l = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cfg: cfg, log: l, conns: map[string]*grpc.ClientConn{}}, nil
+	return &Server{cfg: cfg, log: l, conns: map[string]*grpc.ClientConn{}, draining: make(chan struct{})}, nil
 }
 
 // Register adds the writ.v1 service, and server reflection when
@@ -190,58 +198,6 @@ func (s *Server) entry(w *writv1.Entry, idPrefix string) (Entry, error) {
 		e.ID = NewID(idPrefix)
 	}
 	return e, nil
-}
-
-// leaderConn returns a connection to the leader when this call should be
-// forwarded there.
-func (s *Server) leaderConn(ctx context.Context) (*grpc.ClientConn, string) {
-	if s.cfg.NoForward {
-		return nil, ""
-	}
-	st := s.cfg.Info.Route(ctx)
-	if st.IsLeader || st.LeaderAPI == "" || st.LeaderAPI == st.APIAddr {
-		return nil, ""
-	}
-	// Checked after the route (the leader, which takes most calls, never
-	// forwards) and without copying the call's metadata.
-	if len(metadata.ValueFromIncomingContext(ctx, forwardedKey)) > 0 {
-		return nil, ""
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.conns[st.LeaderAPI]; ok {
-		return c, st.LeaderAPI
-	}
-	creds := s.cfg.ForwardCreds
-	if creds == nil {
-		creds = insecure.NewCredentials()
-	}
-	c, err := grpc.NewClient(st.LeaderAPI, grpc.WithTransportCredentials(creds), boundDialer(st.APIAddr))
-	if err != nil {
-		s.log.Warn("api: cannot dial leader", "leader_api", st.LeaderAPI, "err", err)
-		return nil, ""
-	}
-	s.conns[st.LeaderAPI] = c
-	return c, st.LeaderAPI
-}
-
-// forwardCtx marks a call as forwarded and carries the caller's identity
-// to the leader (auth.go).
-func forwardCtx(ctx context.Context) context.Context {
-	return metadata.AppendToOutgoingContext(ctx, append([]string{forwardedKey, "1"}, forwardMetadata(ctx)...)...)
-}
-
-// reachedLeader reports whether a forwarded call got an answer from the
-// leader (as opposed to a transport failure before reaching it).
-func reachedLeader(err error) bool {
-	if err == nil {
-		return true
-	}
-	if _, ok := OutcomeFromError(err); ok {
-		return true
-	}
-	st, _ := status.FromError(err)
-	return st.Code() != codes.Unavailable
 }
 
 // Submit runs a request-class entry and replies only with its outcome.

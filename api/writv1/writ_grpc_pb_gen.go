@@ -25,6 +25,7 @@ const (
 	Writ_Submit_FullMethodName          = "/writ.v1.Writ/Submit"
 	Writ_Report_FullMethodName          = "/writ.v1.Writ/Report"
 	Writ_Deliver_FullMethodName         = "/writ.v1.Writ/Deliver"
+	Writ_Write_FullMethodName           = "/writ.v1.Writ/Write"
 	Writ_Watch_FullMethodName           = "/writ.v1.Writ/Watch"
 	Writ_Get_FullMethodName             = "/writ.v1.Writ/Get"
 	Writ_List_FullMethodName            = "/writ.v1.Writ/List"
@@ -49,6 +50,11 @@ type WritClient interface {
 	Submit(ctx context.Context, in *SubmitRequest, opts ...grpc.CallOption) (*SubmitResponse, error)
 	Report(ctx context.Context, in *ReportRequest, opts ...grpc.CallOption) (*ReportResponse, error)
 	Deliver(ctx context.Context, in *DeliverRequest, opts ...grpc.CallOption) (*DeliverResponse, error)
+	// Write carries many Submit, Report and Deliver calls on one long-lived
+	// stream, answered in any order. Each call is processed exactly as its
+	// unary call (forwarding, authorization, audit); the stream only saves
+	// a call's HTTP/2 stream and handler goroutine setup.
+	Write(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WriteRequest, WriteResponse], error)
 	Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchEvent], error)
 	Get(ctx context.Context, in *GetRequest, opts ...grpc.CallOption) (*GetResponse, error)
 	List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (*ListResponse, error)
@@ -110,9 +116,22 @@ func (c *writClient) Deliver(ctx context.Context, in *DeliverRequest, opts ...gr
 	return out, nil
 }
 
+func (c *writClient) Write(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WriteRequest, WriteResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Writ_ServiceDesc.Streams[0], Writ_Write_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WriteRequest, WriteResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Writ_WriteClient = grpc.BidiStreamingClient[WriteRequest, WriteResponse]
+
 func (c *writClient) Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchEvent], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Writ_ServiceDesc.Streams[0], Writ_Watch_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Writ_ServiceDesc.Streams[1], Writ_Watch_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +250,7 @@ func (c *writClient) ConfigShow(ctx context.Context, in *ConfigShowRequest, opts
 
 func (c *writClient) ConfigUpgrade(ctx context.Context, in *ConfigUpgradeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ConfigProgress], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Writ_ServiceDesc.Streams[1], Writ_ConfigUpgrade_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Writ_ServiceDesc.Streams[2], Writ_ConfigUpgrade_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -285,6 +304,11 @@ type WritServer interface {
 	Submit(context.Context, *SubmitRequest) (*SubmitResponse, error)
 	Report(context.Context, *ReportRequest) (*ReportResponse, error)
 	Deliver(context.Context, *DeliverRequest) (*DeliverResponse, error)
+	// Write carries many Submit, Report and Deliver calls on one long-lived
+	// stream, answered in any order. Each call is processed exactly as its
+	// unary call (forwarding, authorization, audit); the stream only saves
+	// a call's HTTP/2 stream and handler goroutine setup.
+	Write(grpc.BidiStreamingServer[WriteRequest, WriteResponse]) error
 	Watch(*WatchRequest, grpc.ServerStreamingServer[WatchEvent]) error
 	Get(context.Context, *GetRequest) (*GetResponse, error)
 	List(context.Context, *ListRequest) (*ListResponse, error)
@@ -324,6 +348,9 @@ func (UnimplementedWritServer) Report(context.Context, *ReportRequest) (*ReportR
 }
 func (UnimplementedWritServer) Deliver(context.Context, *DeliverRequest) (*DeliverResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Deliver not implemented")
+}
+func (UnimplementedWritServer) Write(grpc.BidiStreamingServer[WriteRequest, WriteResponse]) error {
+	return status.Errorf(codes.Unimplemented, "method Write not implemented")
 }
 func (UnimplementedWritServer) Watch(*WatchRequest, grpc.ServerStreamingServer[WatchEvent]) error {
 	return status.Errorf(codes.Unimplemented, "method Watch not implemented")
@@ -444,6 +471,13 @@ func _Writ_Deliver_Handler(srv interface{}, ctx context.Context, dec func(interf
 	}
 	return interceptor(ctx, in, info, handler)
 }
+
+func _Writ_Write_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(WritServer).Write(&grpc.GenericServerStream[WriteRequest, WriteResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Writ_WriteServer = grpc.BidiStreamingServer[WriteRequest, WriteResponse]
 
 func _Writ_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(WatchRequest)
@@ -774,6 +808,12 @@ var Writ_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Write",
+			Handler:       _Writ_Write_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
 		{
 			StreamName:    "Watch",
 			Handler:       _Writ_Watch_Handler,

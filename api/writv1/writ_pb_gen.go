@@ -195,7 +195,7 @@ func (x KeyringRequest_Op) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use KeyringRequest_Op.Descriptor instead.
 func (KeyringRequest_Op) EnumDescriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{30, 0}
+	return file_writ_proto_rawDescGZIP(), []int{33, 0}
 }
 
 type ConfigProgress_Phase int32
@@ -253,7 +253,7 @@ func (x ConfigProgress_Phase) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ConfigProgress_Phase.Descriptor instead.
 func (ConfigProgress_Phase) EnumDescriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{38, 0}
+	return file_writ_proto_rawDescGZIP(), []int{41, 0}
 }
 
 // OutcomeDetail is attached as a gRPC status detail to every error that
@@ -552,6 +552,327 @@ func (x *SubmitResponse) GetServedBy() string {
 	return ""
 }
 
+// WriteRequest is one call on a Write stream.
+type WriteRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Chosen by the client and echoed in the reply; unique among the
+	// client's calls in flight on the stream.
+	Seq uint64 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	// Types that are valid to be assigned to Call:
+	//
+	//	*WriteRequest_Submit
+	//	*WriteRequest_Report
+	//	*WriteRequest_Deliver
+	Call isWriteRequest_Call `protobuf_oneof:"call"`
+	// How long the client waits for this call, in milliseconds (0: as long
+	// as the stream lasts). It plays the part of a unary call's deadline: a
+	// call forwarded to the leader gives up after it.
+	DeadlineMs    uint32 `protobuf:"varint,5,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WriteRequest) Reset() {
+	*x = WriteRequest{}
+	mi := &file_writ_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriteRequest) ProtoMessage() {}
+
+func (x *WriteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_writ_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriteRequest.ProtoReflect.Descriptor instead.
+func (*WriteRequest) Descriptor() ([]byte, []int) {
+	return file_writ_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *WriteRequest) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *WriteRequest) GetCall() isWriteRequest_Call {
+	if x != nil {
+		return x.Call
+	}
+	return nil
+}
+
+func (x *WriteRequest) GetSubmit() *SubmitRequest {
+	if x != nil {
+		if x, ok := x.Call.(*WriteRequest_Submit); ok {
+			return x.Submit
+		}
+	}
+	return nil
+}
+
+func (x *WriteRequest) GetReport() *ReportRequest {
+	if x != nil {
+		if x, ok := x.Call.(*WriteRequest_Report); ok {
+			return x.Report
+		}
+	}
+	return nil
+}
+
+func (x *WriteRequest) GetDeliver() *DeliverRequest {
+	if x != nil {
+		if x, ok := x.Call.(*WriteRequest_Deliver); ok {
+			return x.Deliver
+		}
+	}
+	return nil
+}
+
+func (x *WriteRequest) GetDeadlineMs() uint32 {
+	if x != nil {
+		return x.DeadlineMs
+	}
+	return 0
+}
+
+type isWriteRequest_Call interface {
+	isWriteRequest_Call()
+}
+
+type WriteRequest_Submit struct {
+	Submit *SubmitRequest `protobuf:"bytes,2,opt,name=submit,proto3,oneof"`
+}
+
+type WriteRequest_Report struct {
+	Report *ReportRequest `protobuf:"bytes,3,opt,name=report,proto3,oneof"`
+}
+
+type WriteRequest_Deliver struct {
+	Deliver *DeliverRequest `protobuf:"bytes,4,opt,name=deliver,proto3,oneof"`
+}
+
+func (*WriteRequest_Submit) isWriteRequest_Call() {}
+
+func (*WriteRequest_Report) isWriteRequest_Call() {}
+
+func (*WriteRequest_Deliver) isWriteRequest_Call() {}
+
+// WriteResponse answers the WriteRequest with the same seq, or, with
+// drained set, is the stream's last message.
+type WriteResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Seq   uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	// Types that are valid to be assigned to Reply:
+	//
+	//	*WriteResponse_Submit
+	//	*WriteResponse_Report
+	//	*WriteResponse_Deliver
+	//	*WriteResponse_Error
+	Reply isWriteResponse_Reply `protobuf_oneof:"reply"`
+	// The node is stopping. It answered every call it read from this stream
+	// before this message; a call with no answer was not processed (nothing
+	// appended, no fact received) and may be sent again, to any node. The
+	// stream then ends.
+	Drained       bool `protobuf:"varint,6,opt,name=drained,proto3" json:"drained,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WriteResponse) Reset() {
+	*x = WriteResponse{}
+	mi := &file_writ_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriteResponse) ProtoMessage() {}
+
+func (x *WriteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_writ_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriteResponse.ProtoReflect.Descriptor instead.
+func (*WriteResponse) Descriptor() ([]byte, []int) {
+	return file_writ_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *WriteResponse) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *WriteResponse) GetReply() isWriteResponse_Reply {
+	if x != nil {
+		return x.Reply
+	}
+	return nil
+}
+
+func (x *WriteResponse) GetSubmit() *SubmitResponse {
+	if x != nil {
+		if x, ok := x.Reply.(*WriteResponse_Submit); ok {
+			return x.Submit
+		}
+	}
+	return nil
+}
+
+func (x *WriteResponse) GetReport() *ReportResponse {
+	if x != nil {
+		if x, ok := x.Reply.(*WriteResponse_Report); ok {
+			return x.Report
+		}
+	}
+	return nil
+}
+
+func (x *WriteResponse) GetDeliver() *DeliverResponse {
+	if x != nil {
+		if x, ok := x.Reply.(*WriteResponse_Deliver); ok {
+			return x.Deliver
+		}
+	}
+	return nil
+}
+
+func (x *WriteResponse) GetError() *WriteError {
+	if x != nil {
+		if x, ok := x.Reply.(*WriteResponse_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+func (x *WriteResponse) GetDrained() bool {
+	if x != nil {
+		return x.Drained
+	}
+	return false
+}
+
+type isWriteResponse_Reply interface {
+	isWriteResponse_Reply()
+}
+
+type WriteResponse_Submit struct {
+	Submit *SubmitResponse `protobuf:"bytes,2,opt,name=submit,proto3,oneof"`
+}
+
+type WriteResponse_Report struct {
+	Report *ReportResponse `protobuf:"bytes,3,opt,name=report,proto3,oneof"`
+}
+
+type WriteResponse_Deliver struct {
+	Deliver *DeliverResponse `protobuf:"bytes,4,opt,name=deliver,proto3,oneof"`
+}
+
+type WriteResponse_Error struct {
+	// The call failed as its unary call would have.
+	Error *WriteError `protobuf:"bytes,5,opt,name=error,proto3,oneof"`
+}
+
+func (*WriteResponse_Submit) isWriteResponse_Reply() {}
+
+func (*WriteResponse_Report) isWriteResponse_Reply() {}
+
+func (*WriteResponse_Deliver) isWriteResponse_Reply() {}
+
+func (*WriteResponse_Error) isWriteResponse_Reply() {}
+
+// WriteError is a failed call's gRPC status.
+type WriteError struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The gRPC status code (google.rpc.Code) the unary call would end with.
+	Code    uint32 `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// The writ outcome; absent when the call was refused before it had one
+	// (authentication, a malformed call).
+	Detail        *OutcomeDetail `protobuf:"bytes,3,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WriteError) Reset() {
+	*x = WriteError{}
+	mi := &file_writ_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriteError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriteError) ProtoMessage() {}
+
+func (x *WriteError) ProtoReflect() protoreflect.Message {
+	mi := &file_writ_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriteError.ProtoReflect.Descriptor instead.
+func (*WriteError) Descriptor() ([]byte, []int) {
+	return file_writ_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *WriteError) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *WriteError) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *WriteError) GetDetail() *OutcomeDetail {
+	if x != nil {
+		return x.Detail
+	}
+	return nil
+}
+
 type ReportRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Entry         *Entry                 `protobuf:"bytes,1,opt,name=entry,proto3" json:"entry,omitempty"`
@@ -561,7 +882,7 @@ type ReportRequest struct {
 
 func (x *ReportRequest) Reset() {
 	*x = ReportRequest{}
-	mi := &file_writ_proto_msgTypes[4]
+	mi := &file_writ_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -573,7 +894,7 @@ func (x *ReportRequest) String() string {
 func (*ReportRequest) ProtoMessage() {}
 
 func (x *ReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[4]
+	mi := &file_writ_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -586,7 +907,7 @@ func (x *ReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportRequest.ProtoReflect.Descriptor instead.
 func (*ReportRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{4}
+	return file_writ_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ReportRequest) GetEntry() *Entry {
@@ -609,7 +930,7 @@ type ReportResponse struct {
 
 func (x *ReportResponse) Reset() {
 	*x = ReportResponse{}
-	mi := &file_writ_proto_msgTypes[5]
+	mi := &file_writ_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -621,7 +942,7 @@ func (x *ReportResponse) String() string {
 func (*ReportResponse) ProtoMessage() {}
 
 func (x *ReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[5]
+	mi := &file_writ_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -634,7 +955,7 @@ func (x *ReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResponse.ProtoReflect.Descriptor instead.
 func (*ReportResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{5}
+	return file_writ_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReportResponse) GetReceived() bool {
@@ -674,7 +995,7 @@ type DeliverRequest struct {
 
 func (x *DeliverRequest) Reset() {
 	*x = DeliverRequest{}
-	mi := &file_writ_proto_msgTypes[6]
+	mi := &file_writ_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -686,7 +1007,7 @@ func (x *DeliverRequest) String() string {
 func (*DeliverRequest) ProtoMessage() {}
 
 func (x *DeliverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[6]
+	mi := &file_writ_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -699,7 +1020,7 @@ func (x *DeliverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverRequest.ProtoReflect.Descriptor instead.
 func (*DeliverRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{6}
+	return file_writ_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DeliverRequest) GetEntry() *Entry {
@@ -722,7 +1043,7 @@ type DeliverResponse struct {
 
 func (x *DeliverResponse) Reset() {
 	*x = DeliverResponse{}
-	mi := &file_writ_proto_msgTypes[7]
+	mi := &file_writ_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -734,7 +1055,7 @@ func (x *DeliverResponse) String() string {
 func (*DeliverResponse) ProtoMessage() {}
 
 func (x *DeliverResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[7]
+	mi := &file_writ_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -747,7 +1068,7 @@ func (x *DeliverResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverResponse.ProtoReflect.Descriptor instead.
 func (*DeliverResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{7}
+	return file_writ_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DeliverResponse) GetReceived() bool {
@@ -789,7 +1110,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_writ_proto_msgTypes[8]
+	mi := &file_writ_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -801,7 +1122,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[8]
+	mi := &file_writ_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -814,7 +1135,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{8}
+	return file_writ_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WatchRequest) GetFromIndex() uint64 {
@@ -854,7 +1175,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_writ_proto_msgTypes[9]
+	mi := &file_writ_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -866,7 +1187,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[9]
+	mi := &file_writ_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -879,7 +1200,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{9}
+	return file_writ_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *WatchEvent) GetIndex() uint64 {
@@ -942,7 +1263,7 @@ type Record struct {
 
 func (x *Record) Reset() {
 	*x = Record{}
-	mi := &file_writ_proto_msgTypes[10]
+	mi := &file_writ_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -954,7 +1275,7 @@ func (x *Record) String() string {
 func (*Record) ProtoMessage() {}
 
 func (x *Record) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[10]
+	mi := &file_writ_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -967,7 +1288,7 @@ func (x *Record) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Record.ProtoReflect.Descriptor instead.
 func (*Record) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{10}
+	return file_writ_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Record) GetKey() string {
@@ -1002,7 +1323,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_writ_proto_msgTypes[11]
+	mi := &file_writ_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1014,7 +1335,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[11]
+	mi := &file_writ_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1027,7 +1348,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{11}
+	return file_writ_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetRequest) GetKey() string {
@@ -1054,7 +1375,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_writ_proto_msgTypes[12]
+	mi := &file_writ_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1066,7 +1387,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[12]
+	mi := &file_writ_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1079,7 +1400,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{12}
+	return file_writ_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetResponse) GetFound() bool {
@@ -1106,7 +1427,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_writ_proto_msgTypes[13]
+	mi := &file_writ_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1118,7 +1439,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[13]
+	mi := &file_writ_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1131,7 +1452,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{13}
+	return file_writ_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListRequest) GetPrefix() string {
@@ -1157,7 +1478,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_writ_proto_msgTypes[14]
+	mi := &file_writ_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1169,7 +1490,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[14]
+	mi := &file_writ_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1182,7 +1503,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{14}
+	return file_writ_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListResponse) GetRecords() []*Record {
@@ -1208,7 +1529,7 @@ type OutcomeRequest struct {
 
 func (x *OutcomeRequest) Reset() {
 	*x = OutcomeRequest{}
-	mi := &file_writ_proto_msgTypes[15]
+	mi := &file_writ_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1220,7 +1541,7 @@ func (x *OutcomeRequest) String() string {
 func (*OutcomeRequest) ProtoMessage() {}
 
 func (x *OutcomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[15]
+	mi := &file_writ_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1233,7 +1554,7 @@ func (x *OutcomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutcomeRequest.ProtoReflect.Descriptor instead.
 func (*OutcomeRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{15}
+	return file_writ_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *OutcomeRequest) GetRequestId() string {
@@ -1271,7 +1592,7 @@ type OutcomeResponse struct {
 
 func (x *OutcomeResponse) Reset() {
 	*x = OutcomeResponse{}
-	mi := &file_writ_proto_msgTypes[16]
+	mi := &file_writ_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1283,7 +1604,7 @@ func (x *OutcomeResponse) String() string {
 func (*OutcomeResponse) ProtoMessage() {}
 
 func (x *OutcomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[16]
+	mi := &file_writ_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1296,7 +1617,7 @@ func (x *OutcomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutcomeResponse.ProtoReflect.Descriptor instead.
 func (*OutcomeResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{16}
+	return file_writ_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *OutcomeResponse) GetKnown() bool {
@@ -1342,7 +1663,7 @@ type ConflictsRequest struct {
 
 func (x *ConflictsRequest) Reset() {
 	*x = ConflictsRequest{}
-	mi := &file_writ_proto_msgTypes[17]
+	mi := &file_writ_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1354,7 +1675,7 @@ func (x *ConflictsRequest) String() string {
 func (*ConflictsRequest) ProtoMessage() {}
 
 func (x *ConflictsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[17]
+	mi := &file_writ_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1367,7 +1688,7 @@ func (x *ConflictsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConflictsRequest.ProtoReflect.Descriptor instead.
 func (*ConflictsRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{17}
+	return file_writ_proto_rawDescGZIP(), []int{20}
 }
 
 type Conflict struct {
@@ -1383,7 +1704,7 @@ type Conflict struct {
 
 func (x *Conflict) Reset() {
 	*x = Conflict{}
-	mi := &file_writ_proto_msgTypes[18]
+	mi := &file_writ_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1395,7 +1716,7 @@ func (x *Conflict) String() string {
 func (*Conflict) ProtoMessage() {}
 
 func (x *Conflict) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[18]
+	mi := &file_writ_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1408,7 +1729,7 @@ func (x *Conflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Conflict.ProtoReflect.Descriptor instead.
 func (*Conflict) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{18}
+	return file_writ_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Conflict) GetKey() string {
@@ -1441,7 +1762,7 @@ type ConflictsResponse struct {
 
 func (x *ConflictsResponse) Reset() {
 	*x = ConflictsResponse{}
-	mi := &file_writ_proto_msgTypes[19]
+	mi := &file_writ_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1453,7 +1774,7 @@ func (x *ConflictsResponse) String() string {
 func (*ConflictsResponse) ProtoMessage() {}
 
 func (x *ConflictsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[19]
+	mi := &file_writ_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1466,7 +1787,7 @@ func (x *ConflictsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConflictsResponse.ProtoReflect.Descriptor instead.
 func (*ConflictsResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{19}
+	return file_writ_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ConflictsResponse) GetConflicts() []*Conflict {
@@ -1484,7 +1805,7 @@ type OutboxRequest struct {
 
 func (x *OutboxRequest) Reset() {
 	*x = OutboxRequest{}
-	mi := &file_writ_proto_msgTypes[20]
+	mi := &file_writ_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1496,7 +1817,7 @@ func (x *OutboxRequest) String() string {
 func (*OutboxRequest) ProtoMessage() {}
 
 func (x *OutboxRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[20]
+	mi := &file_writ_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1509,7 +1830,7 @@ func (x *OutboxRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutboxRequest.ProtoReflect.Descriptor instead.
 func (*OutboxRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{20}
+	return file_writ_proto_rawDescGZIP(), []int{23}
 }
 
 type OutboxFact struct {
@@ -1524,7 +1845,7 @@ type OutboxFact struct {
 
 func (x *OutboxFact) Reset() {
 	*x = OutboxFact{}
-	mi := &file_writ_proto_msgTypes[21]
+	mi := &file_writ_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1536,7 +1857,7 @@ func (x *OutboxFact) String() string {
 func (*OutboxFact) ProtoMessage() {}
 
 func (x *OutboxFact) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[21]
+	mi := &file_writ_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1549,7 +1870,7 @@ func (x *OutboxFact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutboxFact.ProtoReflect.Descriptor instead.
 func (*OutboxFact) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{21}
+	return file_writ_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *OutboxFact) GetId() string {
@@ -1592,7 +1913,7 @@ type OutboxResponse struct {
 
 func (x *OutboxResponse) Reset() {
 	*x = OutboxResponse{}
-	mi := &file_writ_proto_msgTypes[22]
+	mi := &file_writ_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1604,7 +1925,7 @@ func (x *OutboxResponse) String() string {
 func (*OutboxResponse) ProtoMessage() {}
 
 func (x *OutboxResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[22]
+	mi := &file_writ_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1617,7 +1938,7 @@ func (x *OutboxResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutboxResponse.ProtoReflect.Descriptor instead.
 func (*OutboxResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{22}
+	return file_writ_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *OutboxResponse) GetNodeId() string {
@@ -1660,7 +1981,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_writ_proto_msgTypes[23]
+	mi := &file_writ_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1672,7 +1993,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[23]
+	mi := &file_writ_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1685,7 +2006,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{23}
+	return file_writ_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *StatusRequest) GetWithoutStateHash() bool {
@@ -1739,7 +2060,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_writ_proto_msgTypes[24]
+	mi := &file_writ_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1751,7 +2072,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[24]
+	mi := &file_writ_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1764,7 +2085,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{24}
+	return file_writ_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *StatusResponse) GetNodeId() string {
@@ -1960,7 +2281,7 @@ type CatchUp struct {
 
 func (x *CatchUp) Reset() {
 	*x = CatchUp{}
-	mi := &file_writ_proto_msgTypes[25]
+	mi := &file_writ_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1972,7 +2293,7 @@ func (x *CatchUp) String() string {
 func (*CatchUp) ProtoMessage() {}
 
 func (x *CatchUp) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[25]
+	mi := &file_writ_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1985,7 +2306,7 @@ func (x *CatchUp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatchUp.ProtoReflect.Descriptor instead.
 func (*CatchUp) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{25}
+	return file_writ_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CatchUp) GetActive() bool {
@@ -2045,7 +2366,7 @@ type MembersRequest struct {
 
 func (x *MembersRequest) Reset() {
 	*x = MembersRequest{}
-	mi := &file_writ_proto_msgTypes[26]
+	mi := &file_writ_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2057,7 +2378,7 @@ func (x *MembersRequest) String() string {
 func (*MembersRequest) ProtoMessage() {}
 
 func (x *MembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[26]
+	mi := &file_writ_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2070,7 +2391,7 @@ func (x *MembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersRequest.ProtoReflect.Descriptor instead.
 func (*MembersRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{26}
+	return file_writ_proto_rawDescGZIP(), []int{29}
 }
 
 type Member struct {
@@ -2098,7 +2419,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_writ_proto_msgTypes[27]
+	mi := &file_writ_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2110,7 +2431,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[27]
+	mi := &file_writ_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2123,7 +2444,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{27}
+	return file_writ_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Member) GetId() string {
@@ -2220,7 +2541,7 @@ type Refusal struct {
 
 func (x *Refusal) Reset() {
 	*x = Refusal{}
-	mi := &file_writ_proto_msgTypes[28]
+	mi := &file_writ_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2232,7 +2553,7 @@ func (x *Refusal) String() string {
 func (*Refusal) ProtoMessage() {}
 
 func (x *Refusal) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[28]
+	mi := &file_writ_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2245,7 +2566,7 @@ func (x *Refusal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Refusal.ProtoReflect.Descriptor instead.
 func (*Refusal) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{28}
+	return file_writ_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Refusal) GetId() string {
@@ -2302,7 +2623,7 @@ type MembersResponse struct {
 
 func (x *MembersResponse) Reset() {
 	*x = MembersResponse{}
-	mi := &file_writ_proto_msgTypes[29]
+	mi := &file_writ_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2314,7 +2635,7 @@ func (x *MembersResponse) String() string {
 func (*MembersResponse) ProtoMessage() {}
 
 func (x *MembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[29]
+	mi := &file_writ_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2327,7 +2648,7 @@ func (x *MembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersResponse.ProtoReflect.Descriptor instead.
 func (*MembersResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{29}
+	return file_writ_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *MembersResponse) GetMembers() []*Member {
@@ -2356,7 +2677,7 @@ type KeyringRequest struct {
 
 func (x *KeyringRequest) Reset() {
 	*x = KeyringRequest{}
-	mi := &file_writ_proto_msgTypes[30]
+	mi := &file_writ_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2368,7 +2689,7 @@ func (x *KeyringRequest) String() string {
 func (*KeyringRequest) ProtoMessage() {}
 
 func (x *KeyringRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[30]
+	mi := &file_writ_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2381,7 +2702,7 @@ func (x *KeyringRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyringRequest.ProtoReflect.Descriptor instead.
 func (*KeyringRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{30}
+	return file_writ_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *KeyringRequest) GetOp() KeyringRequest_Op {
@@ -2420,7 +2741,7 @@ type KeyringResponse struct {
 
 func (x *KeyringResponse) Reset() {
 	*x = KeyringResponse{}
-	mi := &file_writ_proto_msgTypes[31]
+	mi := &file_writ_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2432,7 +2753,7 @@ func (x *KeyringResponse) String() string {
 func (*KeyringResponse) ProtoMessage() {}
 
 func (x *KeyringResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[31]
+	mi := &file_writ_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2445,7 +2766,7 @@ func (x *KeyringResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyringResponse.ProtoReflect.Descriptor instead.
 func (*KeyringResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{31}
+	return file_writ_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *KeyringResponse) GetOp() KeyringRequest_Op {
@@ -2512,7 +2833,7 @@ type PluginsRequest struct {
 
 func (x *PluginsRequest) Reset() {
 	*x = PluginsRequest{}
-	mi := &file_writ_proto_msgTypes[32]
+	mi := &file_writ_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2524,7 +2845,7 @@ func (x *PluginsRequest) String() string {
 func (*PluginsRequest) ProtoMessage() {}
 
 func (x *PluginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[32]
+	mi := &file_writ_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2537,7 +2858,7 @@ func (x *PluginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginsRequest.ProtoReflect.Descriptor instead.
 func (*PluginsRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{32}
+	return file_writ_proto_rawDescGZIP(), []int{35}
 }
 
 type Plugin struct {
@@ -2554,7 +2875,7 @@ type Plugin struct {
 
 func (x *Plugin) Reset() {
 	*x = Plugin{}
-	mi := &file_writ_proto_msgTypes[33]
+	mi := &file_writ_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2566,7 +2887,7 @@ func (x *Plugin) String() string {
 func (*Plugin) ProtoMessage() {}
 
 func (x *Plugin) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[33]
+	mi := &file_writ_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2579,7 +2900,7 @@ func (x *Plugin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plugin.ProtoReflect.Descriptor instead.
 func (*Plugin) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{33}
+	return file_writ_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Plugin) GetName() string {
@@ -2633,7 +2954,7 @@ type PluginsResponse struct {
 
 func (x *PluginsResponse) Reset() {
 	*x = PluginsResponse{}
-	mi := &file_writ_proto_msgTypes[34]
+	mi := &file_writ_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2645,7 +2966,7 @@ func (x *PluginsResponse) String() string {
 func (*PluginsResponse) ProtoMessage() {}
 
 func (x *PluginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[34]
+	mi := &file_writ_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2658,7 +2979,7 @@ func (x *PluginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginsResponse.ProtoReflect.Descriptor instead.
 func (*PluginsResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{34}
+	return file_writ_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PluginsResponse) GetPlugins() []*Plugin {
@@ -2680,7 +3001,7 @@ type ConfigShowRequest struct {
 
 func (x *ConfigShowRequest) Reset() {
 	*x = ConfigShowRequest{}
-	mi := &file_writ_proto_msgTypes[35]
+	mi := &file_writ_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2692,7 +3013,7 @@ func (x *ConfigShowRequest) String() string {
 func (*ConfigShowRequest) ProtoMessage() {}
 
 func (x *ConfigShowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[35]
+	mi := &file_writ_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2705,7 +3026,7 @@ func (x *ConfigShowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigShowRequest.ProtoReflect.Descriptor instead.
 func (*ConfigShowRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{35}
+	return file_writ_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ConfigShowRequest) GetType() string {
@@ -2732,7 +3053,7 @@ type ConfigShowResponse struct {
 
 func (x *ConfigShowResponse) Reset() {
 	*x = ConfigShowResponse{}
-	mi := &file_writ_proto_msgTypes[36]
+	mi := &file_writ_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2744,7 +3065,7 @@ func (x *ConfigShowResponse) String() string {
 func (*ConfigShowResponse) ProtoMessage() {}
 
 func (x *ConfigShowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[36]
+	mi := &file_writ_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2757,7 +3078,7 @@ func (x *ConfigShowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigShowResponse.ProtoReflect.Descriptor instead.
 func (*ConfigShowResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{36}
+	return file_writ_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ConfigShowResponse) GetTag() string {
@@ -2816,7 +3137,7 @@ type ConfigUpgradeRequest struct {
 
 func (x *ConfigUpgradeRequest) Reset() {
 	*x = ConfigUpgradeRequest{}
-	mi := &file_writ_proto_msgTypes[37]
+	mi := &file_writ_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2828,7 +3149,7 @@ func (x *ConfigUpgradeRequest) String() string {
 func (*ConfigUpgradeRequest) ProtoMessage() {}
 
 func (x *ConfigUpgradeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[37]
+	mi := &file_writ_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2841,7 +3162,7 @@ func (x *ConfigUpgradeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigUpgradeRequest.ProtoReflect.Descriptor instead.
 func (*ConfigUpgradeRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{37}
+	return file_writ_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ConfigUpgradeRequest) GetRequestId() string {
@@ -2907,7 +3228,7 @@ type ConfigProgress struct {
 
 func (x *ConfigProgress) Reset() {
 	*x = ConfigProgress{}
-	mi := &file_writ_proto_msgTypes[38]
+	mi := &file_writ_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2919,7 +3240,7 @@ func (x *ConfigProgress) String() string {
 func (*ConfigProgress) ProtoMessage() {}
 
 func (x *ConfigProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[38]
+	mi := &file_writ_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2932,7 +3253,7 @@ func (x *ConfigProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigProgress.ProtoReflect.Descriptor instead.
 func (*ConfigProgress) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{38}
+	return file_writ_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ConfigProgress) GetPhase() ConfigProgress_Phase {
@@ -3015,7 +3336,7 @@ type PromoteMemberRequest struct {
 
 func (x *PromoteMemberRequest) Reset() {
 	*x = PromoteMemberRequest{}
-	mi := &file_writ_proto_msgTypes[39]
+	mi := &file_writ_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3027,7 +3348,7 @@ func (x *PromoteMemberRequest) String() string {
 func (*PromoteMemberRequest) ProtoMessage() {}
 
 func (x *PromoteMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[39]
+	mi := &file_writ_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3040,7 +3361,7 @@ func (x *PromoteMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromoteMemberRequest.ProtoReflect.Descriptor instead.
 func (*PromoteMemberRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{39}
+	return file_writ_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *PromoteMemberRequest) GetId() string {
@@ -3061,7 +3382,7 @@ type PromoteMemberResponse struct {
 
 func (x *PromoteMemberResponse) Reset() {
 	*x = PromoteMemberResponse{}
-	mi := &file_writ_proto_msgTypes[40]
+	mi := &file_writ_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3073,7 +3394,7 @@ func (x *PromoteMemberResponse) String() string {
 func (*PromoteMemberResponse) ProtoMessage() {}
 
 func (x *PromoteMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[40]
+	mi := &file_writ_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3086,7 +3407,7 @@ func (x *PromoteMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromoteMemberResponse.ProtoReflect.Descriptor instead.
 func (*PromoteMemberResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{40}
+	return file_writ_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *PromoteMemberResponse) GetId() string {
@@ -3111,7 +3432,7 @@ type SchemaRequest struct {
 
 func (x *SchemaRequest) Reset() {
 	*x = SchemaRequest{}
-	mi := &file_writ_proto_msgTypes[41]
+	mi := &file_writ_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3123,7 +3444,7 @@ func (x *SchemaRequest) String() string {
 func (*SchemaRequest) ProtoMessage() {}
 
 func (x *SchemaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[41]
+	mi := &file_writ_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3136,7 +3457,7 @@ func (x *SchemaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaRequest.ProtoReflect.Descriptor instead.
 func (*SchemaRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{41}
+	return file_writ_proto_rawDescGZIP(), []int{44}
 }
 
 type SchemaResponse struct {
@@ -3151,7 +3472,7 @@ type SchemaResponse struct {
 
 func (x *SchemaResponse) Reset() {
 	*x = SchemaResponse{}
-	mi := &file_writ_proto_msgTypes[42]
+	mi := &file_writ_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3163,7 +3484,7 @@ func (x *SchemaResponse) String() string {
 func (*SchemaResponse) ProtoMessage() {}
 
 func (x *SchemaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[42]
+	mi := &file_writ_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3176,7 +3497,7 @@ func (x *SchemaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaResponse.ProtoReflect.Descriptor instead.
 func (*SchemaResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{42}
+	return file_writ_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SchemaResponse) GetSchemaFingerprint() string {
@@ -3212,7 +3533,7 @@ type ResolveConflictRequest struct {
 
 func (x *ResolveConflictRequest) Reset() {
 	*x = ResolveConflictRequest{}
-	mi := &file_writ_proto_msgTypes[43]
+	mi := &file_writ_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3224,7 +3545,7 @@ func (x *ResolveConflictRequest) String() string {
 func (*ResolveConflictRequest) ProtoMessage() {}
 
 func (x *ResolveConflictRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[43]
+	mi := &file_writ_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3237,7 +3558,7 @@ func (x *ResolveConflictRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveConflictRequest.ProtoReflect.Descriptor instead.
 func (*ResolveConflictRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{43}
+	return file_writ_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ResolveConflictRequest) GetKey() string {
@@ -3288,7 +3609,7 @@ type ResolveConflictResponse struct {
 
 func (x *ResolveConflictResponse) Reset() {
 	*x = ResolveConflictResponse{}
-	mi := &file_writ_proto_msgTypes[44]
+	mi := &file_writ_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3300,7 +3621,7 @@ func (x *ResolveConflictResponse) String() string {
 func (*ResolveConflictResponse) ProtoMessage() {}
 
 func (x *ResolveConflictResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[44]
+	mi := &file_writ_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3313,7 +3634,7 @@ func (x *ResolveConflictResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveConflictResponse.ProtoReflect.Descriptor instead.
 func (*ResolveConflictResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{44}
+	return file_writ_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ResolveConflictResponse) GetOutcome() Outcome {
@@ -3362,7 +3683,7 @@ type Admission struct {
 
 func (x *Admission) Reset() {
 	*x = Admission{}
-	mi := &file_writ_proto_msgTypes[45]
+	mi := &file_writ_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3374,7 +3695,7 @@ func (x *Admission) String() string {
 func (*Admission) ProtoMessage() {}
 
 func (x *Admission) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[45]
+	mi := &file_writ_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3387,7 +3708,7 @@ func (x *Admission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Admission.ProtoReflect.Descriptor instead.
 func (*Admission) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{45}
+	return file_writ_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *Admission) GetInflight() uint64 {
@@ -3477,7 +3798,28 @@ const file_writ_proto_rawDesc = "" +
 	"\x05index\x18\x03 \x01(\x04R\x05index\x12\x16\n" +
 	"\x06result\x18\x04 \x01(\fR\x06result\x12\x16\n" +
 	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x1b\n" +
-	"\tserved_by\x18\x06 \x01(\tR\bservedBy\"5\n" +
+	"\tserved_by\x18\x06 \x01(\tR\bservedBy\"\xe2\x01\n" +
+	"\fWriteRequest\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x120\n" +
+	"\x06submit\x18\x02 \x01(\v2\x16.writ.v1.SubmitRequestH\x00R\x06submit\x120\n" +
+	"\x06report\x18\x03 \x01(\v2\x16.writ.v1.ReportRequestH\x00R\x06report\x123\n" +
+	"\adeliver\x18\x04 \x01(\v2\x17.writ.v1.DeliverRequestH\x00R\adeliver\x12\x1f\n" +
+	"\vdeadline_ms\x18\x05 \x01(\rR\n" +
+	"deadlineMsB\x06\n" +
+	"\x04call\"\x8d\x02\n" +
+	"\rWriteResponse\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x121\n" +
+	"\x06submit\x18\x02 \x01(\v2\x17.writ.v1.SubmitResponseH\x00R\x06submit\x121\n" +
+	"\x06report\x18\x03 \x01(\v2\x17.writ.v1.ReportResponseH\x00R\x06report\x124\n" +
+	"\adeliver\x18\x04 \x01(\v2\x18.writ.v1.DeliverResponseH\x00R\adeliver\x12+\n" +
+	"\x05error\x18\x05 \x01(\v2\x13.writ.v1.WriteErrorH\x00R\x05error\x12\x18\n" +
+	"\adrained\x18\x06 \x01(\bR\adrainedB\a\n" +
+	"\x05reply\"j\n" +
+	"\n" +
+	"WriteError\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\rR\x04code\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12.\n" +
+	"\x06detail\x18\x03 \x01(\v2\x16.writ.v1.OutcomeDetailR\x06detail\"5\n" +
 	"\rReportRequest\x12$\n" +
 	"\x05entry\x18\x01 \x01(\v2\x0e.writ.v1.EntryR\x05entry\"\x81\x01\n" +
 	"\x0eReportResponse\x12\x1a\n" +
@@ -3736,11 +4078,12 @@ const file_writ_proto_rawDesc = "" +
 	"\bEncoding\x12\b\n" +
 	"\x04JSON\x10\x00\x12\n" +
 	"\n" +
-	"\x06BINARY\x10\x012\xfd\b\n" +
+	"\x06BINARY\x10\x012\xb9\t\n" +
 	"\x04Writ\x129\n" +
 	"\x06Submit\x12\x16.writ.v1.SubmitRequest\x1a\x17.writ.v1.SubmitResponse\x129\n" +
 	"\x06Report\x12\x16.writ.v1.ReportRequest\x1a\x17.writ.v1.ReportResponse\x12<\n" +
-	"\aDeliver\x12\x17.writ.v1.DeliverRequest\x1a\x18.writ.v1.DeliverResponse\x125\n" +
+	"\aDeliver\x12\x17.writ.v1.DeliverRequest\x1a\x18.writ.v1.DeliverResponse\x12:\n" +
+	"\x05Write\x12\x15.writ.v1.WriteRequest\x1a\x16.writ.v1.WriteResponse(\x010\x01\x125\n" +
 	"\x05Watch\x12\x15.writ.v1.WatchRequest\x1a\x13.writ.v1.WatchEvent0\x01\x120\n" +
 	"\x03Get\x12\x13.writ.v1.GetRequest\x1a\x14.writ.v1.GetResponse\x123\n" +
 	"\x04List\x12\x14.writ.v1.ListRequest\x1a\x15.writ.v1.ListResponse\x12<\n" +
@@ -3771,7 +4114,7 @@ func file_writ_proto_rawDescGZIP() []byte {
 }
 
 var file_writ_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_writ_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_writ_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_writ_proto_goTypes = []any{
 	(Outcome)(0),                    // 0: writ.v1.Outcome
 	(Encoding)(0),                   // 1: writ.v1.Encoding
@@ -3781,119 +4124,132 @@ var file_writ_proto_goTypes = []any{
 	(*Entry)(nil),                   // 5: writ.v1.Entry
 	(*SubmitRequest)(nil),           // 6: writ.v1.SubmitRequest
 	(*SubmitResponse)(nil),          // 7: writ.v1.SubmitResponse
-	(*ReportRequest)(nil),           // 8: writ.v1.ReportRequest
-	(*ReportResponse)(nil),          // 9: writ.v1.ReportResponse
-	(*DeliverRequest)(nil),          // 10: writ.v1.DeliverRequest
-	(*DeliverResponse)(nil),         // 11: writ.v1.DeliverResponse
-	(*WatchRequest)(nil),            // 12: writ.v1.WatchRequest
-	(*WatchEvent)(nil),              // 13: writ.v1.WatchEvent
-	(*Record)(nil),                  // 14: writ.v1.Record
-	(*GetRequest)(nil),              // 15: writ.v1.GetRequest
-	(*GetResponse)(nil),             // 16: writ.v1.GetResponse
-	(*ListRequest)(nil),             // 17: writ.v1.ListRequest
-	(*ListResponse)(nil),            // 18: writ.v1.ListResponse
-	(*OutcomeRequest)(nil),          // 19: writ.v1.OutcomeRequest
-	(*OutcomeResponse)(nil),         // 20: writ.v1.OutcomeResponse
-	(*ConflictsRequest)(nil),        // 21: writ.v1.ConflictsRequest
-	(*Conflict)(nil),                // 22: writ.v1.Conflict
-	(*ConflictsResponse)(nil),       // 23: writ.v1.ConflictsResponse
-	(*OutboxRequest)(nil),           // 24: writ.v1.OutboxRequest
-	(*OutboxFact)(nil),              // 25: writ.v1.OutboxFact
-	(*OutboxResponse)(nil),          // 26: writ.v1.OutboxResponse
-	(*StatusRequest)(nil),           // 27: writ.v1.StatusRequest
-	(*StatusResponse)(nil),          // 28: writ.v1.StatusResponse
-	(*CatchUp)(nil),                 // 29: writ.v1.CatchUp
-	(*MembersRequest)(nil),          // 30: writ.v1.MembersRequest
-	(*Member)(nil),                  // 31: writ.v1.Member
-	(*Refusal)(nil),                 // 32: writ.v1.Refusal
-	(*MembersResponse)(nil),         // 33: writ.v1.MembersResponse
-	(*KeyringRequest)(nil),          // 34: writ.v1.KeyringRequest
-	(*KeyringResponse)(nil),         // 35: writ.v1.KeyringResponse
-	(*PluginsRequest)(nil),          // 36: writ.v1.PluginsRequest
-	(*Plugin)(nil),                  // 37: writ.v1.Plugin
-	(*PluginsResponse)(nil),         // 38: writ.v1.PluginsResponse
-	(*ConfigShowRequest)(nil),       // 39: writ.v1.ConfigShowRequest
-	(*ConfigShowResponse)(nil),      // 40: writ.v1.ConfigShowResponse
-	(*ConfigUpgradeRequest)(nil),    // 41: writ.v1.ConfigUpgradeRequest
-	(*ConfigProgress)(nil),          // 42: writ.v1.ConfigProgress
-	(*PromoteMemberRequest)(nil),    // 43: writ.v1.PromoteMemberRequest
-	(*PromoteMemberResponse)(nil),   // 44: writ.v1.PromoteMemberResponse
-	(*SchemaRequest)(nil),           // 45: writ.v1.SchemaRequest
-	(*SchemaResponse)(nil),          // 46: writ.v1.SchemaResponse
-	(*ResolveConflictRequest)(nil),  // 47: writ.v1.ResolveConflictRequest
-	(*ResolveConflictResponse)(nil), // 48: writ.v1.ResolveConflictResponse
-	(*Admission)(nil),               // 49: writ.v1.Admission
-	nil,                             // 50: writ.v1.KeyringResponse.MessagesEntry
-	nil,                             // 51: writ.v1.KeyringResponse.KeysEntry
-	nil,                             // 52: writ.v1.KeyringResponse.PrimaryKeysEntry
+	(*WriteRequest)(nil),            // 8: writ.v1.WriteRequest
+	(*WriteResponse)(nil),           // 9: writ.v1.WriteResponse
+	(*WriteError)(nil),              // 10: writ.v1.WriteError
+	(*ReportRequest)(nil),           // 11: writ.v1.ReportRequest
+	(*ReportResponse)(nil),          // 12: writ.v1.ReportResponse
+	(*DeliverRequest)(nil),          // 13: writ.v1.DeliverRequest
+	(*DeliverResponse)(nil),         // 14: writ.v1.DeliverResponse
+	(*WatchRequest)(nil),            // 15: writ.v1.WatchRequest
+	(*WatchEvent)(nil),              // 16: writ.v1.WatchEvent
+	(*Record)(nil),                  // 17: writ.v1.Record
+	(*GetRequest)(nil),              // 18: writ.v1.GetRequest
+	(*GetResponse)(nil),             // 19: writ.v1.GetResponse
+	(*ListRequest)(nil),             // 20: writ.v1.ListRequest
+	(*ListResponse)(nil),            // 21: writ.v1.ListResponse
+	(*OutcomeRequest)(nil),          // 22: writ.v1.OutcomeRequest
+	(*OutcomeResponse)(nil),         // 23: writ.v1.OutcomeResponse
+	(*ConflictsRequest)(nil),        // 24: writ.v1.ConflictsRequest
+	(*Conflict)(nil),                // 25: writ.v1.Conflict
+	(*ConflictsResponse)(nil),       // 26: writ.v1.ConflictsResponse
+	(*OutboxRequest)(nil),           // 27: writ.v1.OutboxRequest
+	(*OutboxFact)(nil),              // 28: writ.v1.OutboxFact
+	(*OutboxResponse)(nil),          // 29: writ.v1.OutboxResponse
+	(*StatusRequest)(nil),           // 30: writ.v1.StatusRequest
+	(*StatusResponse)(nil),          // 31: writ.v1.StatusResponse
+	(*CatchUp)(nil),                 // 32: writ.v1.CatchUp
+	(*MembersRequest)(nil),          // 33: writ.v1.MembersRequest
+	(*Member)(nil),                  // 34: writ.v1.Member
+	(*Refusal)(nil),                 // 35: writ.v1.Refusal
+	(*MembersResponse)(nil),         // 36: writ.v1.MembersResponse
+	(*KeyringRequest)(nil),          // 37: writ.v1.KeyringRequest
+	(*KeyringResponse)(nil),         // 38: writ.v1.KeyringResponse
+	(*PluginsRequest)(nil),          // 39: writ.v1.PluginsRequest
+	(*Plugin)(nil),                  // 40: writ.v1.Plugin
+	(*PluginsResponse)(nil),         // 41: writ.v1.PluginsResponse
+	(*ConfigShowRequest)(nil),       // 42: writ.v1.ConfigShowRequest
+	(*ConfigShowResponse)(nil),      // 43: writ.v1.ConfigShowResponse
+	(*ConfigUpgradeRequest)(nil),    // 44: writ.v1.ConfigUpgradeRequest
+	(*ConfigProgress)(nil),          // 45: writ.v1.ConfigProgress
+	(*PromoteMemberRequest)(nil),    // 46: writ.v1.PromoteMemberRequest
+	(*PromoteMemberResponse)(nil),   // 47: writ.v1.PromoteMemberResponse
+	(*SchemaRequest)(nil),           // 48: writ.v1.SchemaRequest
+	(*SchemaResponse)(nil),          // 49: writ.v1.SchemaResponse
+	(*ResolveConflictRequest)(nil),  // 50: writ.v1.ResolveConflictRequest
+	(*ResolveConflictResponse)(nil), // 51: writ.v1.ResolveConflictResponse
+	(*Admission)(nil),               // 52: writ.v1.Admission
+	nil,                             // 53: writ.v1.KeyringResponse.MessagesEntry
+	nil,                             // 54: writ.v1.KeyringResponse.KeysEntry
+	nil,                             // 55: writ.v1.KeyringResponse.PrimaryKeysEntry
 }
 var file_writ_proto_depIdxs = []int32{
 	0,  // 0: writ.v1.OutcomeDetail.outcome:type_name -> writ.v1.Outcome
 	1,  // 1: writ.v1.Entry.encoding:type_name -> writ.v1.Encoding
 	5,  // 2: writ.v1.SubmitRequest.entry:type_name -> writ.v1.Entry
 	0,  // 3: writ.v1.SubmitResponse.outcome:type_name -> writ.v1.Outcome
-	5,  // 4: writ.v1.ReportRequest.entry:type_name -> writ.v1.Entry
-	5,  // 5: writ.v1.DeliverRequest.entry:type_name -> writ.v1.Entry
-	14, // 6: writ.v1.GetResponse.record:type_name -> writ.v1.Record
-	14, // 7: writ.v1.ListResponse.records:type_name -> writ.v1.Record
-	0,  // 8: writ.v1.OutcomeResponse.outcome:type_name -> writ.v1.Outcome
-	22, // 9: writ.v1.ConflictsResponse.conflicts:type_name -> writ.v1.Conflict
-	25, // 10: writ.v1.OutboxResponse.facts:type_name -> writ.v1.OutboxFact
-	49, // 11: writ.v1.StatusResponse.admission:type_name -> writ.v1.Admission
-	29, // 12: writ.v1.StatusResponse.catch_up:type_name -> writ.v1.CatchUp
-	29, // 13: writ.v1.Member.catch_up:type_name -> writ.v1.CatchUp
-	31, // 14: writ.v1.MembersResponse.members:type_name -> writ.v1.Member
-	32, // 15: writ.v1.MembersResponse.refused:type_name -> writ.v1.Refusal
-	2,  // 16: writ.v1.KeyringRequest.op:type_name -> writ.v1.KeyringRequest.Op
-	2,  // 17: writ.v1.KeyringResponse.op:type_name -> writ.v1.KeyringRequest.Op
-	50, // 18: writ.v1.KeyringResponse.messages:type_name -> writ.v1.KeyringResponse.MessagesEntry
-	51, // 19: writ.v1.KeyringResponse.keys:type_name -> writ.v1.KeyringResponse.KeysEntry
-	52, // 20: writ.v1.KeyringResponse.primary_keys:type_name -> writ.v1.KeyringResponse.PrimaryKeysEntry
-	37, // 21: writ.v1.PluginsResponse.plugins:type_name -> writ.v1.Plugin
-	3,  // 22: writ.v1.ConfigProgress.phase:type_name -> writ.v1.ConfigProgress.Phase
-	0,  // 23: writ.v1.ConfigProgress.outcome:type_name -> writ.v1.Outcome
-	0,  // 24: writ.v1.ResolveConflictResponse.outcome:type_name -> writ.v1.Outcome
-	6,  // 25: writ.v1.Writ.Submit:input_type -> writ.v1.SubmitRequest
-	8,  // 26: writ.v1.Writ.Report:input_type -> writ.v1.ReportRequest
-	10, // 27: writ.v1.Writ.Deliver:input_type -> writ.v1.DeliverRequest
-	12, // 28: writ.v1.Writ.Watch:input_type -> writ.v1.WatchRequest
-	15, // 29: writ.v1.Writ.Get:input_type -> writ.v1.GetRequest
-	17, // 30: writ.v1.Writ.List:input_type -> writ.v1.ListRequest
-	19, // 31: writ.v1.Writ.Outcome:input_type -> writ.v1.OutcomeRequest
-	21, // 32: writ.v1.Writ.Conflicts:input_type -> writ.v1.ConflictsRequest
-	24, // 33: writ.v1.Writ.Outbox:input_type -> writ.v1.OutboxRequest
-	27, // 34: writ.v1.Writ.Status:input_type -> writ.v1.StatusRequest
-	30, // 35: writ.v1.Writ.Members:input_type -> writ.v1.MembersRequest
-	34, // 36: writ.v1.Writ.Keyring:input_type -> writ.v1.KeyringRequest
-	36, // 37: writ.v1.Writ.Plugins:input_type -> writ.v1.PluginsRequest
-	39, // 38: writ.v1.Writ.ConfigShow:input_type -> writ.v1.ConfigShowRequest
-	41, // 39: writ.v1.Writ.ConfigUpgrade:input_type -> writ.v1.ConfigUpgradeRequest
-	45, // 40: writ.v1.Writ.Schema:input_type -> writ.v1.SchemaRequest
-	47, // 41: writ.v1.Writ.ResolveConflict:input_type -> writ.v1.ResolveConflictRequest
-	43, // 42: writ.v1.Writ.PromoteMember:input_type -> writ.v1.PromoteMemberRequest
-	7,  // 43: writ.v1.Writ.Submit:output_type -> writ.v1.SubmitResponse
-	9,  // 44: writ.v1.Writ.Report:output_type -> writ.v1.ReportResponse
-	11, // 45: writ.v1.Writ.Deliver:output_type -> writ.v1.DeliverResponse
-	13, // 46: writ.v1.Writ.Watch:output_type -> writ.v1.WatchEvent
-	16, // 47: writ.v1.Writ.Get:output_type -> writ.v1.GetResponse
-	18, // 48: writ.v1.Writ.List:output_type -> writ.v1.ListResponse
-	20, // 49: writ.v1.Writ.Outcome:output_type -> writ.v1.OutcomeResponse
-	23, // 50: writ.v1.Writ.Conflicts:output_type -> writ.v1.ConflictsResponse
-	26, // 51: writ.v1.Writ.Outbox:output_type -> writ.v1.OutboxResponse
-	28, // 52: writ.v1.Writ.Status:output_type -> writ.v1.StatusResponse
-	33, // 53: writ.v1.Writ.Members:output_type -> writ.v1.MembersResponse
-	35, // 54: writ.v1.Writ.Keyring:output_type -> writ.v1.KeyringResponse
-	38, // 55: writ.v1.Writ.Plugins:output_type -> writ.v1.PluginsResponse
-	40, // 56: writ.v1.Writ.ConfigShow:output_type -> writ.v1.ConfigShowResponse
-	42, // 57: writ.v1.Writ.ConfigUpgrade:output_type -> writ.v1.ConfigProgress
-	46, // 58: writ.v1.Writ.Schema:output_type -> writ.v1.SchemaResponse
-	48, // 59: writ.v1.Writ.ResolveConflict:output_type -> writ.v1.ResolveConflictResponse
-	44, // 60: writ.v1.Writ.PromoteMember:output_type -> writ.v1.PromoteMemberResponse
-	43, // [43:61] is the sub-list for method output_type
-	25, // [25:43] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	6,  // 4: writ.v1.WriteRequest.submit:type_name -> writ.v1.SubmitRequest
+	11, // 5: writ.v1.WriteRequest.report:type_name -> writ.v1.ReportRequest
+	13, // 6: writ.v1.WriteRequest.deliver:type_name -> writ.v1.DeliverRequest
+	7,  // 7: writ.v1.WriteResponse.submit:type_name -> writ.v1.SubmitResponse
+	12, // 8: writ.v1.WriteResponse.report:type_name -> writ.v1.ReportResponse
+	14, // 9: writ.v1.WriteResponse.deliver:type_name -> writ.v1.DeliverResponse
+	10, // 10: writ.v1.WriteResponse.error:type_name -> writ.v1.WriteError
+	4,  // 11: writ.v1.WriteError.detail:type_name -> writ.v1.OutcomeDetail
+	5,  // 12: writ.v1.ReportRequest.entry:type_name -> writ.v1.Entry
+	5,  // 13: writ.v1.DeliverRequest.entry:type_name -> writ.v1.Entry
+	17, // 14: writ.v1.GetResponse.record:type_name -> writ.v1.Record
+	17, // 15: writ.v1.ListResponse.records:type_name -> writ.v1.Record
+	0,  // 16: writ.v1.OutcomeResponse.outcome:type_name -> writ.v1.Outcome
+	25, // 17: writ.v1.ConflictsResponse.conflicts:type_name -> writ.v1.Conflict
+	28, // 18: writ.v1.OutboxResponse.facts:type_name -> writ.v1.OutboxFact
+	52, // 19: writ.v1.StatusResponse.admission:type_name -> writ.v1.Admission
+	32, // 20: writ.v1.StatusResponse.catch_up:type_name -> writ.v1.CatchUp
+	32, // 21: writ.v1.Member.catch_up:type_name -> writ.v1.CatchUp
+	34, // 22: writ.v1.MembersResponse.members:type_name -> writ.v1.Member
+	35, // 23: writ.v1.MembersResponse.refused:type_name -> writ.v1.Refusal
+	2,  // 24: writ.v1.KeyringRequest.op:type_name -> writ.v1.KeyringRequest.Op
+	2,  // 25: writ.v1.KeyringResponse.op:type_name -> writ.v1.KeyringRequest.Op
+	53, // 26: writ.v1.KeyringResponse.messages:type_name -> writ.v1.KeyringResponse.MessagesEntry
+	54, // 27: writ.v1.KeyringResponse.keys:type_name -> writ.v1.KeyringResponse.KeysEntry
+	55, // 28: writ.v1.KeyringResponse.primary_keys:type_name -> writ.v1.KeyringResponse.PrimaryKeysEntry
+	40, // 29: writ.v1.PluginsResponse.plugins:type_name -> writ.v1.Plugin
+	3,  // 30: writ.v1.ConfigProgress.phase:type_name -> writ.v1.ConfigProgress.Phase
+	0,  // 31: writ.v1.ConfigProgress.outcome:type_name -> writ.v1.Outcome
+	0,  // 32: writ.v1.ResolveConflictResponse.outcome:type_name -> writ.v1.Outcome
+	6,  // 33: writ.v1.Writ.Submit:input_type -> writ.v1.SubmitRequest
+	11, // 34: writ.v1.Writ.Report:input_type -> writ.v1.ReportRequest
+	13, // 35: writ.v1.Writ.Deliver:input_type -> writ.v1.DeliverRequest
+	8,  // 36: writ.v1.Writ.Write:input_type -> writ.v1.WriteRequest
+	15, // 37: writ.v1.Writ.Watch:input_type -> writ.v1.WatchRequest
+	18, // 38: writ.v1.Writ.Get:input_type -> writ.v1.GetRequest
+	20, // 39: writ.v1.Writ.List:input_type -> writ.v1.ListRequest
+	22, // 40: writ.v1.Writ.Outcome:input_type -> writ.v1.OutcomeRequest
+	24, // 41: writ.v1.Writ.Conflicts:input_type -> writ.v1.ConflictsRequest
+	27, // 42: writ.v1.Writ.Outbox:input_type -> writ.v1.OutboxRequest
+	30, // 43: writ.v1.Writ.Status:input_type -> writ.v1.StatusRequest
+	33, // 44: writ.v1.Writ.Members:input_type -> writ.v1.MembersRequest
+	37, // 45: writ.v1.Writ.Keyring:input_type -> writ.v1.KeyringRequest
+	39, // 46: writ.v1.Writ.Plugins:input_type -> writ.v1.PluginsRequest
+	42, // 47: writ.v1.Writ.ConfigShow:input_type -> writ.v1.ConfigShowRequest
+	44, // 48: writ.v1.Writ.ConfigUpgrade:input_type -> writ.v1.ConfigUpgradeRequest
+	48, // 49: writ.v1.Writ.Schema:input_type -> writ.v1.SchemaRequest
+	50, // 50: writ.v1.Writ.ResolveConflict:input_type -> writ.v1.ResolveConflictRequest
+	46, // 51: writ.v1.Writ.PromoteMember:input_type -> writ.v1.PromoteMemberRequest
+	7,  // 52: writ.v1.Writ.Submit:output_type -> writ.v1.SubmitResponse
+	12, // 53: writ.v1.Writ.Report:output_type -> writ.v1.ReportResponse
+	14, // 54: writ.v1.Writ.Deliver:output_type -> writ.v1.DeliverResponse
+	9,  // 55: writ.v1.Writ.Write:output_type -> writ.v1.WriteResponse
+	16, // 56: writ.v1.Writ.Watch:output_type -> writ.v1.WatchEvent
+	19, // 57: writ.v1.Writ.Get:output_type -> writ.v1.GetResponse
+	21, // 58: writ.v1.Writ.List:output_type -> writ.v1.ListResponse
+	23, // 59: writ.v1.Writ.Outcome:output_type -> writ.v1.OutcomeResponse
+	26, // 60: writ.v1.Writ.Conflicts:output_type -> writ.v1.ConflictsResponse
+	29, // 61: writ.v1.Writ.Outbox:output_type -> writ.v1.OutboxResponse
+	31, // 62: writ.v1.Writ.Status:output_type -> writ.v1.StatusResponse
+	36, // 63: writ.v1.Writ.Members:output_type -> writ.v1.MembersResponse
+	38, // 64: writ.v1.Writ.Keyring:output_type -> writ.v1.KeyringResponse
+	41, // 65: writ.v1.Writ.Plugins:output_type -> writ.v1.PluginsResponse
+	43, // 66: writ.v1.Writ.ConfigShow:output_type -> writ.v1.ConfigShowResponse
+	45, // 67: writ.v1.Writ.ConfigUpgrade:output_type -> writ.v1.ConfigProgress
+	49, // 68: writ.v1.Writ.Schema:output_type -> writ.v1.SchemaResponse
+	51, // 69: writ.v1.Writ.ResolveConflict:output_type -> writ.v1.ResolveConflictResponse
+	47, // 70: writ.v1.Writ.PromoteMember:output_type -> writ.v1.PromoteMemberResponse
+	52, // [52:71] is the sub-list for method output_type
+	33, // [33:52] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_writ_proto_init() }
@@ -3901,13 +4257,24 @@ func file_writ_proto_init() {
 	if File_writ_proto != nil {
 		return
 	}
+	file_writ_proto_msgTypes[4].OneofWrappers = []any{
+		(*WriteRequest_Submit)(nil),
+		(*WriteRequest_Report)(nil),
+		(*WriteRequest_Deliver)(nil),
+	}
+	file_writ_proto_msgTypes[5].OneofWrappers = []any{
+		(*WriteResponse_Submit)(nil),
+		(*WriteResponse_Report)(nil),
+		(*WriteResponse_Deliver)(nil),
+		(*WriteResponse_Error)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_writ_proto_rawDesc), len(file_writ_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   49,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
