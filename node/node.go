@@ -252,7 +252,7 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	n.watchAPITLS(as.tls, cfg.API.CertFile)
 	n.apiAuth = as.auth
 	n.apis, err = api.New(api.Config{Writer: &writer{n: n}, Store: n.rs, Info: &info{n: n}, Membership: &members{a: n.mem}, Schema: n.sch.serve, Gate: n.sch.gate, Logger: n.log.With("component", "api"),
-		ForwardCreds: as.forward, Reflection: cfg.Dev || cfg.API.Reflection})
+		ForwardCreds: as.forward, Reflection: cfg.Dev || cfg.API.Reflection, Intercept: as.auth.Unary, MaxStreamCalls: cfg.API.MaxStreamCalls})
 	if err != nil {
 		return nil, err
 	}
@@ -316,7 +316,10 @@ func (n *Node) stop(leave bool) (err error) {
 		if n.rs.IsLeader() {
 			n.transferLeadership()
 		}
-		// stop taking new calls, give in-flight ones a moment
+		// stop taking new calls, give in-flight ones a moment (Write
+		// streams answer what they took and end, telling their clients
+		// that anything unanswered was not processed)
+		n.apis.Drain()
 		stopped := make(chan struct{})
 		go func() { n.gs.GracefulStop(); close(stopped) }()
 		select {

@@ -24,6 +24,7 @@ type APISecurity struct {
 	// Limits.
 	MaxConnections     int
 	MaxStreams         int
+	MaxStreamCalls     int
 	MaxWatchers        int
 	MaxWatchersPerConn int
 	WatchReplayRate    int
@@ -97,7 +98,7 @@ func (s source) apiSecurity(n *Node) error {
 	for _, l := range []struct {
 		key string
 		dst *int
-	}{{"api.max_connections", &a.MaxConnections}, {"api.max_streams", &a.MaxStreams}, {"api.max_watchers", &a.MaxWatchers}, {"api.max_watchers_per_conn", &a.MaxWatchersPerConn}, {"api.watch_replay_rate", &a.WatchReplayRate}} {
+	}{{"api.max_connections", &a.MaxConnections}, {"api.max_streams", &a.MaxStreams}, {"api.max_stream_calls", &a.MaxStreamCalls}, {"api.max_watchers", &a.MaxWatchers}, {"api.max_watchers_per_conn", &a.MaxWatchersPerConn}, {"api.watch_replay_rate", &a.WatchReplayRate}} {
 		if *l.dst, err = s.integerKey(l.key); err != nil {
 			return err
 		}
