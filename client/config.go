@@ -48,13 +48,21 @@ type Config struct {
 	MaxAttempts int
 	// DialOptions are appended to the client's own gRPC dial options.
 	DialOptions []grpc.DialOption
+	// Stream sends Submit, Report and Deliver (the typed calls and Raw's)
+	// on one long-lived Write stream per endpoint instead of a unary call
+	// each: less CPU per call on both sides when many calls run at once.
+	// Outcomes, retries and errors are the unary calls'. A node stopping
+	// gracefully answers the calls it took and tells the client the rest
+	// were not processed, so they go to the next endpoint. Against a node
+	// without the Write stream the calls are unary.
+	Stream bool
 }
 
 // Client talks to a writ cluster through a list of endpoints. It is safe
 // for concurrent use.
 type Client struct {
 	cfg Config
-	raw writv1.WritClient
+	raw rawWrit
 
 	mu         sync.Mutex
 	eps        []*endpoint
@@ -98,9 +106,13 @@ func New(cfg Config) (*Client, error) {
 			c.Close()
 			return nil, fmt.Errorf("client: endpoint %q: %w", a, err)
 		}
-		c.eps = append(c.eps, &endpoint{addr: a, conn: conn})
+		ep := &endpoint{addr: a, conn: conn}
+		if cfg.Stream {
+			ep.mux = &writeMux{conn: conn}
+		}
+		c.eps = append(c.eps, ep)
 	}
-	c.raw = writv1.NewWritClient(c)
+	c.raw = rawWrit{WritClient: writv1.NewWritClient(c), c: c}
 	return c, nil
 }
 
@@ -130,6 +142,9 @@ func (c *Client) Close() error {
 	c.closed = true
 	var errs []error
 	for _, e := range c.eps {
+		if e.mux != nil {
+			e.mux.close()
+		}
 		if e.conn != nil {
 			errs = append(errs, e.conn.Close())
 		}
@@ -149,7 +164,60 @@ func (c *Client) Endpoints() []string {
 // Raw returns the generated writ.v1 stub over the client's endpoints: each
 // call goes to the current endpoint and moves to the next one only when the
 // request never left the client. Use it for calls without a typed method.
+// With Config.Stream, its Submit, Report and Deliver use the Write stream.
 func (c *Client) Raw() writv1.WritClient { return c.raw }
+
+// writClient is the stub for one attempt on endpoint i.
+func (c *Client) writClient(i int, conn *grpc.ClientConn) writv1.WritClient {
+	w := writv1.NewWritClient(conn)
+	if m := c.eps[i].mux; m != nil {
+		return streamWrit{WritClient: w, m: m}
+	}
+	return w
+}
+
+// rawWrit is Raw: the stub over Invoke, with Submit, Report and Deliver
+// on the chosen endpoint's Write stream when Config.Stream is set.
+type rawWrit struct {
+	writv1.WritClient
+	c *Client
+}
+
+func (r rawWrit) Submit(ctx context.Context, in *writv1.SubmitRequest, opts ...grpc.CallOption) (*writv1.SubmitResponse, error) {
+	if !r.c.cfg.Stream {
+		return r.WritClient.Submit(ctx, in, opts...)
+	}
+	var out *writv1.SubmitResponse
+	err := r.c.untilSent(ctx, writv1.Writ_Submit_FullMethodName, func(ctx context.Context, i int, conn *grpc.ClientConn) (err error) {
+		out, err = r.c.writClient(i, conn).Submit(ctx, in, opts...)
+		return err
+	})
+	return out, err
+}
+
+func (r rawWrit) Report(ctx context.Context, in *writv1.ReportRequest, opts ...grpc.CallOption) (*writv1.ReportResponse, error) {
+	if !r.c.cfg.Stream {
+		return r.WritClient.Report(ctx, in, opts...)
+	}
+	var out *writv1.ReportResponse
+	err := r.c.untilSent(ctx, writv1.Writ_Report_FullMethodName, func(ctx context.Context, i int, conn *grpc.ClientConn) (err error) {
+		out, err = r.c.writClient(i, conn).Report(ctx, in, opts...)
+		return err
+	})
+	return out, err
+}
+
+func (r rawWrit) Deliver(ctx context.Context, in *writv1.DeliverRequest, opts ...grpc.CallOption) (*writv1.DeliverResponse, error) {
+	if !r.c.cfg.Stream {
+		return r.WritClient.Deliver(ctx, in, opts...)
+	}
+	var out *writv1.DeliverResponse
+	err := r.c.untilSent(ctx, writv1.Writ_Deliver_FullMethodName, func(ctx context.Context, i int, conn *grpc.ClientConn) (err error) {
+		out, err = r.c.writClient(i, conn).Deliver(ctx, in, opts...)
+		return err
+	})
+	return out, err
+}
 
 // bearer sends the token as a per-call authorization header.
 type bearer struct {

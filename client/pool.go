@@ -22,6 +22,7 @@ var ErrClosed = errors.New("client: closed")
 type endpoint struct {
 	addr      string
 	conn      *grpc.ClientConn
+	mux       *writeMux // Config.Stream: the endpoint's Write stream
 	fails     int       // consecutive failures
 	downUntil time.Time // not chosen before this unless nothing else is left
 }
@@ -152,6 +153,14 @@ var leaderMethods = map[string]bool{
 // Invoke implements grpc.ClientConnInterface for Raw: the call goes to the
 // chosen endpoint and moves on only while the request never left.
 func (c *Client) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	return c.untilSent(ctx, method, func(ctx context.Context, _ int, conn *grpc.ClientConn) error {
+		return conn.Invoke(ctx, method, args, reply, opts...)
+	})
+}
+
+// untilSent runs call on the chosen endpoint, moving to the next one only
+// while the request never left the client.
+func (c *Client) untilSent(ctx context.Context, method string, call func(context.Context, int, *grpc.ClientConn) error) error {
 	lead := leaderMethods[method]
 	if lead {
 		c.learnLeader(ctx)
@@ -171,7 +180,7 @@ func (c *Client) Invoke(ctx context.Context, method string, args, reply any, opt
 		}
 		tried[i] = true
 		actx, sent := trackSent(ctx)
-		err = conn.Invoke(actx, method, args, reply, opts...)
+		err = call(actx, i, conn)
 		if err == nil || !transportFailure(err) {
 			c.up(i)
 			return err

@@ -65,7 +65,7 @@ func (c *Client) retry(ctx context.Context, lead bool, perAttempt time.Duration,
 		t.addr = addr
 		actx, cancel := context.WithTimeout(ctx, perAttempt)
 		actx, sent := trackSent(actx)
-		err = fn(actx, writv1.NewWritClient(conn))
+		err = fn(actx, c.writClient(i, conn))
 		cancel()
 		t.err = err
 		if err == nil {

@@ -342,6 +342,7 @@ func (a *app) benchCmd() *cobra.Command {
 	f.StringVar(&getKey, "get", "", "time reads instead of writes: Get calls of this key (linearizable: confirmed with a quorum)")
 	f.DurationVar(&duration, "duration", 0, "stop starting operations after this long (--ops is then an upper bound; 0: run all --ops)")
 	f.BoolVar(&serializable, "serializable", false, "with --get: read the node's applied state without a quorum round")
+	f.BoolVar(&a.stream, "stream", true, "send the writes on one long-lived Write stream per endpoint, many calls at once (false: one unary gRPC call each)")
 	f.DurationVar(&retryFor, "retry", 0, "drive each write to a definite answer for up to this long: fail over and retry with the same ID, resend under a new ID after NOT_COMMITTED (0: one call per operation, as a raw benchmark)")
 	return cmd
 }

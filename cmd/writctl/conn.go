@@ -37,6 +37,7 @@ func (a *app) clientConfig() (client.Config, error) {
 		RequestTimeout: a.timeout,
 		TLS:            tc,
 		Token:          a.creds.token,
+		Stream:         a.stream,
 	}, nil
 }
 

@@ -56,6 +56,8 @@ type app struct {
 	creds   creds
 	output  string
 	timeout time.Duration
+	// stream sends writes on a Write stream per endpoint (bench --stream).
+	stream bool
 
 	stdin     io.Reader
 	out, errw io.Writer
