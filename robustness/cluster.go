@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/client"
 	"github.com/writ-dev/writ/internal/proccluster"
 )
 
@@ -52,6 +53,9 @@ type Node struct {
 	// another node from then on, even the bootstrap node.
 	wiped  bool
 	client writv1.WritClient
+	// stream is the Go client behind client when the node's writes go on
+	// a Write stream (streamHost); nil otherwise.
+	stream *client.Client
 	// metrics is the node's metrics listener (pprof on), which the
 	// sampler reads goroutine counts from.
 	metrics string
@@ -130,7 +134,24 @@ func (c *Cluster) newNode(name, h string) (*Node, error) {
 	if n.client, err = n.Dial(grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
 		return nil, fmt.Errorf("robustness: %w", err)
 	}
+	if streamHost(h) {
+		// The clients of every other host send their writes on a Write
+		// stream (the Go client's Config.Stream), so that faults hit
+		// streams as well as unary calls.
+		cl, err := client.New(client.Config{Endpoints: []string{n.API}, Stream: true})
+		if err != nil {
+			return nil, fmt.Errorf("robustness: %w", err)
+		}
+		n.client, n.stream = cl.Raw(), cl
+	}
 	return n, nil
+}
+
+// streamHost says whether the workload writes to the node at host h on a
+// Write stream: the hosts whose last address byte is odd.
+func streamHost(h string) bool {
+	ip := net.ParseIP(h).To4()
+	return ip != nil && ip[3]%2 == 1
 }
 
 // spareHost is the address after the last of hosts (127.0.47.3 →
@@ -317,6 +338,9 @@ func (c *Cluster) Close() []string {
 	wg.Wait()
 	var exits []string
 	for _, n := range c.nodes {
+		if n.stream != nil {
+			_ = n.stream.Close()
+		}
 		n.CloseClient()
 		n.mu.Lock()
 		exits = append(exits, n.exits...)
