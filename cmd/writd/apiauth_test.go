@@ -152,8 +152,8 @@ func TestAPIAuthRealCluster(t *testing.T) {
 			wantCode(t, st.StreamName, err, codes.Unauthenticated)
 			n++
 		}
-		if n != 18 {
-			t.Errorf("checked %d RPCs, the service had 18: extend the role table in api/auth.go and this test", n)
+		if n != 19 {
+			t.Errorf("checked %d RPCs, the service had 19: extend the role table in api/auth.go and this test", n)
 		}
 		ctx, cancel := ctx5()
 		defer cancel()
