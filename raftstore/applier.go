@@ -275,9 +275,15 @@ func (n *Node) maybeSnapshot() error {
 		return err
 	}
 	n.snapIndex.Store(idx)
-	if idx > n.cfg.SnapshotCatchUp {
-		if err := n.storage.Compact(idx - n.cfg.SnapshotCatchUp); err != nil && !errors.Is(err, raft.ErrCompacted) {
-			return fmt.Errorf("raftstore: compact log to %d: %w", idx-n.cfg.SnapshotCatchUp, err)
+	// Compact only behind what raft has applied too. After a restart with
+	// the state ahead of the newest snapshot kept (the next one failed,
+	// or the node died before saving it), raft hands the entries between
+	// them out again, a few a Ready, while the applier skips them: a
+	// compaction behind idx alone removed entries raft had yet to hand
+	// out, and raft panicked (TestRestartWithStateAheadOfItsSnapshot).
+	if upTo := min(idx, n.raftApplied()); upTo > n.cfg.SnapshotCatchUp {
+		if err := n.storage.Compact(upTo - n.cfg.SnapshotCatchUp); err != nil && !errors.Is(err, raft.ErrCompacted) {
+			return fmt.Errorf("raftstore: compact log to %d: %w", upTo-n.cfg.SnapshotCatchUp, err)
 		}
 	}
 	if err := n.wal.ReleaseLockTo(idx); err != nil {
