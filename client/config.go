@@ -187,33 +187,35 @@ func (r rawWrit) Submit(ctx context.Context, in *writv1.SubmitRequest, opts ...g
 	if !r.c.cfg.Stream {
 		return r.WritClient.Submit(ctx, in, opts...)
 	}
-	var out *writv1.SubmitResponse
-	err := r.c.untilSent(ctx, writv1.Writ_Submit_FullMethodName, func(ctx context.Context, i int, conn *grpc.ClientConn) (err error) {
-		out, err = r.c.writClient(i, conn).Submit(ctx, in, opts...)
-		return err
+	return rawOn(ctx, r.c, writv1.Writ_Submit_FullMethodName, func(ctx context.Context, w writv1.WritClient) (*writv1.SubmitResponse, error) {
+		return w.Submit(ctx, in, opts...)
 	})
-	return out, err
 }
 
 func (r rawWrit) Report(ctx context.Context, in *writv1.ReportRequest, opts ...grpc.CallOption) (*writv1.ReportResponse, error) {
 	if !r.c.cfg.Stream {
 		return r.WritClient.Report(ctx, in, opts...)
 	}
-	var out *writv1.ReportResponse
-	err := r.c.untilSent(ctx, writv1.Writ_Report_FullMethodName, func(ctx context.Context, i int, conn *grpc.ClientConn) (err error) {
-		out, err = r.c.writClient(i, conn).Report(ctx, in, opts...)
-		return err
+	return rawOn(ctx, r.c, writv1.Writ_Report_FullMethodName, func(ctx context.Context, w writv1.WritClient) (*writv1.ReportResponse, error) {
+		return w.Report(ctx, in, opts...)
 	})
-	return out, err
 }
 
 func (r rawWrit) Deliver(ctx context.Context, in *writv1.DeliverRequest, opts ...grpc.CallOption) (*writv1.DeliverResponse, error) {
 	if !r.c.cfg.Stream {
 		return r.WritClient.Deliver(ctx, in, opts...)
 	}
-	var out *writv1.DeliverResponse
-	err := r.c.untilSent(ctx, writv1.Writ_Deliver_FullMethodName, func(ctx context.Context, i int, conn *grpc.ClientConn) (err error) {
-		out, err = r.c.writClient(i, conn).Deliver(ctx, in, opts...)
+	return rawOn(ctx, r.c, writv1.Writ_Deliver_FullMethodName, func(ctx context.Context, w writv1.WritClient) (*writv1.DeliverResponse, error) {
+		return w.Deliver(ctx, in, opts...)
+	})
+}
+
+// rawOn runs call with the chosen endpoint's stub (its Write stream),
+// moving on only while the request never left, as Invoke does.
+func rawOn[R any](ctx context.Context, c *Client, method string, call func(context.Context, writv1.WritClient) (R, error)) (R, error) {
+	var out R
+	err := c.untilSent(ctx, method, func(ctx context.Context, i int, conn *grpc.ClientConn) (err error) {
+		out, err = call(ctx, c.writClient(i, conn))
 		return err
 	})
 	return out, err

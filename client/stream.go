@@ -268,68 +268,49 @@ type streamWrit struct {
 }
 
 func (s streamWrit) Submit(ctx context.Context, in *writv1.SubmitRequest, opts ...grpc.CallOption) (*writv1.SubmitResponse, error) {
-	if len(in.GetEntry().GetPayload()) > streamMaxPayload {
-		return s.WritClient.Submit(ctx, in, opts...)
-	}
-	r, err := s.m.call(ctx, &writv1.WriteRequest{Call: &writv1.WriteRequest_Submit{Submit: in}})
-	if errors.Is(err, errNoWriteStream) {
-		return s.WritClient.Submit(ctx, in, opts...)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := replyErr(r); err != nil {
-		return nil, err
-	}
-	if r.GetSubmit() == nil {
-		return nil, mismatched("submit", r)
-	}
-	return r.GetSubmit(), nil
+	return onStream(ctx, s.m, in.GetEntry(), &writv1.WriteRequest{Call: &writv1.WriteRequest_Submit{Submit: in}},
+		(*writv1.WriteResponse).GetSubmit, func() (*writv1.SubmitResponse, error) { return s.WritClient.Submit(ctx, in, opts...) })
 }
 
 func (s streamWrit) Report(ctx context.Context, in *writv1.ReportRequest, opts ...grpc.CallOption) (*writv1.ReportResponse, error) {
-	if len(in.GetEntry().GetPayload()) > streamMaxPayload {
-		return s.WritClient.Report(ctx, in, opts...)
-	}
-	r, err := s.m.call(ctx, &writv1.WriteRequest{Call: &writv1.WriteRequest_Report{Report: in}})
-	if errors.Is(err, errNoWriteStream) {
-		return s.WritClient.Report(ctx, in, opts...)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := replyErr(r); err != nil {
-		return nil, err
-	}
-	if r.GetReport() == nil {
-		return nil, mismatched("report", r)
-	}
-	return r.GetReport(), nil
+	return onStream(ctx, s.m, in.GetEntry(), &writv1.WriteRequest{Call: &writv1.WriteRequest_Report{Report: in}},
+		(*writv1.WriteResponse).GetReport, func() (*writv1.ReportResponse, error) { return s.WritClient.Report(ctx, in, opts...) })
 }
 
 func (s streamWrit) Deliver(ctx context.Context, in *writv1.DeliverRequest, opts ...grpc.CallOption) (*writv1.DeliverResponse, error) {
-	if len(in.GetEntry().GetPayload()) > streamMaxPayload {
-		return s.WritClient.Deliver(ctx, in, opts...)
+	return onStream(ctx, s.m, in.GetEntry(), &writv1.WriteRequest{Call: &writv1.WriteRequest_Deliver{Deliver: in}},
+		(*writv1.WriteResponse).GetDeliver, func() (*writv1.DeliverResponse, error) { return s.WritClient.Deliver(ctx, in, opts...) })
+}
+
+// onStream sends req on m's stream and takes its answer with get; a
+// payload over streamMaxPayload, or an endpoint without the stream, goes
+// through unary instead.
+func onStream[R comparable](ctx context.Context, m *writeMux, e *writv1.Entry, req *writv1.WriteRequest,
+	get func(*writv1.WriteResponse) R, unary func() (R, error)) (R, error) {
+	var zero R
+	if len(e.GetPayload()) > streamMaxPayload {
+		return unary()
 	}
-	r, err := s.m.call(ctx, &writv1.WriteRequest{Call: &writv1.WriteRequest_Deliver{Deliver: in}})
+	r, err := m.call(ctx, req)
 	if errors.Is(err, errNoWriteStream) {
-		return s.WritClient.Deliver(ctx, in, opts...)
+		return unary()
 	}
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	if err := replyErr(r); err != nil {
-		return nil, err
+		return zero, err
 	}
-	if r.GetDeliver() == nil {
-		return nil, mismatched("deliver", r)
+	out := get(r)
+	if out == zero {
+		return zero, mismatched(r)
 	}
-	return r.GetDeliver(), nil
+	return out, nil
 }
 
 // mismatched is the error of an answer of the wrong kind: the node's
 // outcome for the call is unknown, so it is a failure to hear from the
 // node (retried with the same ID, else Uncertain).
-func mismatched(want string, r *writv1.WriteResponse) error {
-	return status.Errorf(codes.Unavailable, "client: the node answered a %s call on the Write stream with %T: its outcome is unknown", want, r.GetReply())
+func mismatched(r *writv1.WriteResponse) error {
+	return status.Errorf(codes.Unavailable, "client: the node answered a call on the Write stream with %T: its outcome is unknown", r.GetReply())
 }
