@@ -138,25 +138,8 @@ func serveFakeB(b *testing.B) writv1.WritClient {
 
 func serveFake(t *testing.T, addr string, f *fakeNode) writv1.WritClient {
 	t.Helper()
-	lis, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.apiAddr = lis.Addr().String()
-	s, err := New(Config{Writer: f, Store: f, Info: f, Reflection: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer()
-	s.Register(g)
-	go func() { _ = g.Serve(lis) }()
-	t.Cleanup(func() { g.Stop(); s.Close() })
-	c, err := grpc.NewClient(f.apiAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return writv1.NewWritClient(c)
+	_, c, _ := serveStreamFake(t, addr, Config{Reflection: true}, f)
+	return c
 }
 
 func TestServer_FakeBackendOutcomes(t *testing.T) {
