@@ -141,11 +141,19 @@ func (p *Pipeline) evalErrorPlan(ctx context.Context, log Log, e *entry, rerr *E
 	}
 }
 
+// maxKeyRounds bounds the NeedKeys rounds of one evaluation.
+const maxKeyRounds = 4
+
 // needKeysPlan evaluates the entry again with the keys the handler asked
-// for (at most four rounds).
+// for, at most maxKeyRounds times in a row. The count is of one decision
+// (settleLocked resets it): a fact evaluated again after a failed
+// precondition may need more keys than before, as a holder that lost its
+// session may hold more leases by then. A handler that keeps asking within
+// one decision is broken: a request is rejected, and a fact is retried
+// with backoff, retained as every fact is until it commits (W3).
 func (p *Pipeline) needKeysPlan(e *entry, need []string) {
-	if e.rounds >= 4 {
-		p.rejectPlan(e, "handler kept asking for more keys")
+	if e.rounds >= maxKeyRounds {
+		p.handlerBroke(e, fmt.Sprintf("handler asked for more keys %d times in a row (last: %q)", maxKeyRounds+1, need))
 		return
 	}
 	e.rounds++

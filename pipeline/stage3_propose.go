@@ -60,6 +60,16 @@ func (p *Pipeline) settleLocked(log Log, batch []*entry, pb *proposedBatch) {
 	var now time.Time // read when first needed
 	for _, e := range batch {
 		e.inFlush = false
+		if e.plan != planRequeue {
+			e.rounds = 0 // this evaluation ended; the next may ask for keys again
+		}
+		if e.plan == planFinish && e.kind == kindFact {
+			// Only an apply retires a fact (factDoneLocked): finishing one
+			// here would drop it while its record stays in the outbox.
+			p.lg.Error("pipeline: a fact was planned to finish unapplied; it is retained and proposed again",
+				"id", e.cmdID, "type", e.typ, "reason", e.planOut.Reason)
+			e.plan = planRetry
+		}
 		switch e.plan {
 		case planPropose:
 			if !p.proposedLocked(e, pb, &now) {

@@ -327,6 +327,13 @@ func (r *runner) heal(ctx context.Context) (CheckResult, int64, error) {
 	hash, err := r.cl.Converge(ctx, healTimeout)
 	if err != nil {
 		hcheck.fail("state hashes: %v", err)
+		// What each node was doing when it did not converge (a stuck
+		// fact, a blocked loop): every goroutine with its wait time.
+		for _, n := range r.cl.Nodes() {
+			if n.Up() && r.dir != "" {
+				saveGoroutines(ctx, n.metrics, 2, filepath.Join(r.dir, "stuck-goroutines-"+n.Name+".txt"))
+			}
+		}
 	}
 	r.res.Recovery = time.Since(healStart).Round(time.Millisecond).String()
 	r.res.StateHash = hash

@@ -101,20 +101,20 @@ func (s *sampler) mark(ctx context.Context, end bool, dir string) {
 		if flagged && dir != "" {
 			for _, n := range s.cl.nodes {
 				if n.Name == name {
-					saveGoroutines(ctx, n.metrics, filepath.Join(dir, "goroutines-"+name+".txt"))
+					saveGoroutines(ctx, n.metrics, 1, filepath.Join(dir, "goroutines-"+name+".txt"))
 				}
 			}
 		}
 	}
 }
 
-// saveGoroutines writes a writd's goroutine profile (debug=1: stacks
-// grouped with their counts) to path; a profile it cannot read is left
-// out (the flag still stands).
-func saveGoroutines(ctx context.Context, addr, path string) {
+// saveGoroutines writes a writd's goroutine profile to path: debug=1,
+// stacks grouped with their counts; debug=2, every goroutine with how long
+// it has been blocked. A profile it cannot read is left out.
+func saveGoroutines(ctx context.Context, addr string, debug int, path string) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/goroutine?debug=1", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/goroutine?debug=%d", addr, debug), nil)
 	if err != nil {
 		return
 	}

@@ -65,7 +65,7 @@ func TestSaveGoroutinesWritesTheGroupedProfile(t *testing.T) {
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	path := filepath.Join(t.TempDir(), "goroutines-n1.txt")
-	saveGoroutines(context.Background(), addr, path)
+	saveGoroutines(context.Background(), addr, 1, path)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -73,9 +73,19 @@ func TestSaveGoroutinesWritesTheGroupedProfile(t *testing.T) {
 	if !strings.HasPrefix(string(b), "goroutine profile: total ") || !strings.Contains(string(b), "TestSaveGoroutinesWritesTheGroupedProfile") {
 		t.Fatalf("saved profile does not name this test's goroutine:\n%.400s", b)
 	}
+	// debug=2 (a converge failure's dump): one stack per goroutine, with
+	// its state
+	all := filepath.Join(t.TempDir(), "stuck-goroutines-n1.txt")
+	saveGoroutines(context.Background(), addr, 2, all)
+	if b, err = os.ReadFile(all); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(b), "goroutine ") || !strings.Contains(string(b), "TestSaveGoroutinesWritesTheGroupedProfile") {
+		t.Fatalf("saved debug=2 profile does not list this test's goroutine:\n%.400s", b)
+	}
 	srv.Close()
 	gone := filepath.Join(t.TempDir(), "goroutines-n2.txt")
-	saveGoroutines(context.Background(), addr, gone)
+	saveGoroutines(context.Background(), addr, 1, gone)
 	if _, err := os.Stat(gone); !os.IsNotExist(err) {
 		t.Fatalf("a profile was written for a closed listener: %v", err)
 	}
