@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,7 +30,6 @@ type growingKeysEvaluator struct {
 	via     atomic.Pointer[pipeline.Pipeline] // where hot/x is moved
 	answers atomic.Int64
 	calls   atomic.Int64
-	mu      sync.Mutex
 }
 
 func (g *growingKeysEvaluator) Evaluate(ctx context.Context, items []pipeline.EvalItem) ([]pipeline.EvalResult, error) {
