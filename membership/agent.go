@@ -28,6 +28,8 @@ type Agent struct {
 	leftGrace time.Duration
 	serf      *serf.Serf
 	events    chan serf.Event
+	// snapshotPeers are the members serf's snapshot names to rejoin.
+	snapshotPeers []string
 
 	trigger chan struct{}
 	stop    chan struct{}
@@ -120,6 +122,7 @@ func Start(cfg Config, voters Voters) (*Agent, error) {
 		sc.QueryTimeoutMult = 60
 	}
 
+	a.snapshotPeers = snapshotPeers(cfg.SnapshotPath, cfg.NodeID) // before serf rewrites it
 	s, err := serf.Create(sc)
 	if err != nil {
 		_ = tr.Shutdown()
