@@ -22,11 +22,11 @@ import (
 // before, and then writes hot/x. Until it has answered bumps times, each
 // answer first moves hot/x through another node (a committed
 // worker.update), so the fact's precondition on hot/x fails and it is
-// evaluated again. With forever set it asks for a new key on every call
-// and never answers.
+// evaluated again. With forever set both types ask for a new key on
+// every call and never answer.
 type growingKeysEvaluator struct {
 	bumps   int
-	forever bool
+	forever atomic.Bool
 	via     atomic.Pointer[pipeline.Pipeline] // where hot/x is moved
 	answers atomic.Int64
 	calls   atomic.Int64
@@ -45,6 +45,10 @@ func (g *growingKeysEvaluator) Evaluate(ctx context.Context, items []pipeline.Ev
 		}
 		switch it.Type {
 		case "worker.update": // moves hot/x
+			if g.forever.Load() {
+				out[i].NeedKeys = []string{fmt.Sprintf("probe/r%d", len(it.State))}
+				continue
+			}
 			if !has["hot/x"] {
 				out[i].NeedKeys = []string{"hot/x"}
 				continue
@@ -53,7 +57,7 @@ func (g *growingKeysEvaluator) Evaluate(ctx context.Context, items []pipeline.Ev
 		case "worker.usage":
 			g.calls.Add(1)
 			answered := int(g.answers.Load())
-			if g.forever || probes <= answered || !has["hot/x"] {
+			if g.forever.Load() || probes <= answered || !has["hot/x"] {
 				out[i].NeedKeys = []string{fmt.Sprintf("probe/%d", g.calls.Load()), "hot/x"}
 				continue
 			}
@@ -128,7 +132,7 @@ func TestFactNeedingMoreKeysEachRetryCommits_Raft(t *testing.T) {
 
 	// A handler that never stops asking: the fact is retained and
 	// evaluated again and again (with backoff), never finished unapplied.
-	ev.forever = true
+	ev.forever.Store(true)
 	ack = at.Report(context.Background(), pipeline.Entry{Type: "worker.usage", ID: "u2",
 		Payload: []byte(`{"report_id":"u2","worker_id":"w1","seq":2,"cpu_millis":1,"mem_bytes":1}`)})
 	if !ack.Received {
@@ -143,5 +147,11 @@ func TestFactNeedingMoreKeysEachRetryCommits_Raft(t *testing.T) {
 	}
 	if more := ev.calls.Load() - calls; more == 0 {
 		t.Fatalf("the fact whose handler never answers was not evaluated again in 5s: it was dropped, not retained")
+	}
+	// A request whose handler never stops asking is refused after its
+	// fifth request for keys in a row, naming why.
+	o := submit(at, "worker.update", "forever", `{"worker_id":"w1","capacity":2}`)
+	if o.Status != pipeline.StatusRejected || !strings.Contains(o.Reason, "asked for more keys 5 times in a row") {
+		t.Fatalf("request whose handler never answers: %s, want REJECTED naming the key rounds", o)
 	}
 }
