@@ -120,6 +120,7 @@ func (n *Node) applyMemberChange(cc *raftpb.ConfChange, idx uint64) bool {
 			n.tr.setPeer(id, m.Addr)
 		}
 	case raftpb.ConfChangeRemoveNode:
+		recorded := n.members[id].Inc
 		delete(n.members, id)
 		if id == n.id {
 			if cerr != nil || n.removesThisNode(inc) {
@@ -129,7 +130,10 @@ func (n *Node) applyMemberChange(cc *raftpb.ConfChange, idx uint64) bool {
 				"index", idx, "removed_incarnation", fmt.Sprintf("%016x", inc), "incarnation", fmt.Sprintf("%016x", n.inc))
 			break
 		}
-		n.tr.removePeer(id)
+		if cerr != nil || inc == 0 {
+			inc = recorded // the incarnation this removal removes
+		}
+		n.tr.removePeer(id, removal{inc: inc, index: idx})
 	}
 	n.syncMembersLocked()
 	return false
@@ -154,9 +158,9 @@ func (n *Node) restoreSnapshot(s *raftpb.Snapshot) error {
 	n.members = members
 	n.syncMembersLocked()
 	n.mu.Unlock()
-	for id := range old {
+	for id, m := range old {
 		if _, ok := members[id]; !ok && id != n.id {
-			n.tr.removePeer(id)
+			n.tr.removePeer(id, removal{inc: m.Inc, index: md.GetIndex()})
 		}
 	}
 	for id, m := range members {

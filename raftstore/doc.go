@@ -220,6 +220,9 @@
 // node stops with ErrRemoved only on a removal that names its own
 // incarnation (or none), so a rebuilt member catching up from the log
 // applies its predecessor's removal and goes on to the entry that adds it.
+// A removed member that misses the entries committing its removal is told
+// by its peers instead: they end its streams with a removal notice
+// (removalnotice.go).
 // AddLearner, Promote, Remove and TransferLeadership run on the leader, one
 // conf change at a time, and return once the change is applied locally. A
 // conf change first waits until raft itself has recorded as applied what

@@ -114,8 +114,14 @@ func TestMemberReplacedUnderItsOwnNameCatchesUpBySnapshot(t *testing.T) {
 // n3 as joiners with their incarnations, every node snapshotting every
 // snapEvery entries and keeping catchUp behind (0: the default).
 func newReplaceCluster(t *testing.T, snapEvery, catchUp uint64) *cluster {
+	return newReplaceClusterHooks(t, snapEvery, catchUp, nil)
+}
+
+// newReplaceClusterHooks is newReplaceCluster with test hooks on every node.
+func newReplaceClusterHooks(t *testing.T, snapEvery, catchUp uint64, hooks *testHooks) *cluster {
 	c := newClusterOn(t, replaceNet(), 1, func(_ int, cfg *Config) {
 		cfg.Peers, cfg.SnapshotCount, cfg.SnapshotCatchUp = nil, snapEvery, catchUp
+		cfg.hooks = hooks
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -123,7 +129,7 @@ func newReplaceCluster(t *testing.T, snapEvery, catchUp uint64) *cluster {
 	for i := 2; i <= 3; i++ {
 		lis := listen(t, fmt.Sprintf("%s.%d", replaceNet(), i))
 		c.cfgs = append(c.cfgs, Config{NodeID: fmt.Sprintf("n%d", i), DataDir: filepath.Join(filepath.Dir(c.cfgs[0].DataDir), fmt.Sprintf("n%d", i)), RaftAddr: lis.Addr().String(),
-			Listener: lis, Join: true, SnapshotCount: snapEvery, SnapshotCatchUp: catchUp, Logger: testLogger(t)})
+			Listener: lis, Join: true, SnapshotCount: snapEvery, SnapshotCatchUp: catchUp, Logger: testLogger(t), hooks: hooks})
 		c.nodes = append(c.nodes, nil)
 		j := c.start(i - 1)
 		if err := l.AddLearnerIncarnation(ctx, j.ID(), j.Addr(), j.Incarnation()); err != nil {

@@ -86,6 +86,9 @@ type raftHandler interface {
 	reportSnapshot(id uint64, status raft.SnapshotStatus)
 	// fillSnapshot gives an outgoing MsgSnap the state it carries.
 	fillSnapshot(m *raftpb.Message) error
+	// removedByPeer handles a peer's notice that it removed a member
+	// with this node's ID (removalnotice.go).
+	removedByPeer(peer uint64, r removal)
 }
 
 type transport struct {
@@ -116,7 +119,7 @@ type transport struct {
 
 	mu       sync.Mutex
 	peers    map[uint64]*peer
-	removed  map[uint64]bool
+	removed  map[uint64]removal
 	draining map[*peer]bool
 	closed   bool
 	wg       sync.WaitGroup
@@ -142,7 +145,7 @@ func newTransport(self uint64, lis net.Listener, lim transportLimits, h raftHand
 	t := &transport{
 		self: self, addr: lis.Addr().String(), queueLen: lim.queue, maxBatch: lim.batch, maxFrame: lim.frame, maxSnap: lim.snapshot,
 		h: h, log: log, lis: lis, tls: sec.tls, cluster: sec.cluster,
-		peers: map[uint64]*peer{}, removed: map[uint64]bool{}, draining: map[*peer]bool{},
+		peers: map[uint64]*peer{}, removed: map[uint64]removal{}, draining: map[*peer]bool{},
 	}
 	if t.cluster == nil {
 		t.cluster = &clusterID{}
@@ -196,7 +199,11 @@ func (t *transport) serve(ss grpc.ServerStream) (err error) {
 	if err != nil {
 		return status.Error(codes.PermissionDenied, err.Error())
 	}
-	rs := &recvStream{t: t, ctx: ctx, src: src, auth: auth}
+	if notice, ok := t.removedNotice(ss, auth.from); ok {
+		t.log.Info("raftstore: transport: telling a removed member it was removed", "source", src, "from", auth.from)
+		return notice
+	}
+	rs := &recvStream{t: t, ctx: ctx, ss: ss, src: src, auth: auth}
 	// Forwarded proposals are stepped off the stream: a handler may hold a
 	// proposal while this node knows no leader (a restarted node receiving
 	// proposals queued for it while it was the leader), and the heartbeats
@@ -256,6 +263,7 @@ func streamEnd(err error) error {
 type recvStream struct {
 	t         *transport
 	ctx       context.Context
+	ss        grpc.ServerStream
 	src       string
 	auth      streamAuth
 	props     chan *raftpb.Message
@@ -303,8 +311,13 @@ func (rs *recvStream) handle(m *raftpb.Message) error {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
 	if !t.admit(m.GetFrom()) {
-		// A removed member may still send for a while: drop its
-		// messages, logging the first of each stream.
+		// A member this node removed is told so, which ends the stream;
+		// anything else that is not a member (yet) is dropped, the first
+		// of each stream logged.
+		if notice, ok := t.removedNotice(rs.ss, m.GetFrom()); ok {
+			t.log.Info("raftstore: transport: telling a removed member it was removed", "source", src, "type", m.GetType().String(), "from", m.GetFrom())
+			return notice
+		}
 		if !rs.nonMember {
 			t.log.Warn("raftstore: transport: dropping messages from a non-member", "source", src, "type", m.GetType().String(), "from", m.GetFrom())
 			rs.nonMember = true
@@ -374,7 +387,7 @@ func decodeFrame(b []byte) ([]*raftpb.Message, error) {
 func (t *transport) learnPeer(id uint64, addr string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.removed[id] || id == t.self || addr == "" {
+	if _, gone := t.removed[id]; gone || id == t.self || addr == "" {
 		return false
 	}
 	if _, ok := t.peers[id]; ok {
@@ -430,11 +443,12 @@ func (t *transport) addPeerLocked(id uint64, addr string) {
 
 // removePeer stops sending to a removed member after a grace period, so
 // that messages already queued (notably the one that tells it the removal
-// committed) still reach it.
-func (t *transport) removePeer(id uint64) {
+// committed) still reach it. r names the removed incarnation, for the
+// notice its later streams get (removalnotice.go).
+func (t *transport) removePeer(id uint64, r removal) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.removed[id] = true
+	t.removed[id] = r
 	if p, ok := t.peers[id]; ok {
 		delete(t.peers, id)
 		t.draining[p] = true

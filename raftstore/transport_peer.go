@@ -3,7 +3,9 @@ package raftstore
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"sync"
@@ -90,11 +92,13 @@ func (p *peer) run() {
 		if cid := p.t.cluster.get(); cid != 0 {
 			sctx = metadata.AppendToOutgoingContext(sctx, mdClusterID, strconv.FormatUint(cid, 16))
 		}
+		sctx, scancel := context.WithCancel(sctx)
 		stream, err := conn.NewStream(sctx, &grpc.StreamDesc{StreamName: "Stream", ClientStreams: true}, transportMethod)
 		if err == nil {
-			err = p.pump(stream, &pending)
+			err = p.stream(stream, &pending)
 			step = 0
 		}
+		scancel()
 		if ctx.Err() != nil {
 			return
 		}
@@ -118,15 +122,52 @@ func (p *peer) run() {
 	}
 }
 
-// pump sends batches until the stream fails or the peer stops.
-func (p *peer) pump(stream grpc.ClientStream, pending *[]*raftpb.Message) error {
+// stream runs one stream: it sends batches until the stream fails, the peer
+// ends it or the peer stops. A peer that ends the stream with a removal
+// notice (removalnotice.go) is heard.
+func (p *peer) stream(stream grpc.ClientStream, pending *[]*raftpb.Message) error {
+	// The receiving side answers only by ending the stream: wait for
+	// that alongside the sends, so that an idle stream sees it too.
+	ended := make(chan error, 1)
+	go func() {
+		var b []byte
+		ended <- stream.RecvMsg(&b)
+	}()
+	err, heard := p.pump(stream, pending, ended)
+	if !heard && errors.Is(err, io.EOF) {
+		// A send found the stream ended: its status follows.
+		t := time.NewTimer(streamEndWait)
+		select {
+		case err = <-ended:
+			heard = true
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	if heard {
+		if r, ok := readRemovedNotice(err, stream.Trailer()); ok {
+			p.t.h.removedByPeer(p.id, r)
+		}
+	}
+	return err
+}
+
+// streamEndWait bounds the wait for a peer's status after a send found
+// its stream ended.
+const streamEndWait = time.Second
+
+// pump sends batches until the stream fails, the peer ends it (heard: err
+// is the stream's status) or the peer stops.
+func (p *peer) pump(stream grpc.ClientStream, pending *[]*raftpb.Message, ended <-chan error) (err error, heard bool) {
 	defer func() { _ = stream.CloseSend() }()
 	var sizes []int
 	for {
 		var first *raftpb.Message
 		select {
 		case <-p.done:
-			return nil
+			return nil, false
+		case err := <-ended:
+			return err, true
 		case first = <-p.q:
 		}
 		if !p.ready(first) {
@@ -151,7 +192,7 @@ func (p *peer) pump(stream grpc.ClientStream, pending *[]*raftpb.Message) error 
 		}
 		*pending = batch
 		if err := p.sendBatch(stream, batch, sizes); err != nil {
-			return err
+			return err, false
 		}
 		*pending = nil
 	}

@@ -20,6 +20,7 @@ type recorder struct {
 	remotes     map[string]bool
 	unreachable int
 	snapStatus  []raft.SnapshotStatus
+	notices     []removal
 }
 
 func (r *recorder) check(*raftpb.Message) error { return nil }
@@ -46,6 +47,12 @@ func (r *recorder) reportSnapshot(_ uint64, s raft.SnapshotStatus) {
 
 // fillSnapshot leaves a test snapshot as it was queued.
 func (r *recorder) fillSnapshot(*raftpb.Message) error { return nil }
+
+func (r *recorder) removedByPeer(peer uint64, rm removal) {
+	r.mu.Lock()
+	r.notices = append(r.notices, rm)
+	r.mu.Unlock()
+}
 
 func (r *recorder) count() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.got) }
 
