@@ -380,6 +380,11 @@ func (n *Node) transferLeadership() {
 func (n *Node) waitRemoved(d time.Duration) {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
+		select {
+		case <-n.rs.Done():
+			return // stopped: it applied its removal, or a peer told it
+		default:
+		}
 		in := false
 		for _, m := range n.rs.Members() {
 			if m.ID == n.cfg.NodeID {
