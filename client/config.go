@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/internal/writemux"
 )
 
 // Defaults of the Config durations.
@@ -108,7 +109,7 @@ func New(cfg Config) (*Client, error) {
 		}
 		ep := &endpoint{addr: a, conn: conn}
 		if cfg.Stream {
-			ep.mux = &writeMux{conn: conn}
+			ep.mux = writemux.New(conn, streamCalls, nil)
 		}
 		c.eps = append(c.eps, ep)
 	}
@@ -143,7 +144,7 @@ func (c *Client) Close() error {
 	var errs []error
 	for _, e := range c.eps {
 		if e.mux != nil {
-			e.mux.close()
+			e.mux.Close()
 		}
 		if e.conn != nil {
 			errs = append(errs, e.conn.Close())

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/internal/writemux"
 )
 
 // ErrClosed is returned by calls on a closed Client.
@@ -22,9 +23,9 @@ var ErrClosed = errors.New("client: closed")
 type endpoint struct {
 	addr      string
 	conn      *grpc.ClientConn
-	mux       *writeMux // Config.Stream: the endpoint's Write stream
-	fails     int       // consecutive failures
-	downUntil time.Time // not chosen before this unless nothing else is left
+	mux       *writemux.Mux // Config.Stream: the endpoint's Write stream
+	fails     int           // consecutive failures
+	downUntil time.Time     // not chosen before this unless nothing else is left
 }
 
 // pick chooses the endpoint for the next attempt: the leader when
