@@ -319,10 +319,15 @@ func forwardMetadata(ctx context.Context) []string {
 	return []string{identityKey, id.Name, rolesKey, strings.Join(id.Roles, ",")}
 }
 
-// audit writes one line per write or operator call.
+// audit writes one line per write or operator call; a call made on a
+// Write stream says so (stream=true).
 func (a *Auth) audit(ctx context.Context, id Identity, method, reqID string, err error) {
-	a.log().Info("api: audit", "identity", id.Name, "via", id.Via, "method", shortMethod(method), "request_id", reqID,
-		"code", status.Code(err).String(), "peer", peerAddr(ctx))
+	args := []any{"identity", id.Name, "via", id.Via, "method", shortMethod(method), "request_id", reqID,
+		"code", status.Code(err).String(), "peer", peerAddr(ctx)}
+	if onStream, _ := ctx.Value(streamCallKey{}).(bool); onStream {
+		args = append(args, "stream", true)
+	}
+	a.log().Info("api: audit", args...)
 }
 
 func shortMethod(full string) string {

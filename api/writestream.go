@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/writ-dev/writ/api/writv1"
@@ -94,6 +96,9 @@ func (s *Server) maxStreamCalls() int {
 	return DefaultMaxStreamCalls
 }
 
+// streamCallKey marks the context of a call made on a Write stream.
+type streamCallKey struct{}
+
 // writeStream is one Write stream being served.
 type writeStream struct {
 	s      *Server
@@ -140,13 +145,17 @@ func (w *writeStream) call(ctx context.Context, r *writv1.WriteRequest) *writv1.
 			Message: "api: a Write call carries none of submit, report or deliver: set the call field"}}
 		return out
 	}
+	ctx, err := callContext(context.WithValue(ctx, streamCallKey{}, true), r.GetMetadata())
+	if err != nil {
+		out.Reply = &writv1.WriteResponse_Error{Error: &writv1.WriteError{Code: uint32(status.Code(err)), Message: status.Convert(err).Message()}}
+		return out
+	}
 	if ms := r.GetDeadlineMs(); ms > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
 		defer cancel()
 	}
 	var resp any
-	var err error
 	if s.cfg.Intercept != nil {
 		resp, err = s.cfg.Intercept(ctx, req, &grpc.UnaryServerInfo{Server: s, FullMethod: method}, h)
 	} else {
@@ -169,4 +178,57 @@ func (w *writeStream) call(ctx context.Context, r *writv1.WriteRequest) *writv1.
 		out.Reply = &writv1.WriteResponse_Deliver{Deliver: v}
 	}
 	return out
+}
+
+// Bounds of one call's own metadata (WriteRequest.metadata).
+const (
+	maxCallMetadata      = 16
+	maxCallMetadataBytes = 8 << 10
+)
+
+// callContext is the context a call on a Write stream runs in: the
+// stream's, or, when the call carries its own metadata, the stream's with
+// exactly that metadata in place of the stream's, as a unary call sending
+// it would have. The call is then authenticated and authorized by it alone:
+// a follower forwarding many callers' writes on one stream opened with
+// one caller's credentials never lends them to another.
+func callContext(ctx context.Context, md []*writv1.MetadataEntry) (context.Context, error) {
+	if len(md) == 0 {
+		return ctx, nil
+	}
+	if len(md) > maxCallMetadata {
+		return nil, status.Errorf(codes.InvalidArgument, "api: the call's metadata has %d entries, at most %d: send fewer", len(md), maxCallMetadata)
+	}
+	out := metadata.MD{}
+	size := 0
+	for i, e := range md {
+		k := strings.ToLower(e.GetKey())
+		if reason := badMetadataKey(k); reason != "" {
+			return nil, status.Errorf(codes.InvalidArgument, "api: metadata[%d].key %q %s", i, e.GetKey(), reason)
+		}
+		if size += len(k) + len(e.GetValue()); size > maxCallMetadataBytes {
+			return nil, status.Errorf(codes.InvalidArgument, "api: the call's metadata takes more than %d bytes: send less", maxCallMetadataBytes)
+		}
+		out[k] = append(out[k], e.GetValue())
+	}
+	return metadata.NewIncomingContext(ctx, out), nil
+}
+
+// badMetadataKey says what is wrong with a call metadata key ("" if
+// nothing): gRPC's own keys and binary values are not a call's to set.
+func badMetadataKey(k string) string {
+	switch {
+	case k == "":
+		return "is empty: name the metadata key"
+	case strings.HasPrefix(k, "grpc-") || strings.HasPrefix(k, ":"):
+		return "is reserved by gRPC: a call cannot set it"
+	case strings.HasSuffix(k, "-bin"):
+		return "names a binary value: only text metadata can be set per call"
+	}
+	for _, c := range k {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return "has a character other than a-z, 0-9, -, _ and .: use a valid gRPC metadata key"
+		}
+	}
+	return ""
 }

@@ -195,7 +195,7 @@ func (x KeyringRequest_Op) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use KeyringRequest_Op.Descriptor instead.
 func (KeyringRequest_Op) EnumDescriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{33, 0}
+	return file_writ_proto_rawDescGZIP(), []int{34, 0}
 }
 
 type ConfigProgress_Phase int32
@@ -253,7 +253,7 @@ func (x ConfigProgress_Phase) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ConfigProgress_Phase.Descriptor instead.
 func (ConfigProgress_Phase) EnumDescriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{41, 0}
+	return file_writ_proto_rawDescGZIP(), []int{42, 0}
 }
 
 // OutcomeDetail is attached as a gRPC status detail to every error that
@@ -567,7 +567,14 @@ type WriteRequest struct {
 	// How long the client waits for this call, in milliseconds (0: as long
 	// as the stream lasts). It plays the part of a unary call's deadline: a
 	// call forwarded to the leader gives up after it.
-	DeadlineMs    uint32 `protobuf:"varint,5,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`
+	DeadlineMs uint32 `protobuf:"varint,5,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`
+	// Request metadata of this call alone, as a unary call's (for example
+	// "authorization"). When set, the call runs with exactly this metadata,
+	// none of the stream's: it is authenticated and authorized by it, as a
+	// unary call sending it would be. A follower forwarding many callers'
+	// writes to the leader on one stream sends each caller's credentials
+	// this way. At most 16 entries and 8 KiB; text keys only.
+	Metadata      []*MetadataEntry `protobuf:"bytes,6,rep,name=metadata,proto3" json:"metadata,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -650,6 +657,13 @@ func (x *WriteRequest) GetDeadlineMs() uint32 {
 	return 0
 }
 
+func (x *WriteRequest) GetMetadata() []*MetadataEntry {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
 type isWriteRequest_Call interface {
 	isWriteRequest_Call()
 }
@@ -671,6 +685,59 @@ func (*WriteRequest_Submit) isWriteRequest_Call() {}
 func (*WriteRequest_Report) isWriteRequest_Call() {}
 
 func (*WriteRequest_Deliver) isWriteRequest_Call() {}
+
+// MetadataEntry is one request metadata value (a key may repeat).
+type MetadataEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value         string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetadataEntry) Reset() {
+	*x = MetadataEntry{}
+	mi := &file_writ_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetadataEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetadataEntry) ProtoMessage() {}
+
+func (x *MetadataEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_writ_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetadataEntry.ProtoReflect.Descriptor instead.
+func (*MetadataEntry) Descriptor() ([]byte, []int) {
+	return file_writ_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *MetadataEntry) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *MetadataEntry) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
 
 // WriteResponse answers the WriteRequest with the same seq, or, with
 // drained set, is the stream's last message.
@@ -695,7 +762,7 @@ type WriteResponse struct {
 
 func (x *WriteResponse) Reset() {
 	*x = WriteResponse{}
-	mi := &file_writ_proto_msgTypes[5]
+	mi := &file_writ_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -707,7 +774,7 @@ func (x *WriteResponse) String() string {
 func (*WriteResponse) ProtoMessage() {}
 
 func (x *WriteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[5]
+	mi := &file_writ_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -720,7 +787,7 @@ func (x *WriteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteResponse.ProtoReflect.Descriptor instead.
 func (*WriteResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{5}
+	return file_writ_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *WriteResponse) GetSeq() uint64 {
@@ -824,7 +891,7 @@ type WriteError struct {
 
 func (x *WriteError) Reset() {
 	*x = WriteError{}
-	mi := &file_writ_proto_msgTypes[6]
+	mi := &file_writ_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -836,7 +903,7 @@ func (x *WriteError) String() string {
 func (*WriteError) ProtoMessage() {}
 
 func (x *WriteError) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[6]
+	mi := &file_writ_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -849,7 +916,7 @@ func (x *WriteError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteError.ProtoReflect.Descriptor instead.
 func (*WriteError) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{6}
+	return file_writ_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *WriteError) GetCode() uint32 {
@@ -882,7 +949,7 @@ type ReportRequest struct {
 
 func (x *ReportRequest) Reset() {
 	*x = ReportRequest{}
-	mi := &file_writ_proto_msgTypes[7]
+	mi := &file_writ_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -894,7 +961,7 @@ func (x *ReportRequest) String() string {
 func (*ReportRequest) ProtoMessage() {}
 
 func (x *ReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[7]
+	mi := &file_writ_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -907,7 +974,7 @@ func (x *ReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportRequest.ProtoReflect.Descriptor instead.
 func (*ReportRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{7}
+	return file_writ_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReportRequest) GetEntry() *Entry {
@@ -930,7 +997,7 @@ type ReportResponse struct {
 
 func (x *ReportResponse) Reset() {
 	*x = ReportResponse{}
-	mi := &file_writ_proto_msgTypes[8]
+	mi := &file_writ_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -942,7 +1009,7 @@ func (x *ReportResponse) String() string {
 func (*ReportResponse) ProtoMessage() {}
 
 func (x *ReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[8]
+	mi := &file_writ_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -955,7 +1022,7 @@ func (x *ReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResponse.ProtoReflect.Descriptor instead.
 func (*ReportResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{8}
+	return file_writ_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ReportResponse) GetReceived() bool {
@@ -995,7 +1062,7 @@ type DeliverRequest struct {
 
 func (x *DeliverRequest) Reset() {
 	*x = DeliverRequest{}
-	mi := &file_writ_proto_msgTypes[9]
+	mi := &file_writ_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1007,7 +1074,7 @@ func (x *DeliverRequest) String() string {
 func (*DeliverRequest) ProtoMessage() {}
 
 func (x *DeliverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[9]
+	mi := &file_writ_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1020,7 +1087,7 @@ func (x *DeliverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverRequest.ProtoReflect.Descriptor instead.
 func (*DeliverRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{9}
+	return file_writ_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DeliverRequest) GetEntry() *Entry {
@@ -1043,7 +1110,7 @@ type DeliverResponse struct {
 
 func (x *DeliverResponse) Reset() {
 	*x = DeliverResponse{}
-	mi := &file_writ_proto_msgTypes[10]
+	mi := &file_writ_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1055,7 +1122,7 @@ func (x *DeliverResponse) String() string {
 func (*DeliverResponse) ProtoMessage() {}
 
 func (x *DeliverResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[10]
+	mi := &file_writ_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1068,7 +1135,7 @@ func (x *DeliverResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverResponse.ProtoReflect.Descriptor instead.
 func (*DeliverResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{10}
+	return file_writ_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DeliverResponse) GetReceived() bool {
@@ -1110,7 +1177,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_writ_proto_msgTypes[11]
+	mi := &file_writ_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1122,7 +1189,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[11]
+	mi := &file_writ_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1135,7 +1202,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{11}
+	return file_writ_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *WatchRequest) GetFromIndex() uint64 {
@@ -1175,7 +1242,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_writ_proto_msgTypes[12]
+	mi := &file_writ_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1187,7 +1254,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[12]
+	mi := &file_writ_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1200,7 +1267,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{12}
+	return file_writ_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WatchEvent) GetIndex() uint64 {
@@ -1263,7 +1330,7 @@ type Record struct {
 
 func (x *Record) Reset() {
 	*x = Record{}
-	mi := &file_writ_proto_msgTypes[13]
+	mi := &file_writ_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1275,7 +1342,7 @@ func (x *Record) String() string {
 func (*Record) ProtoMessage() {}
 
 func (x *Record) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[13]
+	mi := &file_writ_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1288,7 +1355,7 @@ func (x *Record) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Record.ProtoReflect.Descriptor instead.
 func (*Record) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{13}
+	return file_writ_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Record) GetKey() string {
@@ -1323,7 +1390,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_writ_proto_msgTypes[14]
+	mi := &file_writ_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1335,7 +1402,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[14]
+	mi := &file_writ_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1348,7 +1415,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{14}
+	return file_writ_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetRequest) GetKey() string {
@@ -1375,7 +1442,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_writ_proto_msgTypes[15]
+	mi := &file_writ_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1387,7 +1454,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[15]
+	mi := &file_writ_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1400,7 +1467,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{15}
+	return file_writ_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetResponse) GetFound() bool {
@@ -1427,7 +1494,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_writ_proto_msgTypes[16]
+	mi := &file_writ_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1439,7 +1506,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[16]
+	mi := &file_writ_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1452,7 +1519,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{16}
+	return file_writ_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListRequest) GetPrefix() string {
@@ -1478,7 +1545,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_writ_proto_msgTypes[17]
+	mi := &file_writ_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1490,7 +1557,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[17]
+	mi := &file_writ_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1503,7 +1570,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{17}
+	return file_writ_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListResponse) GetRecords() []*Record {
@@ -1529,7 +1596,7 @@ type OutcomeRequest struct {
 
 func (x *OutcomeRequest) Reset() {
 	*x = OutcomeRequest{}
-	mi := &file_writ_proto_msgTypes[18]
+	mi := &file_writ_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1541,7 +1608,7 @@ func (x *OutcomeRequest) String() string {
 func (*OutcomeRequest) ProtoMessage() {}
 
 func (x *OutcomeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[18]
+	mi := &file_writ_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1554,7 +1621,7 @@ func (x *OutcomeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutcomeRequest.ProtoReflect.Descriptor instead.
 func (*OutcomeRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{18}
+	return file_writ_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *OutcomeRequest) GetRequestId() string {
@@ -1592,7 +1659,7 @@ type OutcomeResponse struct {
 
 func (x *OutcomeResponse) Reset() {
 	*x = OutcomeResponse{}
-	mi := &file_writ_proto_msgTypes[19]
+	mi := &file_writ_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1604,7 +1671,7 @@ func (x *OutcomeResponse) String() string {
 func (*OutcomeResponse) ProtoMessage() {}
 
 func (x *OutcomeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[19]
+	mi := &file_writ_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1617,7 +1684,7 @@ func (x *OutcomeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutcomeResponse.ProtoReflect.Descriptor instead.
 func (*OutcomeResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{19}
+	return file_writ_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *OutcomeResponse) GetKnown() bool {
@@ -1663,7 +1730,7 @@ type ConflictsRequest struct {
 
 func (x *ConflictsRequest) Reset() {
 	*x = ConflictsRequest{}
-	mi := &file_writ_proto_msgTypes[20]
+	mi := &file_writ_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1675,7 +1742,7 @@ func (x *ConflictsRequest) String() string {
 func (*ConflictsRequest) ProtoMessage() {}
 
 func (x *ConflictsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[20]
+	mi := &file_writ_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1688,7 +1755,7 @@ func (x *ConflictsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConflictsRequest.ProtoReflect.Descriptor instead.
 func (*ConflictsRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{20}
+	return file_writ_proto_rawDescGZIP(), []int{21}
 }
 
 type Conflict struct {
@@ -1704,7 +1771,7 @@ type Conflict struct {
 
 func (x *Conflict) Reset() {
 	*x = Conflict{}
-	mi := &file_writ_proto_msgTypes[21]
+	mi := &file_writ_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1716,7 +1783,7 @@ func (x *Conflict) String() string {
 func (*Conflict) ProtoMessage() {}
 
 func (x *Conflict) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[21]
+	mi := &file_writ_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1729,7 +1796,7 @@ func (x *Conflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Conflict.ProtoReflect.Descriptor instead.
 func (*Conflict) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{21}
+	return file_writ_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Conflict) GetKey() string {
@@ -1762,7 +1829,7 @@ type ConflictsResponse struct {
 
 func (x *ConflictsResponse) Reset() {
 	*x = ConflictsResponse{}
-	mi := &file_writ_proto_msgTypes[22]
+	mi := &file_writ_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1774,7 +1841,7 @@ func (x *ConflictsResponse) String() string {
 func (*ConflictsResponse) ProtoMessage() {}
 
 func (x *ConflictsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[22]
+	mi := &file_writ_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1787,7 +1854,7 @@ func (x *ConflictsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConflictsResponse.ProtoReflect.Descriptor instead.
 func (*ConflictsResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{22}
+	return file_writ_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ConflictsResponse) GetConflicts() []*Conflict {
@@ -1805,7 +1872,7 @@ type OutboxRequest struct {
 
 func (x *OutboxRequest) Reset() {
 	*x = OutboxRequest{}
-	mi := &file_writ_proto_msgTypes[23]
+	mi := &file_writ_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1817,7 +1884,7 @@ func (x *OutboxRequest) String() string {
 func (*OutboxRequest) ProtoMessage() {}
 
 func (x *OutboxRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[23]
+	mi := &file_writ_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1830,7 +1897,7 @@ func (x *OutboxRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutboxRequest.ProtoReflect.Descriptor instead.
 func (*OutboxRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{23}
+	return file_writ_proto_rawDescGZIP(), []int{24}
 }
 
 type OutboxFact struct {
@@ -1845,7 +1912,7 @@ type OutboxFact struct {
 
 func (x *OutboxFact) Reset() {
 	*x = OutboxFact{}
-	mi := &file_writ_proto_msgTypes[24]
+	mi := &file_writ_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1857,7 +1924,7 @@ func (x *OutboxFact) String() string {
 func (*OutboxFact) ProtoMessage() {}
 
 func (x *OutboxFact) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[24]
+	mi := &file_writ_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1870,7 +1937,7 @@ func (x *OutboxFact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutboxFact.ProtoReflect.Descriptor instead.
 func (*OutboxFact) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{24}
+	return file_writ_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *OutboxFact) GetId() string {
@@ -1913,7 +1980,7 @@ type OutboxResponse struct {
 
 func (x *OutboxResponse) Reset() {
 	*x = OutboxResponse{}
-	mi := &file_writ_proto_msgTypes[25]
+	mi := &file_writ_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1925,7 +1992,7 @@ func (x *OutboxResponse) String() string {
 func (*OutboxResponse) ProtoMessage() {}
 
 func (x *OutboxResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[25]
+	mi := &file_writ_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1938,7 +2005,7 @@ func (x *OutboxResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutboxResponse.ProtoReflect.Descriptor instead.
 func (*OutboxResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{25}
+	return file_writ_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *OutboxResponse) GetNodeId() string {
@@ -1981,7 +2048,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_writ_proto_msgTypes[26]
+	mi := &file_writ_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1993,7 +2060,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[26]
+	mi := &file_writ_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2006,7 +2073,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{26}
+	return file_writ_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *StatusRequest) GetWithoutStateHash() bool {
@@ -2060,7 +2127,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_writ_proto_msgTypes[27]
+	mi := &file_writ_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2072,7 +2139,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[27]
+	mi := &file_writ_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2085,7 +2152,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{27}
+	return file_writ_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *StatusResponse) GetNodeId() string {
@@ -2281,7 +2348,7 @@ type CatchUp struct {
 
 func (x *CatchUp) Reset() {
 	*x = CatchUp{}
-	mi := &file_writ_proto_msgTypes[28]
+	mi := &file_writ_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2293,7 +2360,7 @@ func (x *CatchUp) String() string {
 func (*CatchUp) ProtoMessage() {}
 
 func (x *CatchUp) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[28]
+	mi := &file_writ_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2306,7 +2373,7 @@ func (x *CatchUp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatchUp.ProtoReflect.Descriptor instead.
 func (*CatchUp) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{28}
+	return file_writ_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CatchUp) GetActive() bool {
@@ -2366,7 +2433,7 @@ type MembersRequest struct {
 
 func (x *MembersRequest) Reset() {
 	*x = MembersRequest{}
-	mi := &file_writ_proto_msgTypes[29]
+	mi := &file_writ_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2378,7 +2445,7 @@ func (x *MembersRequest) String() string {
 func (*MembersRequest) ProtoMessage() {}
 
 func (x *MembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[29]
+	mi := &file_writ_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2391,7 +2458,7 @@ func (x *MembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersRequest.ProtoReflect.Descriptor instead.
 func (*MembersRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{29}
+	return file_writ_proto_rawDescGZIP(), []int{30}
 }
 
 type Member struct {
@@ -2419,7 +2486,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_writ_proto_msgTypes[30]
+	mi := &file_writ_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2431,7 +2498,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[30]
+	mi := &file_writ_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2444,7 +2511,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{30}
+	return file_writ_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Member) GetId() string {
@@ -2541,7 +2608,7 @@ type Refusal struct {
 
 func (x *Refusal) Reset() {
 	*x = Refusal{}
-	mi := &file_writ_proto_msgTypes[31]
+	mi := &file_writ_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2553,7 +2620,7 @@ func (x *Refusal) String() string {
 func (*Refusal) ProtoMessage() {}
 
 func (x *Refusal) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[31]
+	mi := &file_writ_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2566,7 +2633,7 @@ func (x *Refusal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Refusal.ProtoReflect.Descriptor instead.
 func (*Refusal) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{31}
+	return file_writ_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Refusal) GetId() string {
@@ -2623,7 +2690,7 @@ type MembersResponse struct {
 
 func (x *MembersResponse) Reset() {
 	*x = MembersResponse{}
-	mi := &file_writ_proto_msgTypes[32]
+	mi := &file_writ_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2635,7 +2702,7 @@ func (x *MembersResponse) String() string {
 func (*MembersResponse) ProtoMessage() {}
 
 func (x *MembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[32]
+	mi := &file_writ_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2648,7 +2715,7 @@ func (x *MembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersResponse.ProtoReflect.Descriptor instead.
 func (*MembersResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{32}
+	return file_writ_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *MembersResponse) GetMembers() []*Member {
@@ -2677,7 +2744,7 @@ type KeyringRequest struct {
 
 func (x *KeyringRequest) Reset() {
 	*x = KeyringRequest{}
-	mi := &file_writ_proto_msgTypes[33]
+	mi := &file_writ_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2689,7 +2756,7 @@ func (x *KeyringRequest) String() string {
 func (*KeyringRequest) ProtoMessage() {}
 
 func (x *KeyringRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[33]
+	mi := &file_writ_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2702,7 +2769,7 @@ func (x *KeyringRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyringRequest.ProtoReflect.Descriptor instead.
 func (*KeyringRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{33}
+	return file_writ_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *KeyringRequest) GetOp() KeyringRequest_Op {
@@ -2741,7 +2808,7 @@ type KeyringResponse struct {
 
 func (x *KeyringResponse) Reset() {
 	*x = KeyringResponse{}
-	mi := &file_writ_proto_msgTypes[34]
+	mi := &file_writ_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2753,7 +2820,7 @@ func (x *KeyringResponse) String() string {
 func (*KeyringResponse) ProtoMessage() {}
 
 func (x *KeyringResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[34]
+	mi := &file_writ_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2766,7 +2833,7 @@ func (x *KeyringResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyringResponse.ProtoReflect.Descriptor instead.
 func (*KeyringResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{34}
+	return file_writ_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *KeyringResponse) GetOp() KeyringRequest_Op {
@@ -2833,7 +2900,7 @@ type PluginsRequest struct {
 
 func (x *PluginsRequest) Reset() {
 	*x = PluginsRequest{}
-	mi := &file_writ_proto_msgTypes[35]
+	mi := &file_writ_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2845,7 +2912,7 @@ func (x *PluginsRequest) String() string {
 func (*PluginsRequest) ProtoMessage() {}
 
 func (x *PluginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[35]
+	mi := &file_writ_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2858,7 +2925,7 @@ func (x *PluginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginsRequest.ProtoReflect.Descriptor instead.
 func (*PluginsRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{35}
+	return file_writ_proto_rawDescGZIP(), []int{36}
 }
 
 type Plugin struct {
@@ -2875,7 +2942,7 @@ type Plugin struct {
 
 func (x *Plugin) Reset() {
 	*x = Plugin{}
-	mi := &file_writ_proto_msgTypes[36]
+	mi := &file_writ_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2887,7 +2954,7 @@ func (x *Plugin) String() string {
 func (*Plugin) ProtoMessage() {}
 
 func (x *Plugin) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[36]
+	mi := &file_writ_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2900,7 +2967,7 @@ func (x *Plugin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plugin.ProtoReflect.Descriptor instead.
 func (*Plugin) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{36}
+	return file_writ_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Plugin) GetName() string {
@@ -2954,7 +3021,7 @@ type PluginsResponse struct {
 
 func (x *PluginsResponse) Reset() {
 	*x = PluginsResponse{}
-	mi := &file_writ_proto_msgTypes[37]
+	mi := &file_writ_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2966,7 +3033,7 @@ func (x *PluginsResponse) String() string {
 func (*PluginsResponse) ProtoMessage() {}
 
 func (x *PluginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[37]
+	mi := &file_writ_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2979,7 +3046,7 @@ func (x *PluginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginsResponse.ProtoReflect.Descriptor instead.
 func (*PluginsResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{37}
+	return file_writ_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PluginsResponse) GetPlugins() []*Plugin {
@@ -3001,7 +3068,7 @@ type ConfigShowRequest struct {
 
 func (x *ConfigShowRequest) Reset() {
 	*x = ConfigShowRequest{}
-	mi := &file_writ_proto_msgTypes[38]
+	mi := &file_writ_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3013,7 +3080,7 @@ func (x *ConfigShowRequest) String() string {
 func (*ConfigShowRequest) ProtoMessage() {}
 
 func (x *ConfigShowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[38]
+	mi := &file_writ_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3026,7 +3093,7 @@ func (x *ConfigShowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigShowRequest.ProtoReflect.Descriptor instead.
 func (*ConfigShowRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{38}
+	return file_writ_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ConfigShowRequest) GetType() string {
@@ -3053,7 +3120,7 @@ type ConfigShowResponse struct {
 
 func (x *ConfigShowResponse) Reset() {
 	*x = ConfigShowResponse{}
-	mi := &file_writ_proto_msgTypes[39]
+	mi := &file_writ_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3065,7 +3132,7 @@ func (x *ConfigShowResponse) String() string {
 func (*ConfigShowResponse) ProtoMessage() {}
 
 func (x *ConfigShowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[39]
+	mi := &file_writ_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3078,7 +3145,7 @@ func (x *ConfigShowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigShowResponse.ProtoReflect.Descriptor instead.
 func (*ConfigShowResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{39}
+	return file_writ_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ConfigShowResponse) GetTag() string {
@@ -3137,7 +3204,7 @@ type ConfigUpgradeRequest struct {
 
 func (x *ConfigUpgradeRequest) Reset() {
 	*x = ConfigUpgradeRequest{}
-	mi := &file_writ_proto_msgTypes[40]
+	mi := &file_writ_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3149,7 +3216,7 @@ func (x *ConfigUpgradeRequest) String() string {
 func (*ConfigUpgradeRequest) ProtoMessage() {}
 
 func (x *ConfigUpgradeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[40]
+	mi := &file_writ_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3162,7 +3229,7 @@ func (x *ConfigUpgradeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigUpgradeRequest.ProtoReflect.Descriptor instead.
 func (*ConfigUpgradeRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{40}
+	return file_writ_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ConfigUpgradeRequest) GetRequestId() string {
@@ -3228,7 +3295,7 @@ type ConfigProgress struct {
 
 func (x *ConfigProgress) Reset() {
 	*x = ConfigProgress{}
-	mi := &file_writ_proto_msgTypes[41]
+	mi := &file_writ_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3240,7 +3307,7 @@ func (x *ConfigProgress) String() string {
 func (*ConfigProgress) ProtoMessage() {}
 
 func (x *ConfigProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[41]
+	mi := &file_writ_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3253,7 +3320,7 @@ func (x *ConfigProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigProgress.ProtoReflect.Descriptor instead.
 func (*ConfigProgress) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{41}
+	return file_writ_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ConfigProgress) GetPhase() ConfigProgress_Phase {
@@ -3336,7 +3403,7 @@ type PromoteMemberRequest struct {
 
 func (x *PromoteMemberRequest) Reset() {
 	*x = PromoteMemberRequest{}
-	mi := &file_writ_proto_msgTypes[42]
+	mi := &file_writ_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3348,7 +3415,7 @@ func (x *PromoteMemberRequest) String() string {
 func (*PromoteMemberRequest) ProtoMessage() {}
 
 func (x *PromoteMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[42]
+	mi := &file_writ_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3361,7 +3428,7 @@ func (x *PromoteMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromoteMemberRequest.ProtoReflect.Descriptor instead.
 func (*PromoteMemberRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{42}
+	return file_writ_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *PromoteMemberRequest) GetId() string {
@@ -3382,7 +3449,7 @@ type PromoteMemberResponse struct {
 
 func (x *PromoteMemberResponse) Reset() {
 	*x = PromoteMemberResponse{}
-	mi := &file_writ_proto_msgTypes[43]
+	mi := &file_writ_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3394,7 +3461,7 @@ func (x *PromoteMemberResponse) String() string {
 func (*PromoteMemberResponse) ProtoMessage() {}
 
 func (x *PromoteMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[43]
+	mi := &file_writ_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3407,7 +3474,7 @@ func (x *PromoteMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromoteMemberResponse.ProtoReflect.Descriptor instead.
 func (*PromoteMemberResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{43}
+	return file_writ_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *PromoteMemberResponse) GetId() string {
@@ -3432,7 +3499,7 @@ type SchemaRequest struct {
 
 func (x *SchemaRequest) Reset() {
 	*x = SchemaRequest{}
-	mi := &file_writ_proto_msgTypes[44]
+	mi := &file_writ_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3444,7 +3511,7 @@ func (x *SchemaRequest) String() string {
 func (*SchemaRequest) ProtoMessage() {}
 
 func (x *SchemaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[44]
+	mi := &file_writ_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3457,7 +3524,7 @@ func (x *SchemaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaRequest.ProtoReflect.Descriptor instead.
 func (*SchemaRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{44}
+	return file_writ_proto_rawDescGZIP(), []int{45}
 }
 
 type SchemaResponse struct {
@@ -3472,7 +3539,7 @@ type SchemaResponse struct {
 
 func (x *SchemaResponse) Reset() {
 	*x = SchemaResponse{}
-	mi := &file_writ_proto_msgTypes[45]
+	mi := &file_writ_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3484,7 +3551,7 @@ func (x *SchemaResponse) String() string {
 func (*SchemaResponse) ProtoMessage() {}
 
 func (x *SchemaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[45]
+	mi := &file_writ_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3497,7 +3564,7 @@ func (x *SchemaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaResponse.ProtoReflect.Descriptor instead.
 func (*SchemaResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{45}
+	return file_writ_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SchemaResponse) GetSchemaFingerprint() string {
@@ -3533,7 +3600,7 @@ type ResolveConflictRequest struct {
 
 func (x *ResolveConflictRequest) Reset() {
 	*x = ResolveConflictRequest{}
-	mi := &file_writ_proto_msgTypes[46]
+	mi := &file_writ_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3545,7 +3612,7 @@ func (x *ResolveConflictRequest) String() string {
 func (*ResolveConflictRequest) ProtoMessage() {}
 
 func (x *ResolveConflictRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[46]
+	mi := &file_writ_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3558,7 +3625,7 @@ func (x *ResolveConflictRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveConflictRequest.ProtoReflect.Descriptor instead.
 func (*ResolveConflictRequest) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{46}
+	return file_writ_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ResolveConflictRequest) GetKey() string {
@@ -3609,7 +3676,7 @@ type ResolveConflictResponse struct {
 
 func (x *ResolveConflictResponse) Reset() {
 	*x = ResolveConflictResponse{}
-	mi := &file_writ_proto_msgTypes[47]
+	mi := &file_writ_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3621,7 +3688,7 @@ func (x *ResolveConflictResponse) String() string {
 func (*ResolveConflictResponse) ProtoMessage() {}
 
 func (x *ResolveConflictResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[47]
+	mi := &file_writ_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3634,7 +3701,7 @@ func (x *ResolveConflictResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveConflictResponse.ProtoReflect.Descriptor instead.
 func (*ResolveConflictResponse) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{47}
+	return file_writ_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ResolveConflictResponse) GetOutcome() Outcome {
@@ -3683,7 +3750,7 @@ type Admission struct {
 
 func (x *Admission) Reset() {
 	*x = Admission{}
-	mi := &file_writ_proto_msgTypes[48]
+	mi := &file_writ_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3695,7 +3762,7 @@ func (x *Admission) String() string {
 func (*Admission) ProtoMessage() {}
 
 func (x *Admission) ProtoReflect() protoreflect.Message {
-	mi := &file_writ_proto_msgTypes[48]
+	mi := &file_writ_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3708,7 +3775,7 @@ func (x *Admission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Admission.ProtoReflect.Descriptor instead.
 func (*Admission) Descriptor() ([]byte, []int) {
-	return file_writ_proto_rawDescGZIP(), []int{48}
+	return file_writ_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Admission) GetInflight() uint64 {
@@ -3798,15 +3865,19 @@ const file_writ_proto_rawDesc = "" +
 	"\x05index\x18\x03 \x01(\x04R\x05index\x12\x16\n" +
 	"\x06result\x18\x04 \x01(\fR\x06result\x12\x16\n" +
 	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x1b\n" +
-	"\tserved_by\x18\x06 \x01(\tR\bservedBy\"\xe2\x01\n" +
+	"\tserved_by\x18\x06 \x01(\tR\bservedBy\"\x96\x02\n" +
 	"\fWriteRequest\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x120\n" +
 	"\x06submit\x18\x02 \x01(\v2\x16.writ.v1.SubmitRequestH\x00R\x06submit\x120\n" +
 	"\x06report\x18\x03 \x01(\v2\x16.writ.v1.ReportRequestH\x00R\x06report\x123\n" +
 	"\adeliver\x18\x04 \x01(\v2\x17.writ.v1.DeliverRequestH\x00R\adeliver\x12\x1f\n" +
 	"\vdeadline_ms\x18\x05 \x01(\rR\n" +
-	"deadlineMsB\x06\n" +
-	"\x04call\"\x8d\x02\n" +
+	"deadlineMs\x122\n" +
+	"\bmetadata\x18\x06 \x03(\v2\x16.writ.v1.MetadataEntryR\bmetadataB\x06\n" +
+	"\x04call\"7\n" +
+	"\rMetadataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"\x8d\x02\n" +
 	"\rWriteResponse\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x121\n" +
 	"\x06submit\x18\x02 \x01(\v2\x17.writ.v1.SubmitResponseH\x00R\x06submit\x121\n" +
@@ -4114,7 +4185,7 @@ func file_writ_proto_rawDescGZIP() []byte {
 }
 
 var file_writ_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_writ_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
+var file_writ_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_writ_proto_goTypes = []any{
 	(Outcome)(0),                    // 0: writ.v1.Outcome
 	(Encoding)(0),                   // 1: writ.v1.Encoding
@@ -4125,53 +4196,54 @@ var file_writ_proto_goTypes = []any{
 	(*SubmitRequest)(nil),           // 6: writ.v1.SubmitRequest
 	(*SubmitResponse)(nil),          // 7: writ.v1.SubmitResponse
 	(*WriteRequest)(nil),            // 8: writ.v1.WriteRequest
-	(*WriteResponse)(nil),           // 9: writ.v1.WriteResponse
-	(*WriteError)(nil),              // 10: writ.v1.WriteError
-	(*ReportRequest)(nil),           // 11: writ.v1.ReportRequest
-	(*ReportResponse)(nil),          // 12: writ.v1.ReportResponse
-	(*DeliverRequest)(nil),          // 13: writ.v1.DeliverRequest
-	(*DeliverResponse)(nil),         // 14: writ.v1.DeliverResponse
-	(*WatchRequest)(nil),            // 15: writ.v1.WatchRequest
-	(*WatchEvent)(nil),              // 16: writ.v1.WatchEvent
-	(*Record)(nil),                  // 17: writ.v1.Record
-	(*GetRequest)(nil),              // 18: writ.v1.GetRequest
-	(*GetResponse)(nil),             // 19: writ.v1.GetResponse
-	(*ListRequest)(nil),             // 20: writ.v1.ListRequest
-	(*ListResponse)(nil),            // 21: writ.v1.ListResponse
-	(*OutcomeRequest)(nil),          // 22: writ.v1.OutcomeRequest
-	(*OutcomeResponse)(nil),         // 23: writ.v1.OutcomeResponse
-	(*ConflictsRequest)(nil),        // 24: writ.v1.ConflictsRequest
-	(*Conflict)(nil),                // 25: writ.v1.Conflict
-	(*ConflictsResponse)(nil),       // 26: writ.v1.ConflictsResponse
-	(*OutboxRequest)(nil),           // 27: writ.v1.OutboxRequest
-	(*OutboxFact)(nil),              // 28: writ.v1.OutboxFact
-	(*OutboxResponse)(nil),          // 29: writ.v1.OutboxResponse
-	(*StatusRequest)(nil),           // 30: writ.v1.StatusRequest
-	(*StatusResponse)(nil),          // 31: writ.v1.StatusResponse
-	(*CatchUp)(nil),                 // 32: writ.v1.CatchUp
-	(*MembersRequest)(nil),          // 33: writ.v1.MembersRequest
-	(*Member)(nil),                  // 34: writ.v1.Member
-	(*Refusal)(nil),                 // 35: writ.v1.Refusal
-	(*MembersResponse)(nil),         // 36: writ.v1.MembersResponse
-	(*KeyringRequest)(nil),          // 37: writ.v1.KeyringRequest
-	(*KeyringResponse)(nil),         // 38: writ.v1.KeyringResponse
-	(*PluginsRequest)(nil),          // 39: writ.v1.PluginsRequest
-	(*Plugin)(nil),                  // 40: writ.v1.Plugin
-	(*PluginsResponse)(nil),         // 41: writ.v1.PluginsResponse
-	(*ConfigShowRequest)(nil),       // 42: writ.v1.ConfigShowRequest
-	(*ConfigShowResponse)(nil),      // 43: writ.v1.ConfigShowResponse
-	(*ConfigUpgradeRequest)(nil),    // 44: writ.v1.ConfigUpgradeRequest
-	(*ConfigProgress)(nil),          // 45: writ.v1.ConfigProgress
-	(*PromoteMemberRequest)(nil),    // 46: writ.v1.PromoteMemberRequest
-	(*PromoteMemberResponse)(nil),   // 47: writ.v1.PromoteMemberResponse
-	(*SchemaRequest)(nil),           // 48: writ.v1.SchemaRequest
-	(*SchemaResponse)(nil),          // 49: writ.v1.SchemaResponse
-	(*ResolveConflictRequest)(nil),  // 50: writ.v1.ResolveConflictRequest
-	(*ResolveConflictResponse)(nil), // 51: writ.v1.ResolveConflictResponse
-	(*Admission)(nil),               // 52: writ.v1.Admission
-	nil,                             // 53: writ.v1.KeyringResponse.MessagesEntry
-	nil,                             // 54: writ.v1.KeyringResponse.KeysEntry
-	nil,                             // 55: writ.v1.KeyringResponse.PrimaryKeysEntry
+	(*MetadataEntry)(nil),           // 9: writ.v1.MetadataEntry
+	(*WriteResponse)(nil),           // 10: writ.v1.WriteResponse
+	(*WriteError)(nil),              // 11: writ.v1.WriteError
+	(*ReportRequest)(nil),           // 12: writ.v1.ReportRequest
+	(*ReportResponse)(nil),          // 13: writ.v1.ReportResponse
+	(*DeliverRequest)(nil),          // 14: writ.v1.DeliverRequest
+	(*DeliverResponse)(nil),         // 15: writ.v1.DeliverResponse
+	(*WatchRequest)(nil),            // 16: writ.v1.WatchRequest
+	(*WatchEvent)(nil),              // 17: writ.v1.WatchEvent
+	(*Record)(nil),                  // 18: writ.v1.Record
+	(*GetRequest)(nil),              // 19: writ.v1.GetRequest
+	(*GetResponse)(nil),             // 20: writ.v1.GetResponse
+	(*ListRequest)(nil),             // 21: writ.v1.ListRequest
+	(*ListResponse)(nil),            // 22: writ.v1.ListResponse
+	(*OutcomeRequest)(nil),          // 23: writ.v1.OutcomeRequest
+	(*OutcomeResponse)(nil),         // 24: writ.v1.OutcomeResponse
+	(*ConflictsRequest)(nil),        // 25: writ.v1.ConflictsRequest
+	(*Conflict)(nil),                // 26: writ.v1.Conflict
+	(*ConflictsResponse)(nil),       // 27: writ.v1.ConflictsResponse
+	(*OutboxRequest)(nil),           // 28: writ.v1.OutboxRequest
+	(*OutboxFact)(nil),              // 29: writ.v1.OutboxFact
+	(*OutboxResponse)(nil),          // 30: writ.v1.OutboxResponse
+	(*StatusRequest)(nil),           // 31: writ.v1.StatusRequest
+	(*StatusResponse)(nil),          // 32: writ.v1.StatusResponse
+	(*CatchUp)(nil),                 // 33: writ.v1.CatchUp
+	(*MembersRequest)(nil),          // 34: writ.v1.MembersRequest
+	(*Member)(nil),                  // 35: writ.v1.Member
+	(*Refusal)(nil),                 // 36: writ.v1.Refusal
+	(*MembersResponse)(nil),         // 37: writ.v1.MembersResponse
+	(*KeyringRequest)(nil),          // 38: writ.v1.KeyringRequest
+	(*KeyringResponse)(nil),         // 39: writ.v1.KeyringResponse
+	(*PluginsRequest)(nil),          // 40: writ.v1.PluginsRequest
+	(*Plugin)(nil),                  // 41: writ.v1.Plugin
+	(*PluginsResponse)(nil),         // 42: writ.v1.PluginsResponse
+	(*ConfigShowRequest)(nil),       // 43: writ.v1.ConfigShowRequest
+	(*ConfigShowResponse)(nil),      // 44: writ.v1.ConfigShowResponse
+	(*ConfigUpgradeRequest)(nil),    // 45: writ.v1.ConfigUpgradeRequest
+	(*ConfigProgress)(nil),          // 46: writ.v1.ConfigProgress
+	(*PromoteMemberRequest)(nil),    // 47: writ.v1.PromoteMemberRequest
+	(*PromoteMemberResponse)(nil),   // 48: writ.v1.PromoteMemberResponse
+	(*SchemaRequest)(nil),           // 49: writ.v1.SchemaRequest
+	(*SchemaResponse)(nil),          // 50: writ.v1.SchemaResponse
+	(*ResolveConflictRequest)(nil),  // 51: writ.v1.ResolveConflictRequest
+	(*ResolveConflictResponse)(nil), // 52: writ.v1.ResolveConflictResponse
+	(*Admission)(nil),               // 53: writ.v1.Admission
+	nil,                             // 54: writ.v1.KeyringResponse.MessagesEntry
+	nil,                             // 55: writ.v1.KeyringResponse.KeysEntry
+	nil,                             // 56: writ.v1.KeyringResponse.PrimaryKeysEntry
 }
 var file_writ_proto_depIdxs = []int32{
 	0,  // 0: writ.v1.OutcomeDetail.outcome:type_name -> writ.v1.Outcome
@@ -4179,77 +4251,78 @@ var file_writ_proto_depIdxs = []int32{
 	5,  // 2: writ.v1.SubmitRequest.entry:type_name -> writ.v1.Entry
 	0,  // 3: writ.v1.SubmitResponse.outcome:type_name -> writ.v1.Outcome
 	6,  // 4: writ.v1.WriteRequest.submit:type_name -> writ.v1.SubmitRequest
-	11, // 5: writ.v1.WriteRequest.report:type_name -> writ.v1.ReportRequest
-	13, // 6: writ.v1.WriteRequest.deliver:type_name -> writ.v1.DeliverRequest
-	7,  // 7: writ.v1.WriteResponse.submit:type_name -> writ.v1.SubmitResponse
-	12, // 8: writ.v1.WriteResponse.report:type_name -> writ.v1.ReportResponse
-	14, // 9: writ.v1.WriteResponse.deliver:type_name -> writ.v1.DeliverResponse
-	10, // 10: writ.v1.WriteResponse.error:type_name -> writ.v1.WriteError
-	4,  // 11: writ.v1.WriteError.detail:type_name -> writ.v1.OutcomeDetail
-	5,  // 12: writ.v1.ReportRequest.entry:type_name -> writ.v1.Entry
-	5,  // 13: writ.v1.DeliverRequest.entry:type_name -> writ.v1.Entry
-	17, // 14: writ.v1.GetResponse.record:type_name -> writ.v1.Record
-	17, // 15: writ.v1.ListResponse.records:type_name -> writ.v1.Record
-	0,  // 16: writ.v1.OutcomeResponse.outcome:type_name -> writ.v1.Outcome
-	25, // 17: writ.v1.ConflictsResponse.conflicts:type_name -> writ.v1.Conflict
-	28, // 18: writ.v1.OutboxResponse.facts:type_name -> writ.v1.OutboxFact
-	52, // 19: writ.v1.StatusResponse.admission:type_name -> writ.v1.Admission
-	32, // 20: writ.v1.StatusResponse.catch_up:type_name -> writ.v1.CatchUp
-	32, // 21: writ.v1.Member.catch_up:type_name -> writ.v1.CatchUp
-	34, // 22: writ.v1.MembersResponse.members:type_name -> writ.v1.Member
-	35, // 23: writ.v1.MembersResponse.refused:type_name -> writ.v1.Refusal
-	2,  // 24: writ.v1.KeyringRequest.op:type_name -> writ.v1.KeyringRequest.Op
-	2,  // 25: writ.v1.KeyringResponse.op:type_name -> writ.v1.KeyringRequest.Op
-	53, // 26: writ.v1.KeyringResponse.messages:type_name -> writ.v1.KeyringResponse.MessagesEntry
-	54, // 27: writ.v1.KeyringResponse.keys:type_name -> writ.v1.KeyringResponse.KeysEntry
-	55, // 28: writ.v1.KeyringResponse.primary_keys:type_name -> writ.v1.KeyringResponse.PrimaryKeysEntry
-	40, // 29: writ.v1.PluginsResponse.plugins:type_name -> writ.v1.Plugin
-	3,  // 30: writ.v1.ConfigProgress.phase:type_name -> writ.v1.ConfigProgress.Phase
-	0,  // 31: writ.v1.ConfigProgress.outcome:type_name -> writ.v1.Outcome
-	0,  // 32: writ.v1.ResolveConflictResponse.outcome:type_name -> writ.v1.Outcome
-	6,  // 33: writ.v1.Writ.Submit:input_type -> writ.v1.SubmitRequest
-	11, // 34: writ.v1.Writ.Report:input_type -> writ.v1.ReportRequest
-	13, // 35: writ.v1.Writ.Deliver:input_type -> writ.v1.DeliverRequest
-	8,  // 36: writ.v1.Writ.Write:input_type -> writ.v1.WriteRequest
-	15, // 37: writ.v1.Writ.Watch:input_type -> writ.v1.WatchRequest
-	18, // 38: writ.v1.Writ.Get:input_type -> writ.v1.GetRequest
-	20, // 39: writ.v1.Writ.List:input_type -> writ.v1.ListRequest
-	22, // 40: writ.v1.Writ.Outcome:input_type -> writ.v1.OutcomeRequest
-	24, // 41: writ.v1.Writ.Conflicts:input_type -> writ.v1.ConflictsRequest
-	27, // 42: writ.v1.Writ.Outbox:input_type -> writ.v1.OutboxRequest
-	30, // 43: writ.v1.Writ.Status:input_type -> writ.v1.StatusRequest
-	33, // 44: writ.v1.Writ.Members:input_type -> writ.v1.MembersRequest
-	37, // 45: writ.v1.Writ.Keyring:input_type -> writ.v1.KeyringRequest
-	39, // 46: writ.v1.Writ.Plugins:input_type -> writ.v1.PluginsRequest
-	42, // 47: writ.v1.Writ.ConfigShow:input_type -> writ.v1.ConfigShowRequest
-	44, // 48: writ.v1.Writ.ConfigUpgrade:input_type -> writ.v1.ConfigUpgradeRequest
-	48, // 49: writ.v1.Writ.Schema:input_type -> writ.v1.SchemaRequest
-	50, // 50: writ.v1.Writ.ResolveConflict:input_type -> writ.v1.ResolveConflictRequest
-	46, // 51: writ.v1.Writ.PromoteMember:input_type -> writ.v1.PromoteMemberRequest
-	7,  // 52: writ.v1.Writ.Submit:output_type -> writ.v1.SubmitResponse
-	12, // 53: writ.v1.Writ.Report:output_type -> writ.v1.ReportResponse
-	14, // 54: writ.v1.Writ.Deliver:output_type -> writ.v1.DeliverResponse
-	9,  // 55: writ.v1.Writ.Write:output_type -> writ.v1.WriteResponse
-	16, // 56: writ.v1.Writ.Watch:output_type -> writ.v1.WatchEvent
-	19, // 57: writ.v1.Writ.Get:output_type -> writ.v1.GetResponse
-	21, // 58: writ.v1.Writ.List:output_type -> writ.v1.ListResponse
-	23, // 59: writ.v1.Writ.Outcome:output_type -> writ.v1.OutcomeResponse
-	26, // 60: writ.v1.Writ.Conflicts:output_type -> writ.v1.ConflictsResponse
-	29, // 61: writ.v1.Writ.Outbox:output_type -> writ.v1.OutboxResponse
-	31, // 62: writ.v1.Writ.Status:output_type -> writ.v1.StatusResponse
-	36, // 63: writ.v1.Writ.Members:output_type -> writ.v1.MembersResponse
-	38, // 64: writ.v1.Writ.Keyring:output_type -> writ.v1.KeyringResponse
-	41, // 65: writ.v1.Writ.Plugins:output_type -> writ.v1.PluginsResponse
-	43, // 66: writ.v1.Writ.ConfigShow:output_type -> writ.v1.ConfigShowResponse
-	45, // 67: writ.v1.Writ.ConfigUpgrade:output_type -> writ.v1.ConfigProgress
-	49, // 68: writ.v1.Writ.Schema:output_type -> writ.v1.SchemaResponse
-	51, // 69: writ.v1.Writ.ResolveConflict:output_type -> writ.v1.ResolveConflictResponse
-	47, // 70: writ.v1.Writ.PromoteMember:output_type -> writ.v1.PromoteMemberResponse
-	52, // [52:71] is the sub-list for method output_type
-	33, // [33:52] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	12, // 5: writ.v1.WriteRequest.report:type_name -> writ.v1.ReportRequest
+	14, // 6: writ.v1.WriteRequest.deliver:type_name -> writ.v1.DeliverRequest
+	9,  // 7: writ.v1.WriteRequest.metadata:type_name -> writ.v1.MetadataEntry
+	7,  // 8: writ.v1.WriteResponse.submit:type_name -> writ.v1.SubmitResponse
+	13, // 9: writ.v1.WriteResponse.report:type_name -> writ.v1.ReportResponse
+	15, // 10: writ.v1.WriteResponse.deliver:type_name -> writ.v1.DeliverResponse
+	11, // 11: writ.v1.WriteResponse.error:type_name -> writ.v1.WriteError
+	4,  // 12: writ.v1.WriteError.detail:type_name -> writ.v1.OutcomeDetail
+	5,  // 13: writ.v1.ReportRequest.entry:type_name -> writ.v1.Entry
+	5,  // 14: writ.v1.DeliverRequest.entry:type_name -> writ.v1.Entry
+	18, // 15: writ.v1.GetResponse.record:type_name -> writ.v1.Record
+	18, // 16: writ.v1.ListResponse.records:type_name -> writ.v1.Record
+	0,  // 17: writ.v1.OutcomeResponse.outcome:type_name -> writ.v1.Outcome
+	26, // 18: writ.v1.ConflictsResponse.conflicts:type_name -> writ.v1.Conflict
+	29, // 19: writ.v1.OutboxResponse.facts:type_name -> writ.v1.OutboxFact
+	53, // 20: writ.v1.StatusResponse.admission:type_name -> writ.v1.Admission
+	33, // 21: writ.v1.StatusResponse.catch_up:type_name -> writ.v1.CatchUp
+	33, // 22: writ.v1.Member.catch_up:type_name -> writ.v1.CatchUp
+	35, // 23: writ.v1.MembersResponse.members:type_name -> writ.v1.Member
+	36, // 24: writ.v1.MembersResponse.refused:type_name -> writ.v1.Refusal
+	2,  // 25: writ.v1.KeyringRequest.op:type_name -> writ.v1.KeyringRequest.Op
+	2,  // 26: writ.v1.KeyringResponse.op:type_name -> writ.v1.KeyringRequest.Op
+	54, // 27: writ.v1.KeyringResponse.messages:type_name -> writ.v1.KeyringResponse.MessagesEntry
+	55, // 28: writ.v1.KeyringResponse.keys:type_name -> writ.v1.KeyringResponse.KeysEntry
+	56, // 29: writ.v1.KeyringResponse.primary_keys:type_name -> writ.v1.KeyringResponse.PrimaryKeysEntry
+	41, // 30: writ.v1.PluginsResponse.plugins:type_name -> writ.v1.Plugin
+	3,  // 31: writ.v1.ConfigProgress.phase:type_name -> writ.v1.ConfigProgress.Phase
+	0,  // 32: writ.v1.ConfigProgress.outcome:type_name -> writ.v1.Outcome
+	0,  // 33: writ.v1.ResolveConflictResponse.outcome:type_name -> writ.v1.Outcome
+	6,  // 34: writ.v1.Writ.Submit:input_type -> writ.v1.SubmitRequest
+	12, // 35: writ.v1.Writ.Report:input_type -> writ.v1.ReportRequest
+	14, // 36: writ.v1.Writ.Deliver:input_type -> writ.v1.DeliverRequest
+	8,  // 37: writ.v1.Writ.Write:input_type -> writ.v1.WriteRequest
+	16, // 38: writ.v1.Writ.Watch:input_type -> writ.v1.WatchRequest
+	19, // 39: writ.v1.Writ.Get:input_type -> writ.v1.GetRequest
+	21, // 40: writ.v1.Writ.List:input_type -> writ.v1.ListRequest
+	23, // 41: writ.v1.Writ.Outcome:input_type -> writ.v1.OutcomeRequest
+	25, // 42: writ.v1.Writ.Conflicts:input_type -> writ.v1.ConflictsRequest
+	28, // 43: writ.v1.Writ.Outbox:input_type -> writ.v1.OutboxRequest
+	31, // 44: writ.v1.Writ.Status:input_type -> writ.v1.StatusRequest
+	34, // 45: writ.v1.Writ.Members:input_type -> writ.v1.MembersRequest
+	38, // 46: writ.v1.Writ.Keyring:input_type -> writ.v1.KeyringRequest
+	40, // 47: writ.v1.Writ.Plugins:input_type -> writ.v1.PluginsRequest
+	43, // 48: writ.v1.Writ.ConfigShow:input_type -> writ.v1.ConfigShowRequest
+	45, // 49: writ.v1.Writ.ConfigUpgrade:input_type -> writ.v1.ConfigUpgradeRequest
+	49, // 50: writ.v1.Writ.Schema:input_type -> writ.v1.SchemaRequest
+	51, // 51: writ.v1.Writ.ResolveConflict:input_type -> writ.v1.ResolveConflictRequest
+	47, // 52: writ.v1.Writ.PromoteMember:input_type -> writ.v1.PromoteMemberRequest
+	7,  // 53: writ.v1.Writ.Submit:output_type -> writ.v1.SubmitResponse
+	13, // 54: writ.v1.Writ.Report:output_type -> writ.v1.ReportResponse
+	15, // 55: writ.v1.Writ.Deliver:output_type -> writ.v1.DeliverResponse
+	10, // 56: writ.v1.Writ.Write:output_type -> writ.v1.WriteResponse
+	17, // 57: writ.v1.Writ.Watch:output_type -> writ.v1.WatchEvent
+	20, // 58: writ.v1.Writ.Get:output_type -> writ.v1.GetResponse
+	22, // 59: writ.v1.Writ.List:output_type -> writ.v1.ListResponse
+	24, // 60: writ.v1.Writ.Outcome:output_type -> writ.v1.OutcomeResponse
+	27, // 61: writ.v1.Writ.Conflicts:output_type -> writ.v1.ConflictsResponse
+	30, // 62: writ.v1.Writ.Outbox:output_type -> writ.v1.OutboxResponse
+	32, // 63: writ.v1.Writ.Status:output_type -> writ.v1.StatusResponse
+	37, // 64: writ.v1.Writ.Members:output_type -> writ.v1.MembersResponse
+	39, // 65: writ.v1.Writ.Keyring:output_type -> writ.v1.KeyringResponse
+	42, // 66: writ.v1.Writ.Plugins:output_type -> writ.v1.PluginsResponse
+	44, // 67: writ.v1.Writ.ConfigShow:output_type -> writ.v1.ConfigShowResponse
+	46, // 68: writ.v1.Writ.ConfigUpgrade:output_type -> writ.v1.ConfigProgress
+	50, // 69: writ.v1.Writ.Schema:output_type -> writ.v1.SchemaResponse
+	52, // 70: writ.v1.Writ.ResolveConflict:output_type -> writ.v1.ResolveConflictResponse
+	48, // 71: writ.v1.Writ.PromoteMember:output_type -> writ.v1.PromoteMemberResponse
+	53, // [53:72] is the sub-list for method output_type
+	34, // [34:53] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_writ_proto_init() }
@@ -4262,7 +4335,7 @@ func file_writ_proto_init() {
 		(*WriteRequest_Report)(nil),
 		(*WriteRequest_Deliver)(nil),
 	}
-	file_writ_proto_msgTypes[5].OneofWrappers = []any{
+	file_writ_proto_msgTypes[6].OneofWrappers = []any{
 		(*WriteResponse_Submit)(nil),
 		(*WriteResponse_Report)(nil),
 		(*WriteResponse_Deliver)(nil),
@@ -4274,7 +4347,7 @@ func file_writ_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_writ_proto_rawDesc), len(file_writ_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   52,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
