@@ -2,7 +2,9 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -10,6 +12,9 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+
+	"github.com/writ-dev/writ/api/writv1"
+	"github.com/writ-dev/writ/internal/writemux"
 )
 
 // forwardMayHaveLanded says whether a forwarded call that failed without an
@@ -26,6 +31,12 @@ func forwardMayHaveLanded(leader *peer.Peer, addr string, err error) string {
 	if leader == nil || leader.Addr == nil {
 		return ""
 	}
+	return mayHaveLanded(addr, err)
+}
+
+// mayHaveLanded is the reason given for a forward that may have reached
+// the leader at addr and failed with err before answering.
+func mayHaveLanded(addr string, err error) string {
 	msg := err.Error()
 	if st, ok := status.FromError(err); ok {
 		msg = st.Message()
@@ -83,4 +94,86 @@ func reachedLeader(err error) bool {
 	}
 	st, _ := status.FromError(err)
 	return st.Code() != codes.Unavailable
+}
+
+// forwardStreamMaxPayload is the largest payload forwarded on the
+// forwarding stream; a larger one is forwarded as a unary call, so that it
+// does not hold up the calls behind it (messages on one stream go one
+// after another).
+const forwardStreamMaxPayload = 64 << 10
+
+// forwardMux is the Write stream this follower forwards writes to the
+// leader at addr on; nil when forwarding streams are off.
+func (s *Server) forwardMux(c *grpc.ClientConn, addr string) *writemux.Mux {
+	if s.cfg.NoForwardStream {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m, ok := s.muxes[addr]; ok {
+		return m
+	}
+	m := writemux.New(c, s.maxStreamCalls(), func(ctx context.Context) metadata.MD {
+		// The stream is opened as its first call would be sent: marked
+		// forwarded, with that caller's credentials. Every call on it
+		// carries its own (WriteRequest.metadata) and is checked alone.
+		return metadata.Pairs(append([]string{forwardedKey, "1"}, forwardMetadata(ctx)...)...)
+	})
+	s.muxes[addr] = m
+	return m
+}
+
+// forwardWrite forwards one Submit or Deliver to the leader at addr: on
+// the forwarding stream (the call's metadata, as forwardCtx would send
+// it, in WriteRequest.metadata), or as a unary call when the stream is
+// off, refused or too small for the payload. landed is set when the call
+// failed without an answer but may have reached the leader.
+func forwardWrite[R comparable](s *Server, ctx context.Context, c *grpc.ClientConn, addr string, payload int, req *writv1.WriteRequest,
+	get func(*writv1.WriteResponse) R, unary func(ctx context.Context, opts ...grpc.CallOption) (R, error)) (resp R, landed string, err error) {
+	if m := s.forwardMux(c, addr); m != nil && payload <= forwardStreamMaxPayload {
+		md := append([]string{forwardedKey, "1"}, forwardMetadata(ctx)...)
+		for i := 0; i+1 < len(md); i += 2 {
+			req.Metadata = append(req.Metadata, &writv1.MetadataEntry{Key: md[i], Value: md[i+1]})
+		}
+		var sent atomic.Bool
+		r, err := m.Call(ctx, req, &sent)
+		switch {
+		case err == nil:
+			if err := writemux.ReplyErr(r); err != nil {
+				return resp, "", err
+			}
+			if out := get(r); out != resp {
+				return out, "", nil
+			}
+			return resp, mayHaveLanded(addr, writemux.Mismatched(r)), writemux.Mismatched(r)
+		case streamRefused(err) && !sent.Load():
+			// an older leader, or credentials the stream was not opened
+			// with: forward this call unary
+		default:
+			if sent.Load() {
+				landed = mayHaveLanded(addr, err)
+			}
+			return resp, landed, err
+		}
+	}
+	var leader peer.Peer
+	resp, err = unary(forwardCtx(ctx), grpc.Peer(&leader))
+	if err != nil {
+		landed = forwardMayHaveLanded(&leader, addr, err)
+	}
+	return resp, landed, err
+}
+
+// streamRefused reports whether a forwarding stream call failed without
+// being sent because the leader serves no Write stream or refused to
+// open one (a call's own refusal comes as its answer, not as this error).
+func streamRefused(err error) bool {
+	if errors.Is(err, writemux.ErrNoStream) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.Unauthenticated, codes.PermissionDenied, codes.Unimplemented:
+		return true
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -105,5 +106,54 @@ func TestServer_FakeBackendForwardsOnlyOnce(t *testing.T) {
 	}
 	if len(a.submitted) != 1 || len(b.submitted) != 1 {
 		t.Fatalf("a ran %d, b ran %d submits; want one each", len(a.submitted), len(b.submitted))
+	}
+}
+
+// oldLeader is a leader from before the Write stream: unary calls only.
+type oldLeader struct {
+	writv1.UnimplementedWritServer
+}
+
+func (oldLeader) Submit(_ context.Context, r *writv1.SubmitRequest) (*writv1.SubmitResponse, error) {
+	return &writv1.SubmitResponse{Outcome: Committed, RequestId: r.GetEntry().GetId(), ServedBy: "old"}, nil
+}
+
+func (oldLeader) Deliver(_ context.Context, r *writv1.DeliverRequest) (*writv1.DeliverResponse, error) {
+	return &writv1.DeliverResponse{Received: true, RequestId: r.GetEntry().GetId()}, nil
+}
+
+// TestServer_FakeBackendForwardsUnaryToALeaderWithoutTheStream: in a
+// rolling upgrade the leader may not serve the Write stream yet; a
+// follower's forwards then go as unary calls and are answered as before,
+// on the first call and on later ones (the follower once panicked on the
+// first successful unary fallback). Loopback addresses: 127.0.24.5–6.
+func TestServer_FakeBackendForwardsUnaryToALeaderWithoutTheStream(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.24.5:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	writv1.RegisterWritServer(g, oldLeader{})
+	go func() { _ = g.Serve(lis) }()
+	defer g.Stop()
+	follower := &fakeNode{id: "n2", leaderAPI: lis.Addr().String()}
+	c := serveFake(t, "127.0.24.6:0", follower)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range 3 {
+		id := fmt.Sprintf("r-old-%d", i)
+		r, err := c.Submit(ctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: "job.submit", Id: id, Payload: []byte(`{}`)}})
+		if err != nil || r.GetServedBy() != "old" || r.GetRequestId() != id {
+			t.Fatalf("submit %d through the follower: %v %v, want served by the old leader", i, r, err)
+		}
+		d, err := c.Deliver(ctx, &writv1.DeliverRequest{Entry: &writv1.Entry{Type: "job.dispatch", Id: "d-" + id, Payload: []byte(`{}`)}})
+		if err != nil || !d.GetReceived() || d.GetRequestId() != "d-"+id {
+			t.Fatalf("deliver %d through the follower: %v %v", i, d, err)
+		}
+	}
+	follower.mu.Lock()
+	defer follower.mu.Unlock()
+	if len(follower.submitted) != 0 {
+		t.Fatalf("the follower ran %d submits itself; every one should have been forwarded", len(follower.submitted))
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/writ-dev/writ/api/writv1"
 	"github.com/writ-dev/writ/internal/reqid"
+	"github.com/writ-dev/writ/internal/writemux"
 )
 
 // MaxPayload is the largest entry payload the API accepts.
@@ -58,8 +59,12 @@ type Config struct {
 	// authentication, roles, the audit line).
 	Intercept grpc.UnaryServerInterceptor
 	// MaxStreamCalls bounds the calls one Write stream has in flight
-	// (0: DefaultMaxStreamCalls).
+	// (0: DefaultMaxStreamCalls), and those a follower forwards on its
+	// stream to the leader.
 	MaxStreamCalls int
+	// NoForwardStream forwards each write to the leader as a unary call
+	// instead of on one Write stream per leader.
+	NoForwardStream bool
 }
 
 // Server implements writv1.WritServer over one node.
@@ -70,6 +75,7 @@ type Server struct {
 
 	mu    sync.Mutex
 	conns map[string]*grpc.ClientConn
+	muxes map[string]*writemux.Mux // forwarding streams, by leader address
 
 	draining  chan struct{} // closed by Drain
 	drainOnce sync.Once
@@ -86,7 +92,7 @@ func New(cfg Config) (*Server, error) {
 	if l == nil {
 		l = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cfg: cfg, log: l, conns: map[string]*grpc.ClientConn{}, draining: make(chan struct{})}, nil
+	return &Server{cfg: cfg, log: l, conns: map[string]*grpc.ClientConn{}, muxes: map[string]*writemux.Mux{}, draining: make(chan struct{})}, nil
 }
 
 // Register adds the writ.v1 service, and server reflection when
@@ -102,6 +108,10 @@ func (s *Server) Register(g *grpc.Server) {
 func (s *Server) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for a, m := range s.muxes {
+		m.Close()
+		delete(s.muxes, a)
+	}
 	for a, c := range s.conns {
 		_ = c.Close()
 		delete(s.conns, a)
@@ -209,13 +219,15 @@ func (s *Server) Submit(ctx context.Context, r *writv1.SubmitRequest) (*writv1.S
 	var sent string // non-empty: a forward may have reached the leader
 	if c, addr := s.leaderConn(ctx); c != nil {
 		fr := &writv1.SubmitRequest{Entry: &writv1.Entry{Type: e.Type, Id: e.ID, Payload: e.Payload, Encoding: r.GetEntry().GetEncoding()}, TimeoutMs: r.GetTimeoutMs()}
-		var leader peer.Peer
-		resp, ferr := writv1.NewWritClient(c).Submit(forwardCtx(ctx), fr, grpc.Peer(&leader))
+		resp, landed, ferr := forwardWrite(s, ctx, c, addr, len(e.Payload), &writv1.WriteRequest{Call: &writv1.WriteRequest_Submit{Submit: fr}},
+			(*writv1.WriteResponse).GetSubmit, func(ctx context.Context, opts ...grpc.CallOption) (*writv1.SubmitResponse, error) {
+				return writv1.NewWritClient(c).Submit(ctx, fr, opts...)
+			})
 		if reachedLeader(ferr) {
 			return resp, ferr
 		}
 		s.log.Info("api: leader unreachable, processing locally", "request_id", e.ID, "type", e.Type, "leader_api", addr, "err", ferr)
-		sent = forwardMayHaveLanded(&leader, addr, ferr)
+		sent = landed
 	}
 	res := s.cfg.Writer.Submit(ctx, e, time.Duration(r.GetTimeoutMs())*time.Millisecond)
 	if res.ID == "" {
@@ -263,7 +275,10 @@ func (s *Server) Deliver(ctx context.Context, r *writv1.DeliverRequest) (*writv1
 	}
 	if c, addr := s.leaderConn(ctx); c != nil {
 		fr := &writv1.DeliverRequest{Entry: &writv1.Entry{Type: e.Type, Id: e.ID, Payload: e.Payload, Encoding: r.GetEntry().GetEncoding()}}
-		resp, ferr := writv1.NewWritClient(c).Deliver(forwardCtx(ctx), fr)
+		resp, _, ferr := forwardWrite(s, ctx, c, addr, len(e.Payload), &writv1.WriteRequest{Call: &writv1.WriteRequest_Deliver{Deliver: fr}},
+			(*writv1.WriteResponse).GetDeliver, func(ctx context.Context, opts ...grpc.CallOption) (*writv1.DeliverResponse, error) {
+				return writv1.NewWritClient(c).Deliver(ctx, fr, opts...)
+			})
 		if reachedLeader(ferr) {
 			return resp, ferr
 		}

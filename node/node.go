@@ -252,7 +252,8 @@ func Start(cfg *config.Node, o Options) (n *Node, err error) {
 	n.watchAPITLS(as.tls, cfg.API.CertFile)
 	n.apiAuth = as.auth
 	n.apis, err = api.New(api.Config{Writer: &writer{n: n}, Store: n.rs, Info: &info{n: n}, Membership: &members{a: n.mem}, Schema: n.sch.serve, Gate: n.sch.gate, Logger: n.log.With("component", "api"),
-		ForwardCreds: as.forward, Reflection: cfg.Dev || cfg.API.Reflection, Intercept: as.auth.Unary, MaxStreamCalls: cfg.API.MaxStreamCalls})
+		ForwardCreds: as.forward, Reflection: cfg.Dev || cfg.API.Reflection, Intercept: as.auth.Unary, MaxStreamCalls: cfg.API.MaxStreamCalls,
+		NoForwardStream: !cfg.API.ForwardStream})
 	if err != nil {
 		return nil, err
 	}

@@ -239,8 +239,13 @@ func TestAPIAuthRealCluster(t *testing.T) {
 		if _, err := ci.Submit(ctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: "job.submit", Id: "r-fwd-tok", Payload: []byte(`{"job_id":"fwd-2","queue":"q","priority":1,"command":"x"}`)}}); err != nil {
 			t.Fatalf("token submit through follower: %v", err)
 		}
-		waitLog(t, leader, 5*time.Second, "api: audit", "identity=alice", `via="certificate forwarded by `+follower.name+`"`, "method=Submit", "request_id=r-fwd-cert")
-		waitLog(t, leader, 5*time.Second, "api: audit", "identity=ci", `via="token forwarded by `+follower.name+`"`, "request_id=r-fwd-tok")
+		// Both went on the follower's one forwarding stream (opened with
+		// alice's identity), each authenticated by its own credentials.
+		// A reader is refused by the follower before any forward.
+		waitLog(t, leader, 5*time.Second, "api: audit", "identity=alice", `via="certificate forwarded by `+follower.name+`"`, "method=Submit", "request_id=r-fwd-cert", "stream=true")
+		waitLog(t, leader, 5*time.Second, "api: audit", "identity=ci", `via="token forwarded by `+follower.name+`"`, "request_id=r-fwd-tok", "stream=true")
+		_, err = s.tokenConn(follower, "reader").Submit(ctx, &writv1.SubmitRequest{Entry: &writv1.Entry{Type: "job.submit", Id: "r-fwd-rd", Payload: []byte(`{"job_id":"fwd-3","queue":"q","priority":1,"command":"x"}`)}})
+		wantCode(t, "reader's submit through the follower", err, codes.PermissionDenied, "role write")
 		// a client certificate cannot claim to forward someone else
 		bob := s.certConn(leader, s.ca, certSpec{name: "bob3", uri: "spiffe://writ/client/bob", ou: []string{"read"}})
 		_, err = bob.Status(metadata.AppendToOutgoingContext(ctx, "writ-identity", "ops", "writ-roles", "operator"), &writv1.StatusRequest{})

@@ -21,6 +21,9 @@ type APISecurity struct {
 	TokensFile string
 	// Reflection serves gRPC server reflection (always in dev mode).
 	Reflection bool
+	// ForwardStream: a follower forwards writes to the leader on one
+	// Write stream rather than one unary call each.
+	ForwardStream bool
 	// Limits.
 	MaxConnections     int
 	MaxStreams         int
@@ -93,6 +96,9 @@ func (s source) apiSecurity(n *Node) error {
 		}
 	}
 	if a.Reflection, err = s.boolean("api.reflection"); err != nil {
+		return err
+	}
+	if a.ForwardStream, err = s.boolean("api.forward_stream"); err != nil {
 		return err
 	}
 	for _, l := range []struct {

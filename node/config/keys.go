@@ -98,6 +98,7 @@ var Keys = []Key{
 	{Name: "api.max_connections", Kind: Int, Default: 1024, Help: "most concurrent client API connections (more wait to be accepted)", Min: 1, Max: 1 << 20},
 	{Name: "api.max_streams", Kind: Int, Default: 256, Help: "most concurrent calls on one client API connection", Min: 1, Max: 1 << 16},
 	{Name: "api.max_stream_calls", Kind: Int, Default: 256, Help: "most calls in flight on one Write stream (more wait unread in the client's flow-control window)", Min: 1, Max: 1 << 20},
+	{Name: "api.forward_stream", Kind: Bool, Default: true, Help: "a follower forwards writes to the leader on one Write stream (false: one unary call each)"},
 	{Name: "api.max_watchers", Kind: Int, Default: 1024, Help: "most concurrent Watch streams on this node", Min: 1, Max: 1 << 20},
 	{Name: "api.max_watchers_per_conn", Kind: Int, Default: 256, Help: "most concurrent Watch streams on one client API connection", Min: 1, Max: 1 << 16},
 	{Name: "api.watch_replay_rate", Kind: Int, Default: 10000, Help: "most history events per second a Watch replay sends, per replay slot (one slot per 4 CPUs), so catching-up watchers leave the CPU to writes (0: unpaced)", Min: 0, Max: 10_000_000},
