@@ -9,6 +9,7 @@
 #   FAILOVER=D length of the SIGKILL-the-leader cell (default 9s; 0 skips it)
 #   OUT=DIR    output directory (default bench-vs-etcd)
 #   NETNS=NAME run the clusters inside this network namespace
+#   WRITD_ARGS="--flag=v ..." extra writd flags, for A/B runs of one option
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +28,7 @@ echo "bench-vs-etcd: building etcd and its benchmark tool (tools/etcdbench/go.mo
 
 args=(-writ-bin "$BIN" -etcd-bin "$ETCDBIN" -out "$OUT" -rounds "${ROUNDS:-3}" -scale "${SCALE:-1}" -failover "${FAILOVER:-9s}")
 [ -n "${CELLS:-}" ] && args+=(-cells "$CELLS")
+[ -n "${WRITD_ARGS:-}" ] && args+=(-writd-args "$WRITD_ARGS")
 if [ -n "${NETNS:-}" ]; then
 	exec ip netns exec "$NETNS" "$ETCDBIN/etcdbench" "${args[@]}"
 fi

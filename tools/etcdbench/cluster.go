@@ -117,6 +117,7 @@ func startWrit(cfg config, dir string) (*cluster, error) {
 		args := []string{"--node-id", n.name, "--data-dir", filepath.Join(dir, n.name),
 			"--api-addr", n.client, "--raft-addr", h + ":7071", "--gossip-addr", h + ":7072",
 			"--plugin", jobs, "--insecure", "--membership-profile", "local", "--log-level", "warn"}
+		args = append(args, cfg.writdArgs...)
 		if i > 0 {
 			args = append(args, "--join", cfg.writHosts[0]+":7072")
 		}

@@ -26,6 +26,7 @@ type config struct {
 	scale                       float64
 	failoverFor                 time.Duration
 	only                        string
+	writdArgs                   []string // extra writd flags (A/B runs)
 }
 
 // round is everything measured in one round.
@@ -48,8 +49,11 @@ func main() {
 	flag.Float64Var(&cfg.scale, "scale", 1, "multiplier of every cell's operation count")
 	flag.DurationVar(&cfg.failoverFor, "failover", 9*time.Second, "length of the failover cell (the leader is killed after a third of it; 0: skip the cell)")
 	flag.StringVar(&cfg.only, "cells", "", "comma-separated substrings: run only the cells whose name contains one")
+	var writdArgs string
+	flag.StringVar(&writdArgs, "writd-args", "", "extra writd flags, space-separated (e.g. \"--api-forward-stream=false\" for an A/B run)")
 	flag.Parse()
 	cfg.writHosts, cfg.etcdHosts = strings.Split(writHosts, ","), strings.Split(etcdHosts, ",")
+	cfg.writdArgs = strings.Fields(writdArgs)
 	if err := run(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
