@@ -41,10 +41,26 @@ func TestAdmissionBoundsRequestsAndOutbox_FakeLog(t *testing.T) {
 	if o.Status != pipeline.StatusUnavailable || !strings.HasPrefix(o.Reason, "overloaded: ") || !strings.Contains(o.Reason, "retry after") {
 		t.Fatalf("third request: %s", o)
 	}
-	p.Flush(ctx)
-	for log.CommitNext() {
+	// A request is counted in flight when it is admitted, a moment before
+	// it is queued: drive the pipeline until both have answered, not once
+	// (a single Flush could run before the second was queued, which then
+	// waited forever in Manual mode).
+	answered := make(chan struct{})
+	go func() { wg.Wait(); close(answered) }()
+	deadline = time.Now().Add(30 * time.Second)
+	for done := false; !done; {
+		p.Flush(ctx)
+		for log.CommitNext() {
+		}
+		select {
+		case <-answered:
+			done = true
+		case <-time.After(time.Millisecond):
+			if time.Now().After(deadline) {
+				t.Fatalf("admitted requests not answered within 30s: admission %+v", p.Admission())
+			}
+		}
 	}
-	wg.Wait()
 	for i, o := range outs {
 		if o.Status != pipeline.StatusCommitted {
 			t.Fatalf("admitted request %d: %s", i, o)
