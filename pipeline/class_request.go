@@ -83,6 +83,10 @@ func (p *Pipeline) startRequest(ctx context.Context, ps validated, receiptItem, 
 		return doneHandle(p, *o)
 	}
 	if cur := p.live[e.cmdID]; cur != nil && !cur.replied {
+		if o, ok := p.appliedInFlushLocked(cur, e); ok && !receiptItem {
+			o.ID, o.Type = ps.id, ps.desc.Name
+			return doneHandle(p, o)
+		}
 		// Same request ID already in flight: share its outcome.
 		if waiter {
 			cur.doneLocked()
@@ -97,6 +101,24 @@ func (p *Pipeline) startRequest(ctx context.Context, ps validated, receiptItem, 
 	p.wakeup()
 	e.h = Handle{e: e, p: p}
 	return &e.h
+}
+
+// appliedInFlushLocked answers a retry e (built, not queued) of a request
+// cur that is still in flight although this node already observed its
+// application: the application arrived while cur's flush was settling, and
+// cur is answered when that flush ends. The ID had been applied when the
+// retry arrived, so the retry is answered as a retry after cur's reply
+// would be, from the outcome table: a duplicate of the application
+// (Outcome.Duplicate), or the table's other definite answers. Sharing
+// cur's outcome instead told the retry it was not a duplicate.
+func (p *Pipeline) appliedInFlushLocked(cur, e *entry) (Outcome, bool) {
+	if cur.x == nil || cur.x.late == nil || p.log == nil {
+		return Outcome{}, false
+	}
+	if !p.planRecorded(p.log, e) || e.planOut == nil {
+		return Outcome{}, false
+	}
+	return *e.planOut, true
 }
 
 // reproposal is a pending re-proposal of the requests in flight at a
